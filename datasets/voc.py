@@ -1,0 +1,398 @@
+"""Reader for data sets in the PASCAL VOC segmentation layout.
+
+Layout::
+
+    ROOT/JPEGImages/<id>.jpg                 RGB image
+    ROOT/SegmentationClass/<id>.png          index mask ('P' or 'L'): class index
+                                             0..20 per pixel, 255 = void
+    ROOT/ImageSets/Segmentation/<split>.txt  one id per line
+
+The task is class-specific (DESIGN.md): for one class ``c`` a pixel is
+foreground when its label equals ``c``; void pixels (255) are reported apart so
+that every later stage can ignore them.  Bad input is refused with a
+:class:`DatasetError` that names the offending file, never guessed around.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+__all__ = [
+    "VOC_CLASSES",
+    "VOID_LABEL",
+    "DatasetError",
+    "Sample",
+    "VOCDataset",
+    "class_index",
+    "voc_colormap",
+]
+
+VOC_CLASSES: tuple[str, ...] = (
+    "background", "aeroplane", "bicycle", "bird", "boat", "bottle", "bus",
+    "car", "cat", "chair", "cow", "diningtable", "dog", "horse", "motorbike",
+    "person", "pottedplant", "sheep", "sofa", "train", "tvmonitor",
+)
+VOID_LABEL = 255
+
+IMAGE_DIR = "JPEGImages"
+MASK_DIR = "SegmentationClass"
+SPLIT_DIR = Path("ImageSets") / "Segmentation"
+
+# Every label value a valid mask may hold (lookup table indexed by value).
+_VALID_LABEL = np.zeros(256, dtype=bool)
+_VALID_LABEL[: len(VOC_CLASSES)] = True
+_VALID_LABEL[VOID_LABEL] = True
+
+# Pillow raises several unrelated types for unreadable or broken files.
+_PIL_ERRORS = (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError)
+
+
+class DatasetError(ValueError):
+    """A data set file or argument is missing, malformed or inconsistent.
+
+    The message names the offending file (or value) and what is wrong.
+    """
+
+
+def class_index(name: str) -> int:
+    """Return the VOC label value of a class name.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`VOC_CLASSES` (exact match, case-insensitive).
+
+    Returns
+    -------
+    int
+        Index in 0..20, the pixel value of that class in the masks.
+
+    Raises
+    ------
+    DatasetError
+        If the name is not a VOC class; the message lists the valid names.
+    """
+    if isinstance(name, str):
+        key = name.lower()
+        if key in VOC_CLASSES:
+            return VOC_CLASSES.index(key)
+    raise DatasetError(
+        f"unknown class name {name!r}; expected one of: {', '.join(VOC_CLASSES)}"
+    )
+
+
+def voc_colormap() -> np.ndarray:
+    """Return the standard PASCAL VOC colour map.
+
+    Returns
+    -------
+    ndarray, shape (256, 3), dtype uint8
+        RGB colour of each label value (0 black, 15 person pink, 255 cream...),
+        as used by the VOC development kit for palette masks.
+    """
+    # Bit interleaving of the devkit's labelcolormap.m: bit k of the label goes
+    # to bit 7 - k // 3 of channel k % 3.
+    labels = np.arange(256)
+    cmap = np.zeros((256, 3), dtype=np.uint8)
+    for shift in range(8):
+        for channel in range(3):
+            bit = (labels >> (3 * shift + channel)) & 1
+            cmap[:, channel] |= (bit << (7 - shift)).astype(np.uint8)
+    return cmap
+
+
+@dataclass(frozen=True, eq=False)
+class Sample:
+    """One image with its binary target for a single class.
+
+    Attributes
+    ----------
+    id : str
+        Image id as listed in the split file.
+    image : ndarray, shape (H, W, 3), dtype uint8
+        RGB image.
+    target : ndarray, shape (H, W), dtype bool
+        True where the mask holds the requested class.
+    void : ndarray, shape (H, W), dtype bool
+        True where the mask is void (255); these pixels must be ignored.
+    image_path, mask_path : Path
+        Files the sample was read from.
+    """
+
+    id: str
+    image: np.ndarray
+    target: np.ndarray
+    void: np.ndarray
+    image_path: Path
+    mask_path: Path
+
+
+class VOCDataset:
+    """A data set in the PASCAL VOC segmentation layout.
+
+    Parameters
+    ----------
+    root : str or Path
+        Folder holding ``JPEGImages/``, ``SegmentationClass/`` and
+        ``ImageSets/Segmentation/``.
+
+    Raises
+    ------
+    DatasetError
+        If ``root`` or one of the three sub-folders does not exist.
+    """
+
+    def __init__(self, root: str | Path):
+        root = Path(root).expanduser()
+        if not root.is_dir():
+            raise DatasetError(f"data set root {root} does not exist or is not a folder")
+        self._root = root.resolve()
+        for sub in (IMAGE_DIR, MASK_DIR, SPLIT_DIR):
+            if not (self._root / sub).is_dir():
+                raise DatasetError(
+                    f"missing folder {self._root / sub}: a VOC-layout data set needs "
+                    f"{IMAGE_DIR}/, {MASK_DIR}/ and {SPLIT_DIR.as_posix()}/"
+                )
+
+    def __repr__(self) -> str:
+        return f"VOCDataset({str(self._root)!r})"
+
+    @property
+    def root(self) -> Path:
+        """Resolved path of the data set folder."""
+        return self._root
+
+    @property
+    def name(self) -> str:
+        """Name of the data set folder (e.g. ``'camvid_voc'``)."""
+        return self._root.name
+
+    # ------------------------------------------------------------------ splits
+    def splits(self) -> list[str]:
+        """Return the sorted names of the split files (``train``, ``val``...)."""
+        return sorted(p.stem for p in (self._root / SPLIT_DIR).glob("*.txt") if p.is_file())
+
+    def ids(self, split: str) -> list[str]:
+        """Return the image ids of a split, in file order.
+
+        Parameters
+        ----------
+        split : str
+            Split name; reads ``ImageSets/Segmentation/<split>.txt``.
+
+        Returns
+        -------
+        list of str
+            Ids with surrounding whitespace removed; blank lines are skipped.
+
+        Raises
+        ------
+        DatasetError
+            If the file is missing, unreadable or empty, or a line is not a
+            single id, or an id occurs twice.
+        """
+        path = self._root / SPLIT_DIR / f"{split}.txt"
+        if not path.is_file():
+            raise DatasetError(
+                f"split file {path} not found; splits present: {self.splits() or 'none'}"
+            )
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as err:
+            raise DatasetError(f"cannot read split file {path}: {err}") from err
+        ids: list[str] = []
+        seen: dict[str, int] = {}
+        for lineno, line in enumerate(lines, start=1):
+            item = line.strip()
+            if not item:
+                continue
+            # One id per line; a second column (as in ImageSets/Main lists) or a
+            # path separator means the wrong kind of file.
+            if len(item.split()) != 1 or "/" in item or "\\" in item:
+                raise DatasetError(
+                    f"split file {path}, line {lineno}: {item!r} is not a single image id"
+                )
+            if item in seen:
+                raise DatasetError(
+                    f"split file {path}: id {item!r} appears twice "
+                    f"(lines {seen[item]} and {lineno})"
+                )
+            seen[item] = lineno
+            ids.append(item)
+        if not ids:
+            raise DatasetError(f"split file {path} lists no image ids")
+        return ids
+
+    # ------------------------------------------------------------------- files
+    def image_path(self, id: str) -> Path:
+        """Return the path of the JPEG image of ``id``."""
+        return self._root / IMAGE_DIR / f"{id}.jpg"
+
+    def mask_path(self, id: str) -> Path:
+        """Return the path of the PNG label mask of ``id``."""
+        return self._root / MASK_DIR / f"{id}.png"
+
+    def read_image(self, id: str) -> np.ndarray:
+        """Read the image of ``id``.
+
+        Returns
+        -------
+        ndarray, shape (H, W, 3), dtype uint8
+            RGB pixel values.
+
+        Raises
+        ------
+        DatasetError
+            If the file is missing, not an image, truncated or corrupt, or its
+            mode is not RGB (greyscale, RGBA, CMYK...: refused, not converted).
+        """
+        path = self.image_path(id)
+        with _open_image(path) as im:
+            if im.mode != "RGB":
+                raise DatasetError(
+                    f"image {path} has mode {im.mode!r}; expected an 'RGB' colour image"
+                )
+            return np.array(im, dtype=np.uint8)
+
+    def read_labels(self, id: str) -> np.ndarray:
+        """Read the raw label mask of ``id``.
+
+        Returns
+        -------
+        ndarray, shape (H, W), dtype uint8
+            Class index per pixel (0..20) or 255 for void.
+
+        Raises
+        ------
+        DatasetError
+            If the file is missing or unreadable, is not an index mask (mode
+            'P' or 'L'), or holds values other than 0..20 and 255.
+        """
+        path = self.mask_path(id)
+        with _open_image(path) as im:
+            # No .convert(): for a palette image the array holds the palette
+            # indices, which are the labels; converting would give colours.
+            if im.mode not in ("P", "L"):
+                raise DatasetError(
+                    f"mask {path} has mode {im.mode!r}; expected an index mask "
+                    "(mode 'P' or 'L') whose pixel values are class indices, "
+                    "not a colour-coded image"
+                )
+            labels = np.array(im, dtype=np.uint8)
+        present = np.flatnonzero(np.bincount(labels.ravel(), minlength=256))
+        bad = present[~_VALID_LABEL[present]]
+        if bad.size:
+            shown = ", ".join(str(v) for v in bad[:5]) + (", ..." if bad.size > 5 else "")
+            raise DatasetError(
+                f"mask {path} holds invalid label values {shown}; "
+                f"expected 0..{len(VOC_CLASSES) - 1} or {VOID_LABEL} (void)"
+            )
+        return labels
+
+    def load(self, id: str, class_name: str) -> Sample:
+        """Read one image and its binary target for one class.
+
+        Parameters
+        ----------
+        id : str
+            Image id.
+        class_name : str
+            VOC class whose pixels form the foreground.
+
+        Returns
+        -------
+        Sample
+            ``image`` (H, W, 3) uint8, ``target`` and ``void`` (H, W) bool.
+
+        Raises
+        ------
+        DatasetError
+            For an unknown class, any error of :meth:`read_image` or
+            :meth:`read_labels`, or when image and mask differ in size.
+        """
+        cls = class_index(class_name)  # fail on a bad name before any I/O
+        image = self.read_image(id)
+        labels = self.read_labels(id)
+        if image.shape[:2] != labels.shape:
+            raise DatasetError(
+                f"size mismatch: image {self.image_path(id)} is "
+                f"{image.shape[0]}x{image.shape[1]} (HxW) but mask "
+                f"{self.mask_path(id)} is {labels.shape[0]}x{labels.shape[1]}"
+            )
+        return Sample(
+            id=id,
+            image=image,
+            target=labels == cls,
+            void=labels == VOID_LABEL,
+            image_path=self.image_path(id),
+            mask_path=self.mask_path(id),
+        )
+
+    # ------------------------------------------------------------------ checks
+    def check(self, split: str | None = None, class_name: str | None = None) -> list[str]:
+        """Read every image and mask of one split (or all) and list the problems.
+
+        Parameters
+        ----------
+        split : str, optional
+            Split to check; all splits when omitted.
+        class_name : str, optional
+            When given, also report a split in which no mask holds this class.
+
+        Returns
+        -------
+        list of str
+            One message per problem; empty when everything reads cleanly.
+        """
+        problems: list[str] = []
+        if class_name is not None:
+            try:
+                cls = class_index(class_name)
+            except DatasetError as err:
+                return [str(err)]
+        splits = [split] if split is not None else self.splits()
+        if not splits:
+            return [f"no split files in {self._root / SPLIT_DIR}"]
+        # Splits overlap (trainval = train + val): read each id once.
+        seen: dict[str, bool] = {}  # id -> mask holds the class
+        for name in splits:
+            try:
+                ids = self.ids(name)
+            except DatasetError as err:
+                problems.append(str(err))
+                continue
+            for id in ids:
+                if id not in seen:
+                    try:
+                        sample = self.load(id, class_name or "background")
+                        seen[id] = bool(sample.target.any())
+                    except DatasetError as err:
+                        problems.append(str(err))
+                        seen[id] = False
+            if class_name is not None and cls != 0 and not any(seen[i] for i in ids):
+                problems.append(f"split {name!r}: no mask contains class {class_name!r}")
+        return problems
+
+
+def _open_image(path: Path) -> Image.Image:
+    """Open and fully decode an image file, turning every failure into DatasetError.
+
+    Decoding here (``load()``) makes truncated or corrupt files fail at read
+    time, naming the file, rather than later inside some array operation.
+    The caller must close the returned image (use it in a ``with`` block).
+    """
+    if not path.is_file():
+        raise DatasetError(f"file {path} not found")
+    try:
+        im = Image.open(path)
+    except _PIL_ERRORS as err:
+        raise DatasetError(f"cannot read {path}: not a readable image ({err})") from err
+    try:
+        im.load()
+    except _PIL_ERRORS as err:
+        im.close()
+        raise DatasetError(f"cannot decode {path}: truncated or corrupt ({err})") from err
+    return im

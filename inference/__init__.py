@@ -1,0 +1,20 @@
+"""Inference oracles on plain arrays (installed as ``segstruct.inference``)."""
+from .brute_force import brute_force
+from .graphcut import (
+    InferenceResult,
+    NotSubmodularError,
+    check_mrf,
+    loss_augmented,
+    maximize,
+    score,
+)
+
+__all__ = [
+    "InferenceResult",
+    "NotSubmodularError",
+    "brute_force",
+    "check_mrf",
+    "loss_augmented",
+    "maximize",
+    "score",
+]

@@ -1,0 +1,230 @@
+"""The ``segstruct`` command line.
+
+Subcommands: ``inspect`` (check a data root and summarise it per split and
+class, with the oracle IoU) and ``features`` (extract and cache superpixel
+features). Training, evaluation and comparison plug in as further
+subcommands through ``_SUBCOMMANDS``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from segstruct.datasets import DatasetError, VOCDataset, default_synthetic_root, make_synthetic_voc
+
+from .cache import ArrayCache, atomic_write_bytes
+from .extraction import FeatureExtractor
+from .features import FeatureConfig
+from .provenance import code_version
+from .superpixels import SuperpixelParams
+
+
+class UsageError(Exception):
+    """Conflicting or invalid command-line options."""
+
+
+# --------------------------------------------------------------------------
+# Shared options
+
+
+def _add_data_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("data")
+    g.add_argument("--data", metavar="ROOT", type=Path,
+                   help="VOC-layout data root (JPEGImages/, SegmentationClass/, "
+                        "ImageSets/Segmentation/). Default: a generated data set, "
+                        "written once under the cache folder.")
+    g.add_argument("--cache", metavar="DIR", type=Path,
+                   help="feature cache folder (default: $SEGSTRUCT_CACHE or ~/.cache/segstruct)")
+    g.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    g.add_argument("-j", "--n-jobs", type=int, default=1,
+                   help="worker processes for feature extraction (-1 = every core)")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+
+def _add_feature_options(p: argparse.ArgumentParser) -> None:
+    d = FeatureConfig()
+    s = d.superpixels
+    g = p.add_argument_group("superpixels and features")
+    g.add_argument("--superpixels", choices=("felzenszwalb", "slic"), default=s.method)
+    g.add_argument("--fz-scale", type=float, default=s.scale, help="Felzenszwalb k")
+    g.add_argument("--fz-sigma", type=float, default=s.sigma, help="Felzenszwalb sigma (pixels)")
+    g.add_argument("--fz-min-size", type=int, default=s.min_size,
+                   help="Felzenszwalb minimum superpixel area (pixels)")
+    g.add_argument("--slic-segments", type=int, default=s.n_segments)
+    g.add_argument("--slic-compactness", type=float, default=s.compactness)
+    g.add_argument("--words", type=int, default=d.n_words, help="codebook size")
+    g.add_argument("--codebook-descriptors", type=int, default=d.codebook_descriptors,
+                   help="descriptors sampled from the training split for k-means")
+    g.add_argument("--codebook-split", default="train",
+                   help="split the codebook is learnt on (training data only)")
+    for block in ("sift", "colour", "position", "bias"):
+        g.add_argument(f"--no-{block}", action="store_true",
+                       help=f"switch the {block} unary block off")
+    g.add_argument("--seed", type=int, default=d.seed)
+
+
+def _feature_config(args) -> FeatureConfig:
+    sp = SuperpixelParams(method=args.superpixels, scale=args.fz_scale, sigma=args.fz_sigma,
+                          min_size=args.fz_min_size, n_segments=args.slic_segments,
+                          compactness=args.slic_compactness)
+    return FeatureConfig(superpixels=sp, sift=not args.no_sift, colour=not args.no_colour,
+                         position=not args.no_position, bias=not args.no_bias,
+                         n_words=args.words,
+                         codebook_descriptors=args.codebook_descriptors, seed=args.seed)
+
+
+def _dataset(args) -> VOCDataset:
+    if args.data is None:
+        root = default_synthetic_root()
+        if not args.quiet:
+            print(f"no --data given: using the generated data set at {root}", file=sys.stderr)
+        make_synthetic_voc(root)
+        return VOCDataset(root)
+    return VOCDataset(args.data)
+
+
+def _extractor(args, dataset) -> FeatureExtractor:
+    if args.no_cache and args.cache is not None:
+        raise UsageError("--no-cache and --cache contradict each other; give one")
+    if args.n_jobs == 0:
+        raise UsageError("--n-jobs must be a positive number or -1")
+    cache = ArrayCache(args.cache, enabled=not args.no_cache)
+    return FeatureExtractor(dataset, _feature_config(args), cache, n_jobs=args.n_jobs,
+                            progress=not args.quiet, codebook_split=args.codebook_split)
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    text = json.dumps(payload, indent=2, sort_keys=False) + "\n"
+    atomic_write_bytes(Path(path), lambda f: f.write(text.encode()))
+
+
+def _provenance(dataset: VOCDataset, extractor: FeatureExtractor) -> dict:
+    return {"dataset": dataset.name, "data_root": str(dataset.root),
+            "features": extractor.config.to_dict(), "code_version": code_version()}
+
+
+# --------------------------------------------------------------------------
+# inspect
+
+
+def _fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def _print_inspection(report: dict, dataset: VOCDataset) -> None:
+    print(f"data set {dataset.name} ({dataset.root}), code {code_version()}")
+    header = (f"{'split':<10} {'class':<12} {'images':>6} {'with':>6} {'fg px %':>8} "
+              f"{'void %':>7} {'sp/img':>7} {'fg sp':>6} {'bg sp':>6} {'kappa':>7} "
+              f"{'oracle IoU %':>12}")
+    print(header)
+    print("-" * len(header))
+    for split, per_class in report["splits"].items():
+        for name, s in per_class.items():
+            sp = s["superpixels_per_image"]
+            print(f"{split:<10} {name:<12} {s['images']:>6} {s['images_with_class']:>6} "
+                  f"{100 * s['foreground_pixel_share']:>8.2f} {100 * s['void_pixel_share']:>7.2f} "
+                  f"{sp['mean']:>7.1f} {s['foreground_superpixels']:>6} "
+                  f"{s['background_superpixels']:>6} "
+                  f"{_fmt(s['kappa_fg_bg_superpixel_ratio'], '7.4f'):>7} "
+                  f"{_fmt(s['oracle_voc_iou_percent'], '12.2f'):>12}")
+    if report["problems"]:
+        print(f"\n{len(report['problems'])} problem(s):")
+        for msg in report["problems"]:
+            print(f"  - {msg}")
+    else:
+        print("\nno problems found")
+
+
+def cmd_inspect(args) -> int:
+    from .inspection import inspect_dataset
+    dataset = _dataset(args)
+    extractor = _extractor(args, dataset)
+    report = inspect_dataset(extractor, args.split, args.class_names)
+    _print_inspection(report, dataset)
+    if args.json:
+        _write_json(args.json, {**_provenance(dataset, extractor), **report})
+        print(f"wrote {args.json}")
+    return 1 if report["problems"] else 0
+
+
+# --------------------------------------------------------------------------
+# features
+
+
+def cmd_features(args) -> int:
+    dataset = _dataset(args)
+    extractor = _extractor(args, dataset)
+    start = time.perf_counter()
+    for split in args.split or ["train"]:
+        if args.class_name:
+            examples = extractor.examples(split, args.class_name)
+            graphs = [ex.graph for ex in examples]
+            fg_sp = sum(int(ex.targets[~ex.void_only].sum()) for ex in examples)
+            extra = f", {fg_sp} {args.class_name} superpixels"
+        else:
+            graphs = extractor.graphs(split)
+            extra = ""
+        n_nodes = sum(g.n_nodes for g in graphs)
+        n_edges = sum(len(g.edges) for g in graphs)
+        dim = graphs[0].unary.shape[1] if graphs else 0
+        print(f"{dataset.name}/{split}: {len(graphs)} images, {n_nodes} superpixels, "
+              f"{n_edges} edges, unary dim {dim}, pairwise dim 3{extra}")
+    where = "disabled" if not extractor.cache.enabled else extractor.cache.directory
+    print(f"done in {time.perf_counter() - start:.1f} s; cache: {where}")
+    return 0
+
+
+# --------------------------------------------------------------------------
+# Entry point
+
+_SUBCOMMANDS = {
+    "inspect": (cmd_inspect, "check a data root and summarise it per split and class "
+                             "(counts, foreground share, superpixels, oracle IoU)"),
+    "features": (cmd_features, "extract and cache superpixel graphs and features"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="segstruct",
+        description="Structured SVMs for MRF segmentation under IoU, F-beta and Hamming "
+                    "losses (Ranjbar, Mori & Wang, ECCV 2010).")
+    parser.add_argument("--version", action="version", version=f"segstruct {code_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (func, help_text) in _SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _add_data_options(p)
+        _add_feature_options(p)
+        p.set_defaults(func=func)
+    insp = sub.choices["inspect"]
+    insp.add_argument("--split", nargs="+", help="splits to inspect (default: all)")
+    insp.add_argument("--class", dest="class_names", nargs="+", metavar="CLASS",
+                      help="VOC class names (default: every class found in the masks)")
+    insp.add_argument("--json", type=Path, help="also write the report as JSON here")
+    feat = sub.choices["features"]
+    feat.add_argument("--split", nargs="+", help="splits to extract (default: train)")
+    feat.add_argument("--class", dest="class_name", metavar="CLASS",
+                      help="also compute the targets of this VOC class")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except UsageError as err:
+        parser.error(str(err))
+    except (DatasetError, ValueError) as err:
+        print(f"segstruct {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; finished cache entries are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""From a VOC-style data set to superpixel graphs with features, cached.
+
+Feature extraction is the slow step (dense SIFT, k-means quantisation), so
+every result is stored in an ``ArrayCache`` keyed by the image's bytes and
+every setting that changes it; images are processed in parallel (joblib) with
+a progress bar. Graphs and features do not depend on the class; the per-class
+targets are cheap and are computed from the mask on every load.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+from joblib import Parallel, delayed
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from . import features as F
+from .cache import ArrayCache, file_digest, key_digest
+from .superpixels import (SuperpixelParams, adjacency, majority_targets, pixel_counts,
+                          segment)
+from segstruct.datasets.voc import VOCDataset, class_index
+
+# Bump when the meaning of a cached array changes, so old entries are ignored.
+FEATURE_VERSION = 1
+
+
+@dataclass
+class SuperpixelGraph:
+    """An image's superpixel graph and features (independent of the class).
+
+    Attributes
+    ----------
+    image_id : str
+    labels : (H, W) int32 superpixel map, values 0 .. N-1.
+    edges : (E, 2) int64, adjacent pairs with i < j.
+    boundary : (E,) float64 shared boundary length (pixels).
+    unary : (N, D) float64 unary features phi_u, or None when not computed.
+    pairwise : (E, 3) float64 pairwise features phi_p (>= 0), or None.
+    """
+
+    image_id: str
+    labels: np.ndarray
+    edges: np.ndarray
+    boundary: np.ndarray
+    unary: np.ndarray | None = None
+    pairwise: np.ndarray | None = None
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.labels.max()) + 1
+
+
+@dataclass
+class Example:
+    """A superpixel graph with the targets of one class.
+
+    Attributes
+    ----------
+    graph : SuperpixelGraph
+    fg, bg : (N,) int64 non-void foreground / background pixels per superpixel.
+    """
+
+    graph: SuperpixelGraph
+    fg: np.ndarray
+    bg: np.ndarray
+
+    @property
+    def targets(self) -> np.ndarray:
+        """(N,) uint8 majority label of each superpixel's non-void pixels."""
+        return majority_targets(self.fg, self.bg)
+
+    @property
+    def areas(self) -> np.ndarray:
+        """(N,) int64 non-void pixels per superpixel (area-mode weights)."""
+        return self.fg + self.bg
+
+    @property
+    def void_only(self) -> np.ndarray:
+        """(N,) bool, superpixel has no non-void pixel (weight 0)."""
+        return self.areas == 0
+
+    def weights(self, mode: str = "count") -> np.ndarray:
+        """Node weights a_i: 1 per non-void superpixel ("count") or its area ("area")."""
+        if mode == "count":
+            return (~self.void_only).astype(np.float64)
+        if mode == "area":
+            return self.areas.astype(np.float64)
+        raise ValueError(f"unknown weight mode {mode!r}; use 'count' or 'area'")
+
+
+# --------------------------------------------------------------------------
+# Per-image work (runs in worker processes)
+
+
+def _superpixel_key(digest: str, params: SuperpixelParams) -> dict:
+    return {"image": digest, "superpixels": params.to_dict(), "version": FEATURE_VERSION}
+
+
+def _superpixels_of(image, digest, params, cache):
+    def compute():
+        labels = segment(image(), params)
+        edges, boundary = adjacency(labels)
+        return {"labels": labels, "edges": edges, "boundary": boundary}
+    return cache.get_or_compute("superpixels", _superpixel_key(digest, params), compute)
+
+
+def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir,
+                cache_enabled, with_features):
+    """Superpixels (and features) of one image, from the cache when possible."""
+    with threadpool_limits(1):
+        import cv2
+        cv2.setNumThreads(1)
+        dataset = VOCDataset(dataset_root)
+        cache = ArrayCache(cache_dir, cache_enabled)
+        digest = file_digest(dataset.image_path(image_id))
+        loaded = {}
+
+        def image():
+            if "image" not in loaded:
+                loaded["image"] = dataset.read_image(image_id)
+            return loaded["image"]
+
+        sp = _superpixels_of(image, digest, config.superpixels, cache)
+        graph = SuperpixelGraph(image_id, sp["labels"], sp["edges"], sp["boundary"])
+        if not with_features:
+            return graph
+        key = {"image": digest, "config": config.to_dict(), "codebook": codebook_id,
+               "version": FEATURE_VERSION}
+
+        def compute():
+            lab = F.rgb_to_lab(image())
+            n = graph.n_nodes
+            unary = F.unary_features(image(), graph.labels, config, codebook, lab=lab)
+            lab_mean = F.superpixel_means(lab, graph.labels, n)
+            pairwise = F.pairwise_features(lab_mean, graph.edges, graph.boundary,
+                                           config.tau1, config.tau2)
+            return {"unary": unary, "pairwise": pairwise}
+
+        feats = cache.get_or_compute("features", key, compute)
+        graph.unary, graph.pairwise = feats["unary"], feats["pairwise"]
+        return graph
+
+
+def _sample_descriptors_task(dataset_root, image_id, config, n_keep, seed):
+    with threadpool_limits(1):
+        dataset = VOCDataset(dataset_root)
+        _, desc = F.dense_opponent_sift(dataset.read_image(image_id),
+                                        config.grid_step, config.keypoint_size)
+        rng = np.random.default_rng(seed)
+        take = rng.choice(desc.shape[0], min(n_keep, desc.shape[0]), replace=False)
+        return desc[np.sort(take)]
+
+
+# --------------------------------------------------------------------------
+# Public entry points
+
+
+def _parallel_map(func, arg_lists: Sequence[tuple], n_jobs: int, progress: bool, desc: str):
+    """Run ``func(*args)`` for each args tuple, in order, with a progress bar."""
+    total = len(arg_lists)
+    bar = tqdm(total=total, desc=desc, unit="img", disable=not progress, leave=False)
+    try:
+        if n_jobs == 1 or total <= 1:
+            out = []
+            for args in arg_lists:
+                out.append(func(*args))
+                bar.update()
+            return out
+        runner = Parallel(n_jobs=n_jobs, return_as="generator")
+        out = []
+        for result in runner(delayed(func)(*args) for args in arg_lists):
+            out.append(result)
+            bar.update()
+        return out
+    finally:
+        bar.close()
+
+
+class FeatureExtractor:
+    """Superpixel graphs and features of a data set, cached and in parallel.
+
+    Parameters
+    ----------
+    dataset : VOCDataset
+    config : FeatureConfig
+    cache : ArrayCache, optional (default: the user's cache folder).
+    n_jobs : number of worker processes (joblib convention, -1 = all cores).
+    progress : show progress bars.
+    codebook_split : the split the codebook is learnt on (training only).
+    """
+
+    def __init__(self, dataset: VOCDataset, config: F.FeatureConfig | None = None,
+                 cache: ArrayCache | None = None, n_jobs: int = 1,
+                 progress: bool = True, codebook_split: str = "train"):
+        self.dataset = dataset
+        self.config = config or F.FeatureConfig()
+        self.cache = cache if cache is not None else ArrayCache()
+        self.n_jobs = n_jobs
+        self.progress = progress
+        self.codebook_split = codebook_split
+        self._codebook = None
+
+    # -- codebook -----------------------------------------------------------
+    def codebook(self) -> tuple[np.ndarray, str]:
+        """The visual-word codebook and its identity (a digest).
+
+        Learnt once on a seeded sample of ``codebook_split`` images and
+        cached under a key made of those images' bytes and the settings.
+        """
+        if self._codebook is not None:
+            return self._codebook
+        cfg = self.config
+        ids = self.dataset.ids(self.codebook_split)
+        rng = np.random.default_rng(cfg.seed)
+        chosen = sorted(rng.choice(len(ids), min(cfg.codebook_images, len(ids)),
+                                   replace=False).tolist())
+        chosen_ids = [ids[k] for k in chosen]
+        digests = [file_digest(self.dataset.image_path(i)) for i in chosen_ids]
+        key = {"images": digests, "settings": cfg.codebook_dict(),
+               "version": FEATURE_VERSION}
+
+        def compute():
+            per_image = -(-cfg.codebook_descriptors // len(chosen_ids))
+            args = [(self.dataset.root, i, cfg, per_image, cfg.seed + k)
+                    for k, i in enumerate(chosen_ids)]
+            parts = _parallel_map(_sample_descriptors_task, args, self.n_jobs,
+                                  self.progress, "codebook descriptors")
+            sample = np.concatenate(parts)[:cfg.codebook_descriptors]
+            with threadpool_limits(max(1, self._cores())):
+                words = F.learn_codebook(sample, cfg.n_words, cfg.seed,
+                                         cfg.kmeans_iterations)
+            return {"codebook": words}
+
+        words = self.cache.get_or_compute("codebook", key, compute)["codebook"]
+        self._codebook = (words, key_digest(key))
+        return self._codebook
+
+    def _cores(self) -> int:
+        if self.n_jobs < 0:   # joblib's convention: -1 = every core
+            return os.cpu_count() or 1
+        return max(1, self.n_jobs)
+
+    # -- graphs -------------------------------------------------------------
+    def graphs(self, split: str | None = None, ids: Iterable[str] | None = None,
+               with_features: bool = True) -> list[SuperpixelGraph]:
+        """Superpixel graphs of a split (or of the given ids), in list order."""
+        if ids is None:
+            if split is None:
+                raise ValueError("give a split or a list of ids")
+            ids = self.dataset.ids(split)
+        ids = list(ids)
+        codebook, codebook_id = (None, None)
+        if with_features and self.config.sift:
+            codebook, codebook_id = self.codebook()
+        args = [(self.dataset.root, i, self.config, codebook, codebook_id,
+                 self.cache.directory, self.cache.enabled, with_features) for i in ids]
+        label = "features" if with_features else "superpixels"
+        return _parallel_map(_graph_task, args, self.n_jobs, self.progress,
+                             f"{label} {split or ''}".strip())
+
+    def examples(self, split: str, class_name: str,
+                 with_features: bool = True) -> list[Example]:
+        """Graphs of a split with per-superpixel pixel counts for one class."""
+        cls = class_index(class_name)
+        ids = self.dataset.ids(split)
+        graphs = self.graphs(split, ids, with_features)
+        out = []
+        for graph in graphs:
+            raw = self.dataset.read_labels(graph.image_id)
+            if raw.shape != graph.labels.shape:
+                raise ValueError(
+                    f"mask {self.dataset.mask_path(graph.image_id)} has size {raw.shape} "
+                    f"but its image's superpixels have {graph.labels.shape}")
+            fg, bg = pixel_counts(graph.labels, raw == cls, raw == 255, graph.n_nodes)
+            out.append(Example(graph, fg, bg))
+        return out

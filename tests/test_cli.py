@@ -1,0 +1,100 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segstruct.cli import main
+from segstruct.datasets import VOCDataset, make_synthetic_voc
+
+SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
+
+
+def test_help_for_every_subcommand(capsys):
+    for cmd in ("inspect", "features"):
+        with pytest.raises(SystemExit) as exc:
+            main([cmd, "--help"])
+        assert exc.value.code == 0
+        assert "--data" in capsys.readouterr().out
+
+
+def test_inspect_counts_and_oracle(data_root, tmp_path, capsys):
+    out = tmp_path / "report.json"
+    code = main(["inspect", "--data", str(data_root), "--class", "car", "--split", "train",
+                 "--cache", str(tmp_path / "c"), "--json", str(out), *SMALL])
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["dataset"] == "voc" and "code_version" in report and "features" in report
+    stats = report["splits"]["train"]["car"]
+    ds = VOCDataset(data_root)
+    masks = [ds.read_labels(i) for i in ds.ids("train")]
+    assert stats["images"] == 6
+    assert stats["images_with_class"] == sum(bool((m == 7).any()) for m in masks)
+    fg = sum(int((m == 7).sum()) for m in masks)
+    valid = sum(int((m != 255).sum()) for m in masks)
+    assert stats["foreground_pixel_share"] == pytest.approx(fg / valid)
+    assert 0 < stats["oracle_voc_iou_percent"] <= 100
+    printed = capsys.readouterr().out
+    assert "oracle IoU" in printed and "no problems found" in printed
+
+
+def test_inspect_reports_broken_files(data_root, tmp_path, capsys):
+    import shutil
+    root = tmp_path / "broken"
+    shutil.copytree(data_root, root)
+    ds = VOCDataset(root)
+    bad = ds.ids("val")[0]
+    data = ds.image_path(bad).read_bytes()
+    ds.image_path(bad).write_bytes(data[: len(data) // 3])
+    code = main(["inspect", "--data", str(root), "--class", "car", "--split", "val",
+                 "--cache", str(tmp_path / "c"), *SMALL])
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "1 problem" in out and f"{bad}.jpg" in out
+
+
+def test_errors_are_clear(data_root, tmp_path, capsys):
+    assert main(["inspect", "--data", str(data_root), "--class", "unicorn", *SMALL]) == 2
+    assert "unicorn" in capsys.readouterr().err
+    assert main(["inspect", "--data", str(tmp_path / "nowhere"), *SMALL]) == 2
+    assert "nowhere" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["inspect", "--data", str(data_root), "--no-cache", "--cache", "x", *SMALL])
+    assert exc.value.code == 2 and "contradict" in capsys.readouterr().err
+
+
+def test_features_command(data_root, tmp_path, capsys):
+    code = main(["features", "--data", str(data_root), "--split", "val", "--class", "person",
+                 "--cache", str(tmp_path / "c"), *SMALL])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "voc/val: 3 images" in out and "unary dim 29" in out  # 16 + 6 + 6 + 1
+    assert any((tmp_path / "c" / "features").rglob("*.npz"))
+
+
+def test_console_script_and_package_mapping(tmp_path):
+    # `segstruct` is on PATH, and inference/ and datasets/ install only
+    # under segstruct. (run from elsewhere so the repository is not on sys.path)
+    out = subprocess.run(["segstruct", "--version"], capture_output=True, text=True,
+                         cwd=tmp_path, check=True).stdout
+    assert out.startswith("segstruct ")
+    probe = ("import importlib.util as u; import segstruct.inference, segstruct.datasets; "
+             "print(u.find_spec('inference') is None, u.find_spec('datasets') is None)")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=tmp_path, check=True).stdout.split()
+    assert res == ["True", "True"]
+
+
+def test_default_data_set_needs_no_arguments(tmp_path, monkeypatch, capsys):
+    # The README's main command on a fresh machine: no --data, generated set.
+    monkeypatch.setenv("SEGSTRUCT_CACHE", str(tmp_path))
+    assert main(["inspect", "--split", "val", "--class", "car", *SMALL]) == 0
+    assert "synthetic-voc-v1" in capsys.readouterr().out
+    assert (tmp_path / "synthetic-voc-v1" / "ImageSets" / "Segmentation" / "val.txt").exists()

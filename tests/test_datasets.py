@@ -1,0 +1,373 @@
+"""Tests of the VOC-layout reader and the synthetic data set generator."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segstruct.datasets import (
+    VOC_CLASSES,
+    VOID_LABEL,
+    DatasetError,
+    VOCDataset,
+    class_index,
+    default_synthetic_root,
+    make_synthetic_voc,
+    voc_colormap,
+)
+from segstruct.datasets import synthetic
+
+CLASS_VALUES = {"car": 7, "person": 15, "horse": 13}
+
+
+# --------------------------------------------------------------------- helpers
+def write_voc(root: Path, samples: dict, splits: dict | None = None) -> VOCDataset:
+    """Write a tiny VOC-layout set.
+
+    ``samples`` maps id -> (image, mask); each is an ndarray (saved with
+    Pillow: image as JPEG, mask as palette PNG), a PIL image (saved as PNG,
+    lossless, whatever the file name says), bytes (written verbatim) or None
+    (file left out).
+    """
+    for sub in ("JPEGImages", "SegmentationClass", "ImageSets/Segmentation"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    for id, (image, mask) in samples.items():
+        _write(root / "JPEGImages" / f"{id}.jpg", image, "JPEG")
+        _write(root / "SegmentationClass" / f"{id}.png", mask, "PNG")
+    if splits is None:
+        splits = {"train": "\n".join(samples) + "\n"}
+    for name, text in splits.items():
+        (root / "ImageSets/Segmentation" / f"{name}.txt").write_text(text)
+    return VOCDataset(root)
+
+
+def _write(path, content, fmt):
+    if content is None:
+        return
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif isinstance(content, Image.Image):
+        content.save(path, format="PNG")
+    elif content.ndim == 2 and fmt == "PNG":
+        im = Image.fromarray(content)
+        im.putpalette(voc_colormap().ravel().tolist())
+        im.save(path)
+    else:
+        Image.fromarray(content).save(path, format=fmt, quality=95)
+
+
+def rgb(h=4, w=5, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
+
+
+def labels(h=4, w=5, value=0):
+    return np.full((h, w), value, dtype=np.uint8)
+
+
+# ------------------------------------------------------------------- synthetic
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory) -> VOCDataset:
+    root = make_synthetic_voc(tmp_path_factory.mktemp("syn") / "set", n_train=15, n_val=12)
+    return VOCDataset(root)
+
+
+def test_synthetic_layout_and_values(synth):
+    assert synth.splits() == ["train", "trainval", "val"]
+    train, val = synth.ids("train"), synth.ids("val")
+    assert (len(train), len(val)) == (15, 12)
+    assert synth.ids("trainval") == train + val
+    assert synth.check() == []
+    shapes = set()
+    for id in train + val:
+        image, lab = synth.read_image(id), synth.read_labels(id)
+        assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+        assert lab.shape == image.shape[:2]
+        assert 180 <= lab.shape[0] <= 260 and 220 <= lab.shape[1] <= 340
+        assert set(np.unique(lab)) <= {0, 7, 13, 15, 255}
+        if (lab != 0).any():
+            # a void band separates every object from the background
+            obj = (lab != 0) & (lab != VOID_LABEL)
+            assert not (obj[:, 1:] & (lab[:, :-1] == 0)).any()
+            assert not (obj[1:, :] & (lab[:-1, :] == 0)).any()
+        shapes.add(lab.shape)
+    assert len(shapes) > 5  # sizes vary
+    with Image.open(synth.mask_path(train[0])) as im:
+        assert im.mode == "P"
+        assert im.getpalette()[: 3 * 16] == voc_colormap()[:16].ravel().tolist()
+
+
+def test_synthetic_every_class_in_every_split(synth):
+    for split in ("train", "val"):
+        ids = synth.ids(split)
+        for name, value in CLASS_VALUES.items():
+            n = sum((synth.read_labels(i) == value).any() for i in ids)
+            assert n >= 3, (split, name, n)
+            assert n < len(ids)  # not in every image either
+
+
+def test_synthetic_class_colour_and_texture_cues(synth):
+    """Car pixels are bluish with horizontal stripes, person pixels reddish."""
+    pix = {name: [] for name in CLASS_VALUES}
+    grad = []  # car: (mean |d/dy|, mean |d/dx|) of brightness
+    for id in synth.ids("trainval"):
+        s = synth.load(id, "car")
+        image, lab = s.image.astype(float), synth.read_labels(id)
+        for name, value in CLASS_VALUES.items():
+            pix[name].append(image[lab == value])
+        inner = s.target[1:-1, 1:-1] & s.target[:-2, 1:-1] & s.target[2:, 1:-1] \
+            & s.target[1:-1, :-2] & s.target[1:-1, 2:]
+        if inner.any():
+            grey = image.mean(axis=2)
+            dy = np.abs(grey[2:, 1:-1] - grey[:-2, 1:-1])[inner]
+            dx = np.abs(grey[1:-1, 2:] - grey[1:-1, :-2])[inner]
+            grad.append((dy.mean(), dx.mean()))
+    car, person, horse = (np.concatenate(pix[n]).mean(axis=0) for n in ("car", "person", "horse"))
+    assert car[2] > car[0] + 50 and person[0] > person[2] + 50
+    assert horse[0] > horse[2] + 30  # brown: more red than blue
+    dy, dx = np.mean(grad, axis=0)
+    assert dy > 2 * dx
+
+
+def test_synthetic_deterministic(tmp_path):
+    a = make_synthetic_voc(tmp_path / "a", n_train=3, n_val=2, seed=1)
+    b = make_synthetic_voc(tmp_path / "b", n_train=3, n_val=2, seed=1)
+    c = make_synthetic_voc(tmp_path / "c", n_train=3, n_val=2, seed=2)
+    masks = sorted(p.name for p in (a / "SegmentationClass").iterdir())
+    assert len(masks) == 5
+    for sub, names in (("SegmentationClass", masks),
+                       ("JPEGImages", [m.replace(".png", ".jpg") for m in masks])):
+        for name in names:
+            assert (a / sub / name).read_bytes() == (b / sub / name).read_bytes()
+    assert any((a / "SegmentationClass" / m).read_bytes()
+               != (c / "SegmentationClass" / m).read_bytes() for m in masks)
+    assert (a / "synthetic.json").read_text() == (b / "synthetic.json").read_text()
+    assert "seed=1" in (a / "SOURCE.md").read_text()
+
+
+def test_synthetic_idempotent_and_rebuilds_when_needed(tmp_path):
+    root = tmp_path / "set"
+    assert make_synthetic_voc(root, n_train=3, n_val=2) == root.resolve()
+    stamps = {p: p.stat().st_mtime_ns for p in root.rglob("*")}
+    os.utime(root / "synthetic.json", ns=(1, 1))  # any rewrite would reset it
+    stamps[root / "synthetic.json"] = 1
+    make_synthetic_voc(root, n_train=3, n_val=2)
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*")} == stamps
+
+    # a file went missing: the set is incomplete and is rebuilt
+    (root / "SegmentationClass" / "val_0001.png").unlink()
+    make_synthetic_voc(root, n_train=3, n_val=2)
+    assert (root / "SegmentationClass" / "val_0001.png").is_file()
+
+    # other parameters: replaced, with no stale files left behind
+    make_synthetic_voc(root, n_train=2, n_val=1)
+    assert len(list((root / "JPEGImages").iterdir())) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["set"]  # no temporary folders
+
+
+def test_synthetic_interrupted_build_leaves_nothing(tmp_path, monkeypatch):
+    calls = []
+    real_write = synthetic._write_sample
+
+    def failing_write(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        real_write(*args)
+
+    monkeypatch.setattr(synthetic, "_write_sample", failing_write)
+    with pytest.raises(KeyboardInterrupt):
+        make_synthetic_voc(tmp_path / "set", n_train=3, n_val=2)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_synthetic_refuses_foreign_folder_and_bad_args(tmp_path):
+    root = tmp_path / "mine"
+    root.mkdir()
+    (root / "notes.txt").write_text("keep me")
+    with pytest.raises(DatasetError, match="mine"):
+        make_synthetic_voc(root, n_train=2, n_val=1)
+    assert (root / "notes.txt").read_text() == "keep me"
+    with pytest.raises(DatasetError, match="unicorn"):
+        make_synthetic_voc(tmp_path / "x", classes=("car", "unicorn"))
+    with pytest.raises(ValueError):
+        make_synthetic_voc(tmp_path / "x", n_train=0)
+
+
+def test_default_synthetic_root(monkeypatch, tmp_path):
+    monkeypatch.setenv("SEGSTRUCT_CACHE", str(tmp_path / "c"))
+    assert default_synthetic_root() == tmp_path / "c" / "synthetic-voc-v1"
+    monkeypatch.delenv("SEGSTRUCT_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert default_synthetic_root() == tmp_path / "x" / "segstruct" / "synthetic-voc-v1"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    assert default_synthetic_root() == tmp_path / "h" / ".cache" / "segstruct" / "synthetic-voc-v1"
+
+
+# ---------------------------------------------------------------------- reader
+def test_class_index():
+    assert class_index("car") == 7 and class_index("Person") == 15
+    assert class_index("background") == 0 and VOC_CLASSES[13] == "horse"
+    for bad in ("ca", "cars", "", "person "):
+        with pytest.raises(DatasetError, match="expected one of"):
+            class_index(bad)
+
+
+def test_voc_colormap():
+    cmap = voc_colormap()
+    assert cmap.shape == (256, 3) and cmap.dtype == np.uint8
+    assert cmap[0].tolist() == [0, 0, 0] and cmap[1].tolist() == [128, 0, 0]
+    assert cmap[15].tolist() == [192, 128, 128] and cmap[255].tolist() == [224, 224, 192]
+
+
+def test_target_and_void_on_handmade_mask(tmp_path):
+    mask = np.array([[0, 15, 15, 255, 0],
+                     [0, 15, 7, 255, 0],
+                     [255, 0, 7, 7, 0],
+                     [0, 0, 0, 15, 255]], dtype=np.uint8)
+    image = rgb()
+    # image stored losslessly (PNG bytes under .jpg: Pillow reads by content)
+    ds = write_voc(tmp_path, {"a": (Image.fromarray(image), mask)})
+    s = ds.load("a", "person")
+    assert s.id == "a" and s.image_path.name == "a.jpg" and s.mask_path.name == "a.png"
+    np.testing.assert_array_equal(s.image, image)
+    np.testing.assert_array_equal(s.target, mask == 15)
+    np.testing.assert_array_equal(s.void, mask == 255)
+    assert s.target.dtype == bool and s.void.dtype == bool and s.target.sum() == 4
+    np.testing.assert_array_equal(ds.load("a", "car").target, mask == 7)
+    np.testing.assert_array_equal(ds.read_labels("a"), mask)
+    assert ds.name == tmp_path.name and ds.root == tmp_path.resolve()
+
+
+def test_greyscale_l_mask_is_accepted(tmp_path):
+    ds = write_voc(tmp_path, {"a": (rgb(), None)})
+    Image.fromarray(labels(value=13)).save(ds.mask_path("a"))  # mode 'L'
+    assert ds.load("a", "horse").target.all()
+
+
+def test_missing_folder(tmp_path):
+    with pytest.raises(DatasetError, match="nowhere"):
+        VOCDataset(tmp_path / "nowhere")
+    (tmp_path / "JPEGImages").mkdir()
+    (tmp_path / "ImageSets" / "Segmentation").mkdir(parents=True)
+    with pytest.raises(DatasetError, match="SegmentationClass"):
+        VOCDataset(tmp_path)
+
+
+@pytest.mark.parametrize("which", ["image", "mask"])
+def test_missing_file(tmp_path, which):
+    image, mask = (None, labels()) if which == "image" else (rgb(), None)
+    ds = write_voc(tmp_path, {"gone": (image, mask)})
+    with pytest.raises(DatasetError, match=r"gone\.(jpg|png)"):
+        ds.load("gone", "car")
+    assert any("gone" in p for p in ds.check())
+
+
+def test_size_mismatch(tmp_path):
+    ds = write_voc(tmp_path, {"odd": (rgb(4, 5), labels(4, 6))})
+    with pytest.raises(DatasetError) as err:
+        ds.load("odd", "car")
+    msg = str(err.value)
+    assert "odd.jpg" in msg and "odd.png" in msg and "4x5" in msg and "4x6" in msg
+
+
+def test_invalid_label_value(tmp_path):
+    mask = labels()
+    mask[0, 0], mask[1, 1] = 42, 21
+    ds = write_voc(tmp_path, {"m": (rgb(), mask)})
+    with pytest.raises(DatasetError, match=r"m\.png.*21, 42"):
+        ds.read_labels("m")
+
+
+def test_rgb_colour_mask_refused(tmp_path):
+    ds = write_voc(tmp_path, {"c": (rgb(), None)})
+    Image.fromarray(rgb()).save(ds.mask_path("c"))
+    with pytest.raises(DatasetError, match=r"c\.png.*'RGB'.*index mask"):
+        ds.read_labels("c")
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_empty_split(tmp_path, text):
+    ds = write_voc(tmp_path, {"a": (rgb(), labels())}, splits={"train": text})
+    with pytest.raises(DatasetError, match=r"train\.txt.*no image ids"):
+        ds.ids("train")
+
+
+def test_missing_split(tmp_path):
+    ds = write_voc(tmp_path, {"a": (rgb(), labels())})
+    with pytest.raises(DatasetError) as err:
+        ds.ids("val")
+    assert "val.txt" in str(err.value) and "train" in str(err.value)
+
+
+def test_split_whitespace_and_duplicates(tmp_path):
+    ds = write_voc(tmp_path, {"a": (rgb(), labels()), "b": (rgb(), labels())},
+                   splits={"train": " a \n\n b\t\n", "dup": "a\nb\na\n", "two": "a 1\n"})
+    assert ds.ids("train") == ["a", "b"]
+    with pytest.raises(DatasetError, match=r"dup\.txt.*'a'"):
+        ds.ids("dup")
+    with pytest.raises(DatasetError, match=r"two\.txt"):
+        ds.ids("two")
+    assert ds.splits() == ["dup", "train", "two"]
+
+
+def test_unknown_class_name(tmp_path):
+    ds = write_voc(tmp_path, {"a": (rgb(), labels())})
+    with pytest.raises(DatasetError, match="unicorn"):
+        ds.load("a", "unicorn")
+    assert any("unicorn" in p for p in ds.check(class_name="unicorn"))
+
+
+def test_check_reports_missing_class(tmp_path):
+    ds = write_voc(tmp_path, {"a": (rgb(), labels(value=7))})
+    assert ds.check(class_name="car") == []
+    assert any("horse" in p for p in ds.check(class_name="horse"))
+
+
+def test_truncated_jpeg(tmp_path):
+    ds = write_voc(tmp_path, {"cut": (rgb(64, 64), labels(64, 64))})
+    data = ds.image_path("cut").read_bytes()
+    ds.image_path("cut").write_bytes(data[: len(data) // 2])
+    with pytest.raises(DatasetError, match=r"cut\.jpg"):
+        ds.read_image("cut")
+
+
+def test_non_image_bytes(tmp_path):
+    ds = write_voc(tmp_path, {"junk": (b"this is not an image", b"\x89PNG nope")})
+    with pytest.raises(DatasetError, match=r"junk\.jpg"):
+        ds.read_image("junk")
+    with pytest.raises(DatasetError, match=r"junk\.png"):
+        ds.read_labels("junk")
+
+
+@pytest.mark.parametrize("mode", ["L", "RGBA", "CMYK"])
+def test_non_rgb_image_refused(tmp_path, mode):
+    ds = write_voc(tmp_path, {"g": (None, labels())})
+    im = Image.fromarray(rgb()).convert(mode)
+    im.save(ds.image_path("g"), format="PNG" if mode == "RGBA" else "JPEG")
+    with pytest.raises(DatasetError, match=rf"g\.jpg.*'{mode}'"):
+        ds.read_image("g")
+
+
+# ------------------------------------------------------------------- real data
+@pytest.mark.shared_data
+def test_camvid_voc(camvid_root):
+    ds = VOCDataset(camvid_root)
+    assert {"train", "val", "test"} <= set(ds.splits())
+    counts = {s: len(ds.ids(s)) for s in ("train", "val", "test")}
+    assert counts == {"train": 367, "val": 101, "test": 233}
+    for id in (ds.ids("train")[0], ds.ids("test")[-1]):
+        assert set(np.unique(ds.read_labels(id))) <= {0, 7, 15, 255}
+    s = ds.load(ds.ids("val")[0], "car")
+    assert s.image.shape == s.target.shape + (3,) and s.target.any() and s.void.any()
+
+
+@pytest.mark.shared_data
+def test_weizmann_horse_voc(horse_root):
+    ds = VOCDataset(horse_root)
+    assert len(ds.ids("train")) == 164 and len(ds.ids("val")) == 164
+    s = ds.load(ds.ids("val")[0], "horse")
+    assert s.image.dtype == np.uint8 and s.image.shape == s.target.shape + (3,)
+    assert 0 < s.target.mean() < 1
+    assert not s.void.any()

@@ -1,0 +1,107 @@
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segstruct import features as F
+from segstruct.cache import ArrayCache
+from segstruct.datasets import VOCDataset, make_synthetic_voc
+from segstruct.extraction import FeatureExtractor
+from segstruct.superpixels import SuperpixelParams, adjacency, pixel_counts
+
+SMALL = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=6,
+                        kmeans_iterations=5, superpixels=SuperpixelParams(min_size=400))
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
+
+
+def _extractor(root, cache_dir, config=SMALL, n_jobs=1):
+    return FeatureExtractor(VOCDataset(root), config, ArrayCache(cache_dir),
+                            n_jobs=n_jobs, progress=False)
+
+
+def test_graph_shapes_and_invariants(data_root, tmp_path):
+    graphs = _extractor(data_root, tmp_path).graphs("train")
+    assert [g.image_id for g in graphs] == VOCDataset(data_root).ids("train")
+    for g in graphs:
+        assert g.unary.shape == (g.n_nodes, SMALL.n_unary)
+        assert g.pairwise.shape == (len(g.edges), 3) and np.all(g.pairwise >= 0)
+        edges, boundary = adjacency(g.labels)
+        assert np.array_equal(edges, g.edges) and np.array_equal(boundary, g.boundary)
+        assert np.all(np.isfinite(g.unary))
+
+
+def test_cache_is_used_and_invalidated(data_root, tmp_path, monkeypatch):
+    first = _extractor(data_root, tmp_path).graphs("val")
+    calls = []
+    real = F.unary_features
+    monkeypatch.setattr(F, "unary_features", lambda *a, **k: calls.append(1) or real(*a, **k))
+    again = _extractor(data_root, tmp_path).graphs("val")
+    assert calls == []                       # served from the cache
+    for a, b in zip(first, again):
+        assert np.array_equal(a.unary, b.unary) and np.array_equal(a.pairwise, b.pairwise)
+    # a changed parameter never returns stale features
+    changed = _extractor(data_root, tmp_path, F.FeatureConfig(
+        **{**SMALL.__dict__, "tau1": 0.5})).graphs("val")
+    assert len(calls) == len(first)
+    assert not np.allclose(changed[0].pairwise, first[0].pairwise)
+    no_sift = _extractor(data_root, tmp_path, F.FeatureConfig(
+        **{**SMALL.__dict__, "sift": False})).graphs("val")
+    assert no_sift[0].unary.shape[1] == SMALL.n_unary - SMALL.n_words
+
+
+def test_changed_image_bytes_are_recomputed(data_root, tmp_path, monkeypatch):
+    root = tmp_path / "copy"
+    shutil.copytree(data_root, root)
+    ds = VOCDataset(root)
+    _extractor(root, tmp_path / "c").graphs("val")
+    victim = ds.ids("val")[0]
+    img = ds.read_image(victim)
+    Image.fromarray(255 - img).save(ds.image_path(victim), quality=95)
+    calls = []
+    real = F.unary_features
+    monkeypatch.setattr(F, "unary_features", lambda *a, **k: calls.append(1) or real(*a, **k))
+    _extractor(root, tmp_path / "c").graphs("val")
+    assert len(calls) == 1
+
+
+def test_codebook_learnt_on_training_split_only(data_root, tmp_path):
+    root = tmp_path / "copy"
+    shutil.copytree(data_root, root)
+    ds = VOCDataset(root)
+    _, before = _extractor(root, tmp_path / "c").codebook()
+    # changing a validation image leaves the codebook alone...
+    val_id = ds.ids("val")[0]
+    Image.fromarray(255 - ds.read_image(val_id)).save(ds.image_path(val_id), quality=95)
+    _, after_val = _extractor(root, tmp_path / "c").codebook()
+    assert after_val == before
+    # ...changing a training image makes a new one
+    train_id = ds.ids("train")[0]
+    Image.fromarray(255 - ds.read_image(train_id)).save(ds.image_path(train_id), quality=95)
+    _, after_train = _extractor(root, tmp_path / "c").codebook()
+    assert after_train != before
+
+
+def test_parallel_equals_serial(data_root, tmp_path):
+    serial = _extractor(data_root, tmp_path / "a", n_jobs=1).graphs("train")
+    parallel = _extractor(data_root, tmp_path / "b", n_jobs=2).graphs("train")
+    for a, b in zip(serial, parallel):
+        assert np.array_equal(a.labels, b.labels)
+        assert np.array_equal(a.unary, b.unary)          # bit-identical
+        assert np.array_equal(a.pairwise, b.pairwise)
+
+
+def test_examples_counts_match_masks(data_root, tmp_path):
+    ds = VOCDataset(data_root)
+    examples = _extractor(data_root, tmp_path).examples("train", "car")
+    for ex in examples:
+        raw = ds.read_labels(ex.graph.image_id)
+        fg, bg = pixel_counts(ex.graph.labels, raw == 7, raw == 255)
+        assert np.array_equal(ex.fg, fg) and np.array_equal(ex.bg, bg)
+        assert np.array_equal(ex.weights("area"), fg + bg)
+        assert np.array_equal(ex.weights("count"), (fg + bg > 0).astype(float))
+    assert sum(ex.targets.sum() for ex in examples) > 0

@@ -178,12 +178,93 @@ def cmd_features(args) -> int:
 
 
 # --------------------------------------------------------------------------
+# train / evaluate
+
+# Each method: the estimator settings that define it (the paper's names).
+METHODS = {
+    "bl1": {"loss": "adjusted_hamming", "pairwise": True},   # kappa FP + FN, Eq. 28
+    "hamming": {"loss": "hamming", "pairwise": True},        # kappa = 1, for comparison
+}
+
+
+def cmd_train(args) -> int:
+    from .persistence import model_paths, save_model
+    from .ssvm import StructuredSVM
+    dataset = _dataset(args)
+    extractor = _extractor(args, dataset)
+    examples = extractor.examples(args.split, args.class_name)
+    n_fg = sum(int(ex.targets[~ex.void_only].sum()) for ex in examples)
+    if n_fg == 0:
+        raise ValueError(
+            f"class {args.class_name!r} is the majority label of no superpixel in split "
+            f"{args.split!r} of {dataset.root}: there is nothing to learn (check the class "
+            "name, or use smaller superpixels if the objects are tiny)")
+    json_path, _ = model_paths(args.out)
+    log_path = json_path.with_name(json_path.name.replace(".json", ".log.json"))
+    estimator = StructuredSVM(**METHODS[args.method], C=args.C, solver=args.solver,
+                              scope=args.scope, weights=args.weights, tol=args.tol,
+                              max_iter=args.max_iter, progress=not args.quiet,
+                              log_path=log_path)
+    X = [ex.graph for ex in examples]
+    Y = [ex.counts for ex in examples]
+    estimator.fit(X, Y)
+    codebook = extractor.codebook()[0] if extractor.config.sift else None
+    train_score = estimator.voc_score(X, Y).to_dict()
+    save_model(args.out, estimator, extractor.config, codebook, {
+        "class": args.class_name, "method": args.method, "dataset": dataset.name,
+        "data_root": str(dataset.root), "train_split": args.split,
+        "n_train_images": len(examples), "train_score": train_score,
+        "training_log": log_path.name})
+    status = "converged" if estimator.converged_ else "stopped at --max-iter"
+    print(f"{args.method} on {dataset.name}/{args.split}, class {args.class_name}: "
+          f"{status} after {estimator.n_iter_} iterations in {estimator.fit_seconds_:.1f} s; "
+          f"primal {estimator.primal_:.6g}, dual {estimator.dual_:.6g}, "
+          f"gap {estimator.gap_:.3g}; {estimator.loss_!r}")
+    print(f"training-set VOC IoU {train_score['voc_iou_percent']:.2f} %")
+    print(f"wrote {json_path} (+ .npz) and {log_path}")
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from .persistence import load_model
+    estimator, config, codebook, doc = load_model(args.model)
+    dataset = _dataset(args)
+    if args.no_cache and args.cache is not None:
+        raise UsageError("--no-cache and --cache contradict each other; give one")
+    extractor = FeatureExtractor(dataset, config, ArrayCache(args.cache, not args.no_cache),
+                                 n_jobs=args.n_jobs, progress=not args.quiet,
+                                 codebook=codebook)
+    examples = extractor.examples(args.split, doc["class"])
+    score = estimator.voc_score([ex.graph for ex in examples],
+                                [ex.counts for ex in examples]).to_dict()
+    print(f"{doc['method']} model {args.model} ({doc['class']}, trained on "
+          f"{doc['dataset']}/{doc['train_split']}) on {dataset.name}/{args.split}: "
+          f"VOC IoU {_fmt(score['voc_iou_percent'], '.2f')} % "
+          f"(precision {_fmt(score['precision_percent'], '.1f')}, "
+          f"recall {_fmt(score['recall_percent'], '.1f')}, "
+          f"F1 {_fmt(score['f1_percent'], '.1f')}, "
+          f"mean per-image IoU {_fmt(score['mean_image_iou_percent'], '.1f')})")
+    if args.json:
+        _write_json(args.json, {
+            "dataset": dataset.name, "data_root": str(dataset.root), "split": args.split,
+            "class": doc["class"], "method": doc["method"], "model": str(args.model),
+            "estimator": doc["estimator"], "features": doc["features"],
+            "model_code_version": doc["code_version"], "code_version": code_version(),
+            "score": score})
+        print(f"wrote {args.json}")
+    return 0
+
+
+# --------------------------------------------------------------------------
 # Entry point
 
+# name: (handler, help, takes feature options)
 _SUBCOMMANDS = {
     "inspect": (cmd_inspect, "check a data root and summarise it per split and class "
-                             "(counts, foreground share, superpixels, oracle IoU)"),
-    "features": (cmd_features, "extract and cache superpixel graphs and features"),
+                             "(counts, foreground share, superpixels, oracle IoU)", True),
+    "features": (cmd_features, "extract and cache superpixel graphs and features", True),
+    "train": (cmd_train, "train a structural SVM for one class and save the model", True),
+    "evaluate": (cmd_evaluate, "score a saved model on a split with the VOC measure", False),
 }
 
 
@@ -194,10 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "losses (Ranjbar, Mori & Wang, ECCV 2010).")
     parser.add_argument("--version", action="version", version=f"segstruct {code_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (func, help_text) in _SUBCOMMANDS.items():
+    for name, (func, help_text, with_features) in _SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         _add_data_options(p)
-        _add_feature_options(p)
+        if with_features:
+            _add_feature_options(p)
         p.set_defaults(func=func)
     insp = sub.choices["inspect"]
     insp.add_argument("--split", nargs="+", help="splits to inspect (default: all)")
@@ -208,6 +290,31 @@ def build_parser() -> argparse.ArgumentParser:
     feat.add_argument("--split", nargs="+", help="splits to extract (default: train)")
     feat.add_argument("--class", dest="class_name", metavar="CLASS",
                       help="also compute the targets of this VOC class")
+    train = sub.choices["train"]
+    g = train.add_argument_group("training")
+    g.add_argument("--class", dest="class_name", required=True, metavar="CLASS",
+                   help="VOC class name to segment")
+    g.add_argument("--method", choices=sorted(METHODS), default="bl1",
+                   help="bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the "
+                        "training set), unary + pairwise, graph cut; hamming: kappa = 1")
+    g.add_argument("--C", type=float, default=0.5,
+                   help="trade-off in 1/2 ||w||^2 + C xi; 0.5 is the paper's C = 1 "
+                        "(its Eq. 8 has no 1/2)")
+    g.add_argument("--solver", choices=("oneslack", "nslack"), default="oneslack")
+    g.add_argument("--scope", choices=("dataset", "image"), default="dataset",
+                   help="one loss over the whole training set (the paper's setting, with "
+                        "--C 0.5), or a loss per image (averaged; needs a larger C)")
+    g.add_argument("--weights", choices=("count", "area"), default="count",
+                   help="FP/FN count superpixels (paper) or non-void pixels")
+    g.add_argument("--tol", type=float, default=1e-3, help="cutting-plane tolerance epsilon")
+    g.add_argument("--max-iter", type=int, default=200)
+    g.add_argument("--split", default="train", help="training split")
+    g.add_argument("--out", required=True, type=Path, metavar="MODEL",
+                   help="writes MODEL.json, MODEL.npz and MODEL.log.json")
+    ev = sub.choices["evaluate"]
+    ev.add_argument("--model", required=True, type=Path, metavar="MODEL")
+    ev.add_argument("--split", default="val")
+    ev.add_argument("--json", type=Path, help="also write the scores as JSON here")
     return parser
 
 
@@ -218,7 +325,7 @@ def main(argv=None) -> int:
         return args.func(args)
     except UsageError as err:
         parser.error(str(err))
-    except (DatasetError, ValueError) as err:
+    except (DatasetError, ValueError, RuntimeError) as err:
         print(f"segstruct {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

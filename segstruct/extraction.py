@@ -8,6 +8,7 @@ targets are cheap and are computed from the mask on every load.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -78,6 +79,11 @@ class Example:
         return self.fg + self.bg
 
     @property
+    def counts(self) -> np.ndarray:
+        """(N, 2) int64 [fg, bg] pixel counts: the label spec learners take."""
+        return np.stack([self.fg, self.bg], axis=1)
+
+    @property
     def void_only(self) -> np.ndarray:
         """(N,) bool, superpixel has no non-void pixel (weight 0)."""
         return self.areas == 0
@@ -89,6 +95,13 @@ class Example:
         if mode == "area":
             return self.areas.astype(np.float64)
         raise ValueError(f"unknown weight mode {mode!r}; use 'count' or 'area'")
+
+
+def codebook_digest(codebook: np.ndarray) -> str:
+    """Identity of a codebook by content (feature cache entries are keyed by it)."""
+    words = np.ascontiguousarray(codebook, np.float32)
+    return key_digest({"shape": list(words.shape),
+                       "sha256": hashlib.sha256(words.tobytes()).hexdigest()})
 
 
 # --------------------------------------------------------------------------
@@ -135,7 +148,8 @@ def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir
             n = graph.n_nodes
             unary = F.unary_features(image(), graph.labels, config, codebook, lab=lab)
             lab_mean = F.superpixel_means(lab, graph.labels, n)
-            pairwise = F.pairwise_features(lab_mean, graph.edges, graph.boundary,
+            pairwise = F.pairwise_features(lab_mean, graph.edges,
+                                           graph.boundary / config.boundary_unit,
                                            config.tau1, config.tau2)
             return {"unary": unary, "pairwise": pairwise}
 
@@ -190,11 +204,15 @@ class FeatureExtractor:
     n_jobs : number of worker processes (joblib convention, -1 = all cores).
     progress : show progress bars.
     codebook_split : the split the codebook is learnt on (training only).
+    codebook : (n_words, 384) array, optional
+        A codebook to use instead of learning one (a trained model's, so that
+        features of new data match the ones it was trained on).
     """
 
     def __init__(self, dataset: VOCDataset, config: F.FeatureConfig | None = None,
                  cache: ArrayCache | None = None, n_jobs: int = 1,
-                 progress: bool = True, codebook_split: str = "train"):
+                 progress: bool = True, codebook_split: str = "train",
+                 codebook: np.ndarray | None = None):
         self.dataset = dataset
         self.config = config or F.FeatureConfig()
         self.cache = cache if cache is not None else ArrayCache()
@@ -202,6 +220,12 @@ class FeatureExtractor:
         self.progress = progress
         self.codebook_split = codebook_split
         self._codebook = None
+        if codebook is not None:
+            codebook = np.ascontiguousarray(codebook, np.float32)
+            if codebook.shape != (self.config.n_words, F.OPPONENT_DIM):
+                raise ValueError(f"codebook has shape {codebook.shape}, expected "
+                                 f"({self.config.n_words}, {F.OPPONENT_DIM})")
+            self._codebook = (codebook, codebook_digest(codebook))
 
     # -- codebook -----------------------------------------------------------
     def codebook(self) -> tuple[np.ndarray, str]:
@@ -235,7 +259,7 @@ class FeatureExtractor:
             return {"codebook": words}
 
         words = self.cache.get_or_compute("codebook", key, compute)["codebook"]
-        self._codebook = (words, key_digest(key))
+        self._codebook = (words, codebook_digest(words))
         return self._codebook
 
     def _cores(self) -> int:
@@ -261,11 +285,12 @@ class FeatureExtractor:
         return _parallel_map(_graph_task, args, self.n_jobs, self.progress,
                              f"{label} {split or ''}".strip())
 
-    def examples(self, split: str, class_name: str,
-                 with_features: bool = True) -> list[Example]:
-        """Graphs of a split with per-superpixel pixel counts for one class."""
+    def examples(self, split: str, class_name: str, with_features: bool = True,
+                 ids: Iterable[str] | None = None) -> list[Example]:
+        """Graphs of a split (or of some of its ids) with per-superpixel pixel
+        counts for one class."""
         cls = class_index(class_name)
-        ids = self.dataset.ids(split)
+        ids = self.dataset.ids(split) if ids is None else list(ids)
         graphs = self.graphs(split, ids, with_features)
         out = []
         for graph in graphs:

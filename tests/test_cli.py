@@ -98,3 +98,36 @@ def test_default_data_set_needs_no_arguments(tmp_path, monkeypatch, capsys):
     assert main(["inspect", "--split", "val", "--class", "car", *SMALL]) == 0
     assert "synthetic-voc-v1" in capsys.readouterr().out
     assert (tmp_path / "synthetic-voc-v1" / "ImageSets" / "Segmentation" / "val.txt").exists()
+
+
+def test_train_then_evaluate(data_root, tmp_path, capsys):
+    from segstruct.persistence import load_model
+    cache = ["--cache", str(tmp_path / "c")]
+    model = tmp_path / "car_bl1"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--out", str(model),
+                 "--tol", "1e-3", *cache, *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert "converged" in out and (tmp_path / "car_bl1.log.json").exists()
+    log = json.loads((tmp_path / "car_bl1.log.json").read_text())
+    assert log[-1]["gap"] <= 0.5 * 1e-3 + 1e-9
+    report = tmp_path / "eval.json"
+    assert main(["evaluate", "--data", str(data_root), "--model", str(model), "--split", "val",
+                 "--json", str(report), *cache, "-q"]) == 0
+    result = json.loads(report.read_text())
+    assert result["class"] == "car" and result["method"] == "bl1"
+    assert result["dataset"] == "voc" and result["split"] == "val" and "code_version" in result
+    # the printed score is the model's own VOC measure on the val split
+    from segstruct.cache import ArrayCache
+    from segstruct.extraction import FeatureExtractor
+    svm, config, codebook, _ = load_model(model)
+    ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c"),
+                          progress=False, codebook=codebook).examples("val", "car")
+    expect = svm.voc_score([e.graph for e in ex], [e.counts for e in ex]).to_dict()
+    assert result["score"] == expect
+
+
+def test_train_refuses_a_class_with_no_superpixel(data_root, tmp_path, capsys):
+    code = main(["train", "--data", str(data_root), "--class", "aeroplane",
+                 "--out", str(tmp_path / "m"), "--cache", str(tmp_path / "c"), *SMALL])
+    assert code == 2 and "aeroplane" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()

@@ -30,3 +30,20 @@ def test_inspect_horse_val(horse_root, tmp_path):
     assert s["void_pixel_share"] == 0
     assert s["foreground_pixel_share"] == pytest.approx(0.227, abs=0.005)  # SOURCE.md: 22.7 %
     assert 50 < s["oracle_voc_iou_percent"] < 100
+
+
+def test_bl1_gap_shrinks_monotonically_on_horse(horse_root, tmp_path):
+    from segstruct.features import FeatureConfig
+    from segstruct.ssvm import StructuredSVM
+    config = FeatureConfig(n_words=50, codebook_descriptors=5000, codebook_images=20,
+                           kmeans_iterations=5)
+    ds = VOCDataset(horse_root)
+    extractor = FeatureExtractor(ds, config, ArrayCache(tmp_path), n_jobs=2, progress=False)
+    examples = extractor.examples("train", "horse", ids=ds.ids("train")[:40])
+    svm = StructuredSVM(tol=1e-3, progress=False).fit([e.graph for e in examples],
+                                                      [e.counts for e in examples])
+    gaps = np.array([e["gap"] for e in svm.log_])
+    assert svm.converged_
+    assert np.all(np.diff(gaps) <= 1e-9)
+    assert gaps[-1] <= svm.C * svm.tol + 1e-9
+    assert svm.score([e.graph for e in examples], [e.counts for e in examples]) > 0.2

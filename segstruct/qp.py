@@ -1,0 +1,320 @@
+"""The working-set QP of cutting-plane structural SVM training, solved with HiGHS.
+
+Primal, over weights w (D,) and one slack per group g:
+
+    min  1/2 ||w||^2 + sum_g C_g xi_g
+    s.t. w . g_k >= l_k - xi_{group(k)}   for every constraint k in the working set
+         xi_g >= 0,   w_d <= 0 for d in ``nonpositive``  (w_p <= 0, DESIGN.md)
+
+It is solved in its dual, one variable per constraint plus one per bounded
+weight (measured here: 15 ms against 0.94 s for the primal with 1010 weights
+and 200 constraints):
+
+    max  l . alpha - 1/2 ||w||^2,   w = G^T alpha - S mu
+    s.t. alpha >= 0, mu >= 0, sum_{k in g} alpha_k <= C_g
+
+with G the (K, D) matrix of constraint vectors and S the columns of the
+identity at the bounded weights. The Hessian is the Gram matrix of
+[G^T, -S], kept up to date one row at a time as constraints arrive.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+
+from .active_set import refine
+
+
+class QPError(RuntimeError):
+    """HiGHS did not solve the working-set QP."""
+
+
+@dataclass
+class QPSolution:
+    """Solution of the working-set QP.
+
+    Attributes
+    ----------
+    w : (D,) weights, with ``w[nonpositive] <= 0`` exactly (clipped; see solve).
+    alpha : (K,) dual variables of the constraints.
+    mu : (P,) dual variables of the bounds ``w_d <= 0``.
+    xi : (n_groups,) slacks, ``max(0, max_k l_k - w . g_k)`` per group.
+    primal : 1/2 ||w||^2 + sum_g C_g xi_g at ``w``.
+    dual : l . alpha - 1/2 ||G^T alpha - S mu||^2, a lower bound on the QP optimum.
+    seconds : solver time.
+    """
+
+    w: np.ndarray
+    alpha: np.ndarray
+    mu: np.ndarray
+    xi: np.ndarray
+    primal: float
+    dual: float
+    seconds: float
+
+
+class WorkingSetQP:
+    """A growing (and prunable) set of cutting planes and its QP.
+
+    Parameters
+    ----------
+    n_features : D, the length of w.
+    caps : (n_groups,) C_g > 0 per slack group (n-slack: C / n for each of n
+        groups; 1-slack: one group with C).
+    nonpositive : indices of weights constrained to be <= 0.
+    """
+
+    # Tried in turn until the gap is closed: the dual with these Hessian
+    # regularisations (None = HiGHS's default, 1e-7, which never failed in
+    # tests; without regularisation it cycled on 15 % of random working
+    # sets), then the primal form; each answer is finished by refine().
+    ROUTES = (None, 0.0, "primal")
+
+    def __init__(self, n_features: int, caps, nonpositive=()):
+        self.n_features = int(n_features)
+        self.caps = np.asarray(caps, np.float64).reshape(-1)
+        if np.any(~np.isfinite(self.caps)) or np.any(self.caps <= 0):
+            raise ValueError(f"slack caps C_g must be positive and finite, got {self.caps}")
+        self.nonpositive = np.asarray(nonpositive, np.int64).reshape(-1)
+        self.G = np.zeros((0, self.n_features))
+        self.losses = np.zeros(0)
+        self.groups = np.zeros(0, np.int64)
+        self.inactive = np.zeros(0, np.int64)   # solves in a row with alpha_k = 0
+        self._gram = np.zeros((0, 0))
+        self._last = None
+        self.last_route = None
+        self.gap_tol = 1e-8
+
+    @property
+    def n_constraints(self) -> int:
+        return self.G.shape[0]
+
+    def add(self, g, loss: float, group: int) -> None:
+        """Add the constraint ``w . g >= loss - xi_group``."""
+        g = np.asarray(g, np.float64).reshape(1, -1)
+        if g.shape[1] != self.n_features:
+            raise ValueError(f"constraint has {g.shape[1]} entries, expected {self.n_features}")
+        if not (np.all(np.isfinite(g)) and np.isfinite(loss)):
+            raise ValueError("constraint vector and loss must be finite")
+        if not 0 <= group < self.caps.size:
+            raise ValueError(f"group {group} outside 0..{self.caps.size - 1}")
+        cross = self.G @ g[0]
+        k = self.n_constraints
+        gram = np.empty((k + 1, k + 1))
+        gram[:k, :k] = self._gram
+        gram[k, :k] = gram[:k, k] = cross
+        gram[k, k] = g[0] @ g[0]
+        self._gram = gram
+        self.G = np.vstack([self.G, g])
+        self.losses = np.append(self.losses, float(loss))
+        self.groups = np.append(self.groups, int(group))
+        self.inactive = np.append(self.inactive, 0)
+        if self._last is not None:
+            self._last = np.insert(self._last, k, 0.0)
+
+    def prune(self, max_inactive: int) -> int:
+        """Drop constraints whose alpha was 0 in the last ``max_inactive`` solves.
+
+        Dropping a constraint with alpha = 0 leaves the current solution
+        optimal, so the dual objective stays monotone. Returns how many went.
+        """
+        keep = self.inactive < max_inactive
+        removed = int(np.count_nonzero(~keep))
+        if removed:
+            self.G, self.losses = self.G[keep], self.losses[keep]
+            self.groups, self.inactive = self.groups[keep], self.inactive[keep]
+            self._gram = self._gram[np.ix_(keep, keep)]
+            if self._last is not None:
+                k = keep.size
+                self._last = np.concatenate([self._last[:k][keep], self._last[k:]])
+        return removed
+
+    # ------------------------------------------------------------------
+    def _hessian(self) -> np.ndarray:
+        k, p = self.n_constraints, self.nonpositive.size
+        gs = self.G[:, self.nonpositive]
+        h = np.empty((k + p, k + p))
+        h[:k, :k] = self._gram
+        h[:k, k:] = -gs
+        h[k:, :k] = -gs.T
+        h[k:, k:] = np.eye(p)
+        return h
+
+    def _highs_model(self, h: np.ndarray) -> highspy.HighsModel:
+        """The dual QP as a HiGHS model. (Jacobi scaling of z was tried and
+        made HiGHS fail more often on badly scaled constraint vectors.)"""
+        k, p = self.n_constraints, self.nonpositive.size
+        n = k + p
+        lp = highspy.HighsLp()
+        lp.num_col_ = n
+        lp.num_row_ = self.caps.size
+        lp.col_cost_ = np.concatenate([-self.losses, np.zeros(p)])
+        lp.col_lower_ = np.zeros(n)
+        lp.col_upper_ = np.full(n, highspy.kHighsInf)
+        lp.row_lower_ = np.full(self.caps.size, -highspy.kHighsInf)
+        lp.row_upper_ = self.caps.copy()
+        # Column k of the group-sum rows has a single 1 in row groups[k].
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = np.concatenate([np.arange(k + 1), np.full(p, k)]).astype(np.int32)
+        lp.a_matrix_.index_ = self.groups.astype(np.int32)
+        lp.a_matrix_.value_ = np.ones(k)
+        hess = highspy.HighsHessian()
+        hess.dim_ = n
+        hess.format_ = highspy.HessianFormat.kTriangular
+        # Lower triangle, column-wise: column j holds rows j..n-1, which are
+        # the upper triangle's row j read left to right (H is symmetric).
+        rows, cols = np.triu_indices(n)
+        hess.start_ = np.concatenate([[0], np.cumsum(np.arange(n, 0, -1))]).astype(np.int32)
+        hess.index_ = cols.astype(np.int32)
+        hess.value_ = h[rows, cols]
+        model = highspy.HighsModel()
+        model.lp_ = lp
+        model.hessian_ = hess
+        return model
+
+    def solve(self) -> QPSolution:
+        """Solve the QP with HiGHS and recover w, the slacks and both objectives.
+
+        Routes are tried in turn until one's primal-dual gap is below
+        ``gap_tol`` (relative): the dual without Hessian regularisation, with
+        1e-9, with HiGHS's default 1e-7, then the primal form (see
+        ``ROUTES``); the best solution found is kept. HiGHS's solution meets
+        the dual's bounds only to its tolerances, so the returned w is
+        projected onto ``w[nonpositive] <= 0`` (a change within tolerance)
+        and the slacks and primal objective are evaluated at that w; the dual
+        objective is evaluated at alpha scaled back into its feasible set, so
+        it is a true lower bound of the QP optimum.
+        """
+        start = time.perf_counter()
+        k, p = self.n_constraints, self.nonpositive.size
+        if k == 0:
+            w = np.zeros(self.n_features)
+            return QPSolution(w, np.zeros(0), np.zeros(p), np.zeros(self.caps.size),
+                              0.0, 0.0, time.perf_counter() - start)
+        h = self._hessian()
+        model = self._highs_model(h)
+        cost = np.concatenate([-self.losses, np.zeros(p)])
+        groups = np.concatenate([self.groups, np.full(p, -1)])
+        best, best_route = None, None
+        for route in self.ROUTES:
+            z = self._solve_primal() if route == "primal" else self._run_dual(model, route)
+            if z is None:
+                continue
+            candidates = [(self._evaluate(z), route)]
+            if not self._converged(candidates[0][0]):
+                # HiGHS stops near, not at, the optimum: finish exactly.
+                z_exact, _ = refine(h, cost, groups, self.caps, z)
+                candidates.append((self._evaluate(z_exact), f"{route}+active-set"))
+            for candidate, name in candidates:
+                if best is None or candidate.primal - candidate.dual < best.primal - best.dual:
+                    best, best_route = candidate, name
+            if self._converged(best):
+                break
+        if best is None:
+            raise QPError(f"HiGHS could not solve the working-set QP with {k} constraints "
+                          "by any route (dual with three regularisations, primal)")
+        self._last = np.concatenate([best.alpha, best.mu])
+        self.last_route = best_route
+        active = best.alpha > 1e-9 * self.caps[self.groups]
+        self.inactive = np.where(active, 0, self.inactive + 1)
+        best.seconds = time.perf_counter() - start
+        return best
+
+    def _converged(self, sol: QPSolution) -> bool:
+        return sol.primal - sol.dual <= self.gap_tol * max(1.0, abs(sol.primal))
+
+    def _run_dual(self, model, regularization) -> np.ndarray | None:
+        """Dual variables [alpha; mu] from HiGHS, or None when it did not finish."""
+        highs = highspy.Highs()
+        highs.setOptionValue("output_flag", False)
+        if regularization is not None:
+            highs.setOptionValue("qp_regularization_value", regularization)
+        k, p = self.n_constraints, self.nonpositive.size
+        # The unregularised active-set method can cycle on rank-deficient
+        # Hessians; cap it so the next route gets its turn.
+        highs.setOptionValue("qp_iteration_limit", 100 * (k + p) + 1000)
+        highs.passModel(model)
+        if self._last is not None and self._last.size == k + p:
+            # Warm start from the previous solution padded with zeros for new
+            # constraints (still feasible: group sums unchanged).
+            sol = highspy.HighsSolution()
+            sol.col_value = list(self._last)
+            sol.value_valid = True
+            highs.setSolution(sol)
+        highs.run()
+        if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        return np.asarray(highs.getSolution().col_value, np.float64)
+
+    def _evaluate(self, z) -> QPSolution:
+        """Feasible dual point, projected w, slacks and both objectives from z."""
+        k = self.n_constraints
+        alpha = np.maximum(z[:k], 0.0)
+        mu = np.maximum(z[k:], 0.0)
+        # Scale alpha into sum_{k in g} alpha_k <= C_g (tolerance overshoot).
+        sums = np.bincount(self.groups, weights=alpha, minlength=self.caps.size)
+        shrink = np.minimum(1.0, self.caps / np.maximum(sums, 1e-300))
+        alpha = alpha * shrink[self.groups]
+        w_dual = self.G.T @ alpha
+        w_dual[self.nonpositive] -= mu
+        dual = float(self.losses @ alpha - 0.5 * w_dual @ w_dual)
+        w = w_dual.copy()
+        w[self.nonpositive] = np.minimum(w[self.nonpositive], 0.0)
+        xi = self.slacks(w)
+        primal = float(0.5 * w @ w + self.caps @ xi)
+        return QPSolution(w, alpha, mu, xi, primal, dual, 0.0)
+
+    def _solve_primal(self) -> np.ndarray | None:
+        """Last resort: the primal QP (Hessian I on w, so strictly convex in w).
+
+        Slower for many features, but HiGHS never cycled on it in tests.
+        Returns the dual variables [alpha; mu] read off its row and column
+        duals, so the caller treats both routes alike.
+        """
+        k, d, n_groups = self.n_constraints, self.n_features, self.caps.size
+        lp = highspy.HighsLp()
+        lp.num_col_ = d + n_groups
+        lp.num_row_ = k
+        lp.col_cost_ = np.concatenate([np.zeros(d), self.caps])
+        upper = np.full(d, highspy.kHighsInf)
+        upper[self.nonpositive] = 0.0
+        lp.col_lower_ = np.concatenate([np.full(d, -highspy.kHighsInf), np.zeros(n_groups)])
+        lp.col_upper_ = np.concatenate([upper, np.full(n_groups, highspy.kHighsInf)])
+        lp.row_lower_ = self.losses.copy()
+        lp.row_upper_ = np.full(k, highspy.kHighsInf)
+        # Row k: G_k . w + xi_{group(k)} >= l_k, stored row-wise.
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = np.arange(0, k * (d + 1) + 1, d + 1).astype(np.int32)
+        index = np.hstack([np.tile(np.arange(d), (k, 1)), d + self.groups[:, None]])
+        lp.a_matrix_.index_ = index.ravel().astype(np.int32)
+        lp.a_matrix_.value_ = np.hstack([self.G, np.ones((k, 1))]).ravel()
+        hess = highspy.HighsHessian()
+        hess.dim_ = d
+        hess.format_ = highspy.HessianFormat.kTriangular
+        hess.start_ = np.arange(d + 1).astype(np.int32)
+        hess.index_ = np.arange(d).astype(np.int32)
+        hess.value_ = np.ones(d)
+        model = highspy.HighsModel()
+        model.lp_ = lp
+        model.hessian_ = hess
+        highs = highspy.Highs()
+        highs.setOptionValue("output_flag", False)
+        highs.passModel(model)
+        highs.run()
+        if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        sol = highs.getSolution()
+        # Multipliers of ">=" rows and of the upper bounds w_d <= 0.
+        alpha = np.abs(np.asarray(sol.row_dual, np.float64))
+        mu = np.abs(np.asarray(sol.col_dual, np.float64)[self.nonpositive])
+        return np.concatenate([alpha, mu])
+
+    def slacks(self, w) -> np.ndarray:
+        """xi_g = max(0, max_{k in g} l_k - w . g_k) for each group."""
+        xi = np.zeros(self.caps.size)
+        if self.n_constraints:
+            np.maximum.at(xi, self.groups, self.losses - self.G @ w)
+        return xi

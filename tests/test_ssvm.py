@@ -1,0 +1,175 @@
+import itertools
+
+import numpy as np
+import pytest
+
+import segstruct.qp as qp_module
+from segstruct.losses import AdjustedHammingLoss, HammingLoss, IoULoss, counts, totals
+from segstruct.model import Graph, MRFModel, disjoint_union
+from segstruct.qp import WorkingSetQP
+from segstruct.ssvm import StructuredSVM, targets_and_weights
+
+
+def random_problem(rng, n_graphs=3, n=4, du=3, separable=False):
+    X, Y = [], []
+    for _ in range(n_graphs):
+        t = rng.integers(0, 2, n)
+        if t.sum() == 0:
+            t[0] = 1
+        pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.6]
+        edges = np.array(pairs, np.int64).reshape(-1, 2)
+        unary = rng.normal(size=(n, du))
+        if separable:
+            unary[:, 0] = (2 * t - 1) + 0.2 * rng.normal(size=n)
+            unary[:, -1] = 1.0
+        X.append(Graph(unary, edges, rng.uniform(0, 1, (len(edges), 2))))
+        Y.append(t)
+    return X, Y
+
+
+def full_qp_optimum(X, Y, loss, C, solver_groups):
+    """Reference: the QP with one constraint per labelling of every example."""
+    model = MRFModel()
+    dim = model.n_features(X[0])
+    caps = [C / len(X)] * len(X) if solver_groups == "nslack" else [C]
+    qp = WorkingSetQP(dim, caps, np.flatnonzero(model.upper_bounds(X[0]) == 0))
+    if solver_groups == "nslack":
+        for i, (x, t) in enumerate(zip(X, Y)):
+            n_pos, n_neg = totals(t)
+            for y in itertools.product([0, 1], repeat=t.size):
+                y = np.array(y)
+                fp, fn = counts(y, t)
+                g = model.joint_feature(x, t) - model.joint_feature(x, y)
+                qp.add(g, float(loss(fp, fn, n_pos, n_neg)), i)
+    else:  # 1-slack over all combinations (tiny problems only)
+        per_example = []
+        for x, t in zip(X, Y):
+            n_pos, n_neg = totals(t)
+            rows = []
+            for y in itertools.product([0, 1], repeat=t.size):
+                y = np.array(y)
+                fp, fn = counts(y, t)
+                rows.append((model.joint_feature(x, t) - model.joint_feature(x, y),
+                             float(loss(fp, fn, n_pos, n_neg))))
+            per_example.append(rows)
+        for combo in itertools.product(*per_example):
+            qp.add(np.mean([g for g, _ in combo], axis=0), np.mean([l for _, l in combo]), 0)
+    return qp.solve().primal
+
+
+@pytest.mark.parametrize("solver", ["nslack", "oneslack"])
+def test_learner_reaches_the_full_qp_optimum(solver):
+    rng = np.random.default_rng(0)
+    n_graphs = 3 if solver == "nslack" else 2
+    for _ in range(3):
+        X, Y = random_problem(rng, n_graphs=n_graphs)
+        tol, C = 1e-4, 1.0
+        svm = StructuredSVM(loss="hamming", C=C, solver=solver, tol=tol, progress=False).fit(X, Y)
+        reference = full_qp_optimum(X, Y, HammingLoss(), C, solver)
+        assert svm.converged_
+        # the learner's certificate brackets the true optimum
+        assert svm.dual_ <= reference + 1e-7
+        assert svm.primal_ >= reference - 1e-7
+        assert svm.primal_ - reference <= C * tol + 1e-7
+
+
+def test_nslack_and_oneslack_agree():
+    X, Y = random_problem(np.random.default_rng(1), n_graphs=6, n=6)
+    a = StructuredSVM(loss="hamming", solver="nslack", tol=1e-5, progress=False).fit(X, Y)
+    b = StructuredSVM(loss="hamming", solver="oneslack", tol=1e-5, progress=False).fit(X, Y)
+    assert a.primal_ == pytest.approx(b.primal_, abs=1e-4)
+
+
+@pytest.mark.parametrize("solver", ["nslack", "oneslack"])
+@pytest.mark.parametrize("scope", ["image", "dataset"])
+def test_separable_problem_reaches_zero_training_loss(solver, scope):
+    X, Y = random_problem(np.random.default_rng(2), n_graphs=10, n=8, separable=True)
+    svm = StructuredSVM(loss="hamming", C=10.0, solver=solver, scope=scope, tol=1e-4,
+                        progress=False).fit(X, Y)
+    assert svm.converged_
+    for y_hat, t in zip(svm.predict(X), Y):
+        assert np.array_equal(y_hat, t)
+    assert svm.score(X, Y) == 1.0
+
+
+def test_gap_monotone_and_pairwise_weights_nonpositive(monkeypatch):
+    X, Y = random_problem(np.random.default_rng(3), n_graphs=12, n=7)
+    seen = []
+    original = qp_module.WorkingSetQP.solve
+
+    def recording_solve(self):
+        sol = original(self)
+        seen.append(sol.w[self.nonpositive].copy())
+        return sol
+
+    monkeypatch.setattr(qp_module.WorkingSetQP, "solve", recording_solve)
+    svm = StructuredSVM(loss=IoULoss(), pairwise=True, tol=1e-4, progress=False,
+                        oracle=_brute_force_oracle).fit(X, Y)
+    gaps = [e["gap"] for e in svm.log_]
+    assert svm.converged_ and len(seen) == svm.n_iter_ - 1
+    assert all(np.all(w_p <= 0) for w_p in seen)          # after every iteration
+    assert np.all(np.diff(gaps) <= 1e-9)                     # monotone
+    assert gaps[-1] <= svm.C * svm.tol + 1e-9
+    assert all(e["n_constraints"] >= 1 for e in svm.log_)
+
+
+def _brute_force_oracle(u, edges, p, t, a, loss):
+    from segstruct.inference import brute_force
+    return brute_force(u, edges, p, t, a, loss)
+
+
+def test_kappa_is_training_fg_bg_ratio():
+    X, Y = random_problem(np.random.default_rng(4), n_graphs=5, n=6)
+    svm = StructuredSVM(progress=False, max_iter=2).fit(X, Y)
+    fg = sum(int(t.sum()) for t in Y)
+    bg = sum(int((1 - t).sum()) for t in Y)
+    assert isinstance(svm.loss_, AdjustedHammingLoss)
+    assert svm.loss_.kappa == pytest.approx(fg / bg)
+    # area mode counts pixels: (N, 2) [fg, bg] label specs
+    counts_y = [np.stack([t * 10, (1 - t) * 3 + 1], 1) for t in Y]
+    area = StructuredSVM(weights="area", progress=False, max_iter=2).fit(X, counts_y)
+    pix_fg = sum(float(c[:, 0][c[:, 0] > c[:, 1]].sum() + c[:, 1][c[:, 0] > c[:, 1]].sum())
+                 for c in counts_y)
+    t_w = [targets_and_weights(c, "area") for c in counts_y]
+    n_pos = sum(float(a @ t) for t, a in t_w)
+    n_neg = sum(float(a @ (1 - t)) for t, a in t_w)
+    assert n_pos == pix_fg and area.loss_.kappa == pytest.approx(n_pos / n_neg)
+
+
+def test_dataset_scope_is_one_example_over_the_union():
+    X, Y = random_problem(np.random.default_rng(5), n_graphs=3, n=4)
+    svm = StructuredSVM(loss="iou", scope="dataset", tol=1e-4, progress=False,
+                        oracle=_brute_force_oracle_union).fit(X, Y)
+    assert svm.converged_
+    # n = 1: its hinge at the solution is the union's, recomputed here
+    union, t = disjoint_union(X), np.concatenate(Y)
+    model = MRFModel()
+    best = -np.inf
+    for y in itertools.product([0, 1], repeat=t.size):
+        y = np.array(y)
+        fp, fn = counts(y, t)
+        best = max(best, float(IoULoss()(fp, fn, *totals(t)))
+                   + model.score(union, svm.w_, y) - model.score(union, svm.w_, t))
+    assert 0.5 * svm.w_ @ svm.w_ + svm.C * max(best, 0) == pytest.approx(
+        svm.log_[-1]["primal"], abs=1e-9)
+
+
+def _brute_force_oracle_union(u, edges, p, t, a, loss):
+    from segstruct.inference import brute_force
+    return brute_force(u, edges, p, t, a, loss)
+
+
+def test_bad_parameters_and_inputs():
+    X, Y = random_problem(np.random.default_rng(6))
+    for kwargs in ({"solver": "bmrm"}, {"scope": "batch"}, {"weights": "pixels"},
+                   {"C": -1.0}, {"loss": "iou", "kappa": 0.5}):
+        with pytest.raises(ValueError):
+            StructuredSVM(progress=False, **kwargs).fit(X, Y)
+    with pytest.raises(ValueError, match="inputs"):
+        StructuredSVM(progress=False).fit(X, Y[:-1])
+    with pytest.raises(ValueError, match="nodes"):
+        StructuredSVM(progress=False).fit(X, [t[:-1] for t in Y])
+    with pytest.raises(RuntimeError, match="not fitted"):
+        StructuredSVM().predict(X)
+    with pytest.raises(ValueError, match="kappa"):
+        StructuredSVM(progress=False).fit(X, [np.zeros_like(t) for t in Y])

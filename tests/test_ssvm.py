@@ -64,7 +64,8 @@ def test_learner_reaches_the_full_qp_optimum(solver):
     for _ in range(3):
         X, Y = random_problem(rng, n_graphs=n_graphs)
         tol, C = 1e-4, 1.0
-        svm = StructuredSVM(loss="hamming", C=C, solver=solver, tol=tol, progress=False).fit(X, Y)
+        svm = StructuredSVM(loss="hamming", C=C, solver=solver, scope="image", tol=tol,
+                            progress=False).fit(X, Y)
         reference = full_qp_optimum(X, Y, HammingLoss(), C, solver)
         assert svm.converged_
         # the learner's certificate brackets the true optimum
@@ -75,8 +76,10 @@ def test_learner_reaches_the_full_qp_optimum(solver):
 
 def test_nslack_and_oneslack_agree():
     X, Y = random_problem(np.random.default_rng(1), n_graphs=6, n=6)
-    a = StructuredSVM(loss="hamming", solver="nslack", tol=1e-5, progress=False).fit(X, Y)
-    b = StructuredSVM(loss="hamming", solver="oneslack", tol=1e-5, progress=False).fit(X, Y)
+    a = StructuredSVM(loss="hamming", solver="nslack", scope="image", tol=1e-5,
+                      progress=False).fit(X, Y)
+    b = StructuredSVM(loss="hamming", solver="oneslack", scope="image", tol=1e-5,
+                      progress=False).fit(X, Y)
     assert a.primal_ == pytest.approx(b.primal_, abs=1e-4)
 
 
@@ -103,7 +106,7 @@ def test_gap_monotone_and_pairwise_weights_nonpositive(monkeypatch):
         return sol
 
     monkeypatch.setattr(qp_module.WorkingSetQP, "solve", recording_solve)
-    svm = StructuredSVM(loss=IoULoss(), pairwise=True, tol=1e-4, progress=False,
+    svm = StructuredSVM(loss=IoULoss(), scope="image", tol=1e-4, progress=False,
                         oracle=_brute_force_oracle).fit(X, Y)
     gaps = [e["gap"] for e in svm.log_]
     assert svm.converged_ and len(seen) == svm.n_iter_ - 1

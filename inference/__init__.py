@@ -1,4 +1,5 @@
 """Inference oracles on plain arrays (installed as ``segstruct.inference``)."""
+from .bl2 import bl2
 from .brute_force import brute_force
 from .graphcut import (
     InferenceResult,
@@ -12,6 +13,7 @@ from .graphcut import (
 __all__ = [
     "InferenceResult",
     "NotSubmodularError",
+    "bl2",
     "brute_force",
     "check_mrf",
     "loss_augmented",

@@ -180,11 +180,34 @@ def cmd_features(args) -> int:
 # --------------------------------------------------------------------------
 # train / evaluate
 
-# Each method: the estimator settings that define it (the paper's names).
+# Each method: its loss (None = the --loss option), model and oracle.
 METHODS = {
-    "bl1": {"loss": "adjusted_hamming", "pairwise": True},   # kappa FP + FN, Eq. 28
-    "hamming": {"loss": "hamming", "pairwise": True},        # kappa = 1, for comparison
+    "bl1": {"loss": "adjusted_hamming", "pairwise": True, "oracle": "graphcut"},  # Eq. 28
+    "hamming": {"loss": "hamming", "pairwise": True, "oracle": "graphcut"},  # kappa = 1
+    "bl2": {"loss": None, "pairwise": False, "oracle": "bl2"},       # Joachims 2005
+    "proposed": {"loss": None, "pairwise": True, "oracle": "proposed"},  # Sec. 4
+    "exact": {"loss": None, "pairwise": True, "oracle": "exact"},    # MILP, small data only
 }
+
+
+def _method_settings(args) -> dict:
+    """Estimator keyword arguments of the chosen method and options."""
+    from .losses import get_loss
+    from .oracles import make_oracle
+    method = METHODS[args.method]
+    if method["loss"] is None:
+        loss = get_loss(args.loss, **({"beta": args.beta} if args.loss == "fbeta" else {}))
+    else:
+        if args.loss_given:
+            raise UsageError(f"--loss does not apply to --method {args.method}, whose loss "
+                             f"is {method['loss']}")
+        loss = method["loss"]
+    if args.method == "bl2" and args.weights != "count":
+        raise UsageError("bl2 needs --weights count: its exact oracle counts superpixels")
+    oracle = make_oracle(method["oracle"], n_triangles=args.triangles,
+                         lp_solver=args.lp_solver)
+    return {"loss": loss, "pairwise": method["pairwise"],
+            "oracle": None if method["oracle"] == "graphcut" else oracle}
 
 
 def cmd_train(args) -> int:
@@ -201,7 +224,7 @@ def cmd_train(args) -> int:
             "name, or use smaller superpixels if the objects are tiny)")
     json_path, _ = model_paths(args.out)
     log_path = json_path.with_name(json_path.name.replace(".json", ".log.json"))
-    estimator = StructuredSVM(**METHODS[args.method], C=args.C, solver=args.solver,
+    estimator = StructuredSVM(**_method_settings(args), C=args.C, solver=args.solver,
                               scope=args.scope, weights=args.weights, tol=args.tol,
                               max_iter=args.max_iter, progress=not args.quiet,
                               log_path=log_path)
@@ -212,6 +235,7 @@ def cmd_train(args) -> int:
     train_score = estimator.voc_score(X, Y).to_dict()
     save_model(args.out, estimator, extractor.config, codebook, {
         "class": args.class_name, "method": args.method, "dataset": dataset.name,
+        "oracle": repr(estimator.oracle) if estimator.oracle else "graphcut",
         "data_root": str(dataset.root), "train_split": args.split,
         "n_train_images": len(examples), "train_score": train_score,
         "training_log": log_path.name})
@@ -296,7 +320,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="VOC class name to segment")
     g.add_argument("--method", choices=sorted(METHODS), default="bl1",
                    help="bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the "
-                        "training set), unary + pairwise, graph cut; hamming: kappa = 1")
+                        "training set), unary + pairwise, graph cut; hamming: kappa = 1; "
+                        "bl2: --loss with a unary-only model, exact enumeration "
+                        "(Joachims 2005); proposed: --loss with unary + pairwise, one LP "
+                        "per loss-surface triangle (the paper's method); exact: --loss "
+                        "by MILP (small data only)")
+    g.add_argument("--loss", choices=("iou", "fbeta", "f1"), default=None,
+                   help="loss of bl2 / proposed / exact (default iou)")
+    g.add_argument("--beta", type=float, default=1.0, help="beta of --loss fbeta")
+    g.add_argument("--triangles", type=int, default=40,
+                   help="loss-surface triangles M of the proposed method (paper: 40)")
+    g.add_argument("--lp-solver", choices=("decomposition", "lp"), default="decomposition",
+                   help="proposed: solve the triangle LPs by column generation with "
+                        "graph-cut pricing (fast, same optimum) or by HiGHS on Eq. 22-26")
     g.add_argument("--C", type=float, default=0.5,
                    help="trade-off in 1/2 ||w||^2 + C xi; 0.5 is the paper's C = 1 "
                         "(its Eq. 8 has no 1/2)")
@@ -321,6 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "method", None) is not None:
+        args.loss_given = args.loss is not None
+        args.loss = args.loss or "iou"
     try:
         return args.func(args)
     except UsageError as err:

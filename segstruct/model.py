@@ -59,8 +59,8 @@ def disjoint_union(graphs) -> Graph:
     edges = np.concatenate([np.asarray(g.edges, np.int64).reshape(-1, 2) + off
                             for g, off in zip(graphs, offsets)])
     dp = graphs[0].pairwise.shape[1] if np.ndim(graphs[0].pairwise) == 2 else 0
-    pairwise = np.concatenate([np.asarray(g.pairwise, np.float64).reshape(-1, dp)
-                               for g in graphs])
+    pairwise = np.concatenate([np.asarray(g.pairwise, np.float64).reshape(
+        np.shape(g.edges)[0], dp) for g in graphs])
     unary = np.concatenate([np.asarray(g.unary, np.float64) for g in graphs])
     return Graph(unary, edges, pairwise)
 

@@ -2,9 +2,7 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
-from PIL import Image
 
 from segstruct.cli import main
 from segstruct.datasets import VOCDataset, make_synthetic_voc
@@ -131,3 +129,26 @@ def test_train_refuses_a_class_with_no_superpixel(data_root, tmp_path, capsys):
                  "--out", str(tmp_path / "m"), "--cache", str(tmp_path / "c"), *SMALL])
     assert code == 2 and "aeroplane" in capsys.readouterr().err
     assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("method", ["bl2", "proposed"])
+def test_train_complex_loss_methods(method, data_root, tmp_path, capsys):
+    from segstruct.persistence import load_model
+    model = tmp_path / method
+    assert main(["train", "--data", str(data_root), "--class", "car", "--method", method,
+                 "--loss", "iou", "--triangles", "6", "--out", str(model),
+                 "--cache", str(tmp_path / "c"), *SMALL]) == 0
+    svm, _, _, doc = load_model(model)
+    assert doc["method"] == method and doc["estimator"]["loss"] == {"name": "iou"}
+    assert doc["estimator"]["pairwise"] == (method == "proposed")
+    assert "converged" in capsys.readouterr().out
+
+
+def test_conflicting_training_options(data_root, tmp_path, capsys):
+    base = ["train", "--data", str(data_root), "--class", "car", "--out", str(tmp_path / "m"),
+            "--cache", str(tmp_path / "c"), *SMALL]
+    for extra, words in ((["--method", "bl1", "--loss", "iou"], "does not apply"),
+                         (["--method", "bl2", "--weights", "area"], "count")):
+        with pytest.raises(SystemExit) as exc:
+            main(base + extra)
+        assert exc.value.code == 2 and words in capsys.readouterr().err

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from segstruct import features as F
-from segstruct.superpixels import SuperpixelParams, adjacency, segment
+from segstruct.superpixels import SuperpixelParams, segment
 
 
 def test_opponent_channels_known_colours():

@@ -48,3 +48,9 @@ def test_disjoint_union_sums_psi():
     assert union.n_nodes == 12 and len(union.edges) == sum(len(g.edges) for g in graphs)
     assert np.allclose(model.joint_feature(union, np.concatenate(ys)),
                        sum(model.joint_feature(g, y) for g, y in zip(graphs, ys)))
+
+
+def test_disjoint_union_without_pairwise_features():
+    g = Graph(np.ones((3, 2)), np.zeros((0, 2), np.int64), np.zeros((0, 0)))
+    union = disjoint_union([g, g])
+    assert union.unary.shape == (6, 2) and union.pairwise.shape == (0, 0)

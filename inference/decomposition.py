@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 
+import highspy
 import numpy as np
 from scipy.optimize import linprog
 
@@ -38,7 +39,7 @@ class _Columns:
         self.fp_w = a * (1.0 - t)          # FP = fp_w . y
         self.tp_w = a * t                  # FN = Np - tp_w . y
         self.n_pos = float(self.tp_w.sum())
-        self.labels, self.stats, self._seen = [], [], set()
+        self.labels, self.stats, self._index = [], [], {}
         self.cuts = 0
 
     def price(self, s_fp, s_fn) -> int:
@@ -49,9 +50,9 @@ class _Columns:
 
     def add(self, y) -> int:
         key = y.tobytes()
-        if key in self._seen:
-            return next(i for i, l in enumerate(self.labels) if l.tobytes() == key)
-        self._seen.add(key)
+        if key in self._index:
+            return self._index[key]
+        self._index[key] = len(self.labels)
         fp = float(self.fp_w @ y)
         fn = self.n_pos - float(self.tp_w @ y)
         s = float(_score(self.u, self.edges, self.p, y))
@@ -63,21 +64,59 @@ class _Columns:
         return np.asarray(self.stats, np.float64).reshape(-1, 3)
 
 
+def _solve_small_lp(cost, a_ub, b_ub, n_free=0):
+    """max cost.x s.t. a_ub x <= b_ub, sum of the first m x = 1, x >= 0 (the
+    last ``n_free`` variables free), by HiGHS directly: scipy's linprog
+    wrapper cost more than the solve itself on these 4-row problems
+    (profiled: 5 of 21 s in option checking).
+
+    Returns (status, objective, x, row duals of a_ub, dual of the convexity
+    row), duals signed for the maximisation (>= 0 on binding <= rows).
+    """
+    n = cost.size
+    m = n - n_free
+    rows = a_ub.shape[0]
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, rows + 1
+    lp.col_cost_ = np.asarray(cost, np.float64)
+    lp.col_lower_ = np.r_[np.zeros(m), np.full(n_free, -highspy.kHighsInf)]
+    lp.col_upper_ = np.full(n, highspy.kHighsInf)
+    lp.row_lower_ = np.r_[np.full(rows, -highspy.kHighsInf), 1.0]
+    lp.row_upper_ = np.r_[b_ub, 1.0]
+    dense = np.vstack([a_ub, np.r_[np.ones(m), np.zeros(n_free)]])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.arange(0, n * (rows + 1) + 1, rows + 1).astype(np.int32)
+    lp.a_matrix_.index_ = np.tile(np.arange(rows + 1), n).astype(np.int32)
+    lp.a_matrix_.value_ = dense.T.ravel().astype(np.float64)
+    lp.sense_ = highspy.ObjSense.kMaximize
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    if status == highspy.HighsModelStatus.kInfeasible:
+        return "infeasible", None, None, None, None
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"HiGHS could not solve a master LP: {h.modelStatusToString(status)}")
+    sol = h.getSolution()
+    duals = np.asarray(sol.row_dual, np.float64)
+    # HiGHS's row duals are d(objective)/d(bound): for this maximisation a
+    # binding <= row has a dual >= 0 (checked against scipy's marginals);
+    # clip rounding noise.
+    return ("optimal", h.getInfo().objective_function_value,
+            np.asarray(sol.col_value), np.maximum(duals[:rows], 0.0), float(duals[rows]))
+
+
 def _master(cols: np.ndarray, plane, halfplanes, slack):
     """Solve the restricted master of one triangle; None when infeasible."""
     alpha, beta, gamma = plane
     values = alpha * cols[:, 0] + beta * cols[:, 1] + cols[:, 2]
     a_ub = halfplanes[:, :2] @ cols[:, :2].T
-    res = linprog(-values, A_ub=a_ub, b_ub=halfplanes[:, 2] + slack,
-                  A_eq=np.ones((1, cols.shape[0])), b_eq=[1.0],
-                  bounds=(0, None), method="highs")
-    if res.status == 2:
+    status, obj, x, lam, pi = _solve_small_lp(values, a_ub, halfplanes[:, 2] + slack)
+    if status == "infeasible":
         return None
-    if res.status != 0:
-        raise RuntimeError(f"HiGHS could not solve a master LP: {res.message}")
-    lam = -np.asarray(res.ineqlin.marginals)        # >= 0 for <= rows of a max problem
-    pi = -float(res.eqlin.marginals[0])
-    return -res.fun + gamma, lam, pi, res.x
+    return obj + gamma, lam, pi, x
 
 
 def _phase_one(columns, halfplanes, slack, n_pos, n_neg, max_cuts=50):
@@ -112,7 +151,7 @@ def _phase_one(columns, halfplanes, slack, n_pos, n_neg, max_cuts=50):
 
 
 def decomposition_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
-                         tol=1e-9, max_rounds=200) -> InferenceResult:
+                         tol=1e-9, max_rounds=200, seed_labellings=()) -> InferenceResult:
     """Most violated constraint of a complex loss: the triangle LPs of the
     proposed method by column generation with graph-cut pricing.
 
@@ -124,6 +163,9 @@ def decomposition_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangle
     triangulation : Triangulation over [0, Nn] x [0, Np], or None to build one.
     tol : relative optimality tolerance of each triangle's LP.
     max_rounds : column-generation rounds per triangle at most.
+    seed_labellings : labellings to start the columns with (e.g. those of the
+        previous call in cutting-plane training, where w changes little);
+        they are re-scored here, so any labellings of the right size will do.
 
     Returns
     -------
@@ -137,6 +179,9 @@ def decomposition_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangle
     columns = _Columns(u, edges, p, t, a)
     # Seed with the graph cut of every triangle's plane and the target itself.
     columns.add(t.astype(np.uint8))
+    for y in seed_labellings:
+        if np.shape(y) == u.shape:
+            columns.add(np.asarray(y, np.uint8))
     for alpha, beta, _ in triangulation.planes:
         columns.price(alpha, beta)
     values = np.full(len(triangulation), -np.inf)
@@ -163,7 +208,11 @@ def decomposition_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangle
     best = int(np.argmax(true))
     res = _result(u, edges, p, columns.labels[best], t, a, loss, n_pos, n_neg)
     res.bound = float(max(values.max(), true.max())) + float(triangulation.max_error)
+    # Keep the labellings that carry the LP solutions (the master's support)
+    # and the best ones, for seeding the next call.
+    order = np.argsort(-true, kind="stable")[:4 * len(triangulation)]
     res.info = {"method": "decomposition", "lp_values": values.tolist(),
+                "labellings": [columns.labels[i] for i in order],
                 "n_triangles": len(triangulation), "graph_cuts": columns.cuts,
                 "n_labellings": len(columns.labels),
                 "triangulation_max_error": float(triangulation.max_error),

@@ -7,6 +7,8 @@ command line.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from segstruct.inference import loss_augmented
 from segstruct.inference.bl2 import bl2
 from segstruct.inference.decomposition import decomposition_oracle
@@ -45,6 +47,7 @@ class TriangleOracle:
         self.solver = solver
         self.rule = rule
         self._cache = {}
+        self._seeds = {}
 
     def triangulation(self, loss, n_pos, n_neg):
         key = (repr(loss), round(float(n_pos), 9), round(float(n_neg), 9))
@@ -56,7 +59,13 @@ class TriangleOracle:
         tri = self.triangulation(loss, *totals(t, a))
         if self.solver == "lp":
             return lp_oracle(u, edges, p, t, a, loss, triangulation=tri, rule=self.rule)
-        return decomposition_oracle(u, edges, p, t, a, loss, triangulation=tri)
+        # Cutting-plane training calls again with a slightly changed w: the
+        # last call's labellings for the same graph start the columns.
+        key = (len(u), len(edges), hash(np.asarray(t, np.uint8).tobytes()))
+        res = decomposition_oracle(u, edges, p, t, a, loss, triangulation=tri,
+                                   seed_labellings=self._seeds.get(key, ()))
+        self._seeds[key] = res.info.pop("labellings")
+        return res
 
     def __repr__(self):
         return (f"TriangleOracle(n_triangles={self.n_triangles}, solver={self.solver!r}, "

@@ -127,3 +127,16 @@ def test_oracle_inputs_are_checked():
         lp_oracle(u, edges, p, t, a, IoULoss(), triangulation=tri)
     with pytest.raises(ValueError):
         TriangleOracle(solver="simplex")
+
+
+def test_seeding_from_a_previous_call_keeps_the_answer_exact():
+    # TriangleOracle starts each call from the last call's labellings for the
+    # same graph; with w changed in between, answers must still be exact.
+    rng = np.random.default_rng(7)
+    u, edges, p, t, a = instance(rng, 30, density=0.1)
+    oracle = TriangleOracle(20)
+    for _ in range(4):
+        res = oracle(u, edges, p, t, a, IoULoss())
+        milp = milp_oracle(u, edges, p, t, a, IoULoss())
+        assert res.objective >= milp.objective - 1e-9 and res.bound >= milp.objective - 1e-9
+        u = u + 0.3 * rng.normal(size=u.size)

@@ -30,6 +30,8 @@ def main(argv=None) -> int:
     ap.add_argument("extra", nargs=argparse.REMAINDER,
                     help="further options for segstruct inspect (e.g. --fz-min-size 300)")
     args = ap.parse_args(argv)
+    if args.extra[:1] == ["--"]:
+        args.extra = args.extra[1:]
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name, classes in RUNS:

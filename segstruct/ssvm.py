@@ -120,11 +120,15 @@ class StructuredSVM:
 
     Attributes
     ----------
-    w_ : (D,) learnt weights, with the pairwise block <= 0.
+    w_ : (D,) learnt weights, with the pairwise block <= 0: those with the
+        lowest objective evaluated (the last ones when training converged).
     loss_ : the resolved Loss (kappa filled in).
     log_ : list of dict, one per iteration: primal and dual objective, gap,
         number of constraints, violated examples, times.
-    n_iter_, converged_, primal_, dual_, gap_, fit_seconds_.
+    primal_ : the objective at ``w_``, an upper bound of the optimum (exact
+        when the oracle is; with an approximate oracle, up to its gap).
+    dual_ : the last working-set QP value, a lower bound of the optimum.
+    n_iter_, converged_, gap_ (= primal_ - dual_), fit_seconds_.
     """
 
     def __init__(self, loss="adjusted_hamming", kappa=None, C=0.5, solver="oneslack",
@@ -229,7 +233,10 @@ class StructuredSVM:
                 oracle_s = time.perf_counter() - t0
                 hinge = losses - gs @ w                      # H_i(w)
                 primal = 0.5 * w @ w + self.C / n * np.maximum(hinge, 0.0).sum()
-                best_primal = min(best_primal, primal)
+                if primal < best_primal:
+                    # keep the weights whose objective is known: when training
+                    # stops at max_iter, the last QP solution was never evaluated
+                    best_primal, best_w = primal, w.copy()
                 if self.solver == "oneslack":
                     violation = np.array([hinge.mean() - xi[0]])
                 else:
@@ -269,7 +276,7 @@ class StructuredSVM:
                 bar.set_postfix(gap=f"{entry['gap']:.3g}", cons=qp.n_constraints)
         finally:
             bar.close()
-        self.w_ = w
+        self.w_ = best_w
         self.loss_ = loss
         self.log_ = log
         self.n_iter_ = len(log)

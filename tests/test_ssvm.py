@@ -176,3 +176,20 @@ def test_bad_parameters_and_inputs():
         StructuredSVM().predict(X)
     with pytest.raises(ValueError, match="kappa"):
         StructuredSVM(progress=False).fit(X, [np.zeros_like(t) for t in Y])
+
+
+def test_weights_match_the_reported_objective_when_stopped_early():
+    X, Y = random_problem(np.random.default_rng(8), n_graphs=8, n=7)
+    svm = StructuredSVM(loss="hamming", scope="image", max_iter=3, progress=False).fit(X, Y)
+    assert not svm.converged_
+    model = MRFModel()
+    hinge = []
+    for x, t in zip(X, Y):
+        best = -np.inf
+        for y in itertools.product([0, 1], repeat=t.size):
+            y = np.array(y)
+            fp, fn = counts(y, t)
+            best = max(best, fp + fn + model.score(x, svm.w_, y) - model.score(x, svm.w_, t))
+        hinge.append(max(best, 0.0))
+    objective = 0.5 * svm.w_ @ svm.w_ + svm.C / len(X) * sum(hinge)
+    assert objective == pytest.approx(svm.primal_, abs=1e-9)

@@ -16,8 +16,8 @@ new column is one graph cut, argmax_y (alpha - lambda.a) FP + (beta - lambda.b) 
 labellings found are shared by all triangles, and every one is a candidate
 whose TRUE objective Delta + score is evaluated; the best is returned.
 
-The master problems are tiny (4 rows); they are solved with HiGHS through
-scipy.optimize.linprog, which returns the duals.
+The master problems are tiny (4 rows) and go to HiGHS directly (scipy's
+linprog wrapper cost more than the solves; see ``_solve_small_lp``).
 """
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ import time
 
 import highspy
 import numpy as np
-from scipy.optimize import linprog
 
 from ._highs import complex_loss_inputs
 from .graphcut import InferenceResult, _min_cut, _result, _score
@@ -131,16 +130,12 @@ def _phase_one(columns, halfplanes, slack, n_pos, n_neg, max_cuts=50):
     for _ in range(max_cuts):
         cols = columns.array()
         m = cols.shape[0]
-        # min v s.t. sum theta (a FP + b FN) - v <= c ; sum theta = 1
+        # max -v s.t. sum theta (a FP + b FN) - v <= c, sum theta = 1, v free
         a_ub = np.hstack([halfplanes[:, :2] @ cols[:, :2].T, -np.ones((3, 1))])
-        res = linprog(np.r_[np.zeros(m), 1.0], A_ub=a_ub, b_ub=halfplanes[:, 2] + slack,
-                      A_eq=np.r_[np.ones(m), 0.0][None, :], b_eq=[1.0],
-                      bounds=[(0, None)] * m + [(None, None)], method="highs")
-        if res.status != 0:
-            raise RuntimeError(f"HiGHS could not solve a phase-one LP: {res.message}")
-        if res.fun <= 0:
+        _, neg_v, _, mu, _ = _solve_small_lp(np.r_[np.zeros(m), -1.0], a_ub,
+                                             halfplanes[:, 2] + slack, n_free=1)
+        if neg_v >= 0:
             return True
-        mu = -np.asarray(res.ineqlin.marginals)
         before = len(columns.labels)
         # the cut minimising mu . (a FP + b FN): slopes scaled far above the score
         big = 1e6 * (1.0 + np.abs(columns.u).sum() + np.abs(columns.p).sum()) / scale

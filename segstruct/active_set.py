@@ -14,10 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def _objective(h, c, z):
-    return 0.5 * z @ h @ z + c @ z
-
-
 def refine(h, c, groups, caps, z0, max_iter=None, tol=1e-12):
     """Active-set iterations from a feasible start.
 

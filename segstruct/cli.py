@@ -86,14 +86,19 @@ def _dataset(args) -> VOCDataset:
     return VOCDataset(args.data)
 
 
-def _extractor(args, dataset) -> FeatureExtractor:
+def _extractor(args, dataset, config=None, codebook=None) -> FeatureExtractor:
+    """Features as the options say, or as a saved model's ``config`` and
+    ``codebook`` say (evaluation must see the features it was trained on)."""
     if args.no_cache and args.cache is not None:
         raise UsageError("--no-cache and --cache contradict each other; give one")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number or -1")
     cache = ArrayCache(args.cache, enabled=not args.no_cache)
-    return FeatureExtractor(dataset, _feature_config(args), cache, n_jobs=args.n_jobs,
-                            progress=not args.quiet, codebook_split=args.codebook_split)
+    if config is None:
+        return FeatureExtractor(dataset, _feature_config(args), cache, n_jobs=args.n_jobs,
+                                progress=not args.quiet, codebook_split=args.codebook_split)
+    return FeatureExtractor(dataset, config, cache, n_jobs=args.n_jobs,
+                            progress=not args.quiet, codebook=codebook)
 
 
 def _write_json(path: Path, payload: dict) -> None:
@@ -253,11 +258,7 @@ def cmd_evaluate(args) -> int:
     from .persistence import load_model
     estimator, config, codebook, doc = load_model(args.model)
     dataset = _dataset(args)
-    if args.no_cache and args.cache is not None:
-        raise UsageError("--no-cache and --cache contradict each other; give one")
-    extractor = FeatureExtractor(dataset, config, ArrayCache(args.cache, not args.no_cache),
-                                 n_jobs=args.n_jobs, progress=not args.quiet,
-                                 codebook=codebook)
+    extractor = _extractor(args, dataset, config, codebook)
     examples = extractor.examples(args.split, doc["class"])
     score = estimator.voc_score([ex.graph for ex in examples],
                                 [ex.counts for ex in examples]).to_dict()

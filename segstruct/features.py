@@ -44,7 +44,8 @@ class FeatureConfig:
         OpenCV SIFT keypoint size. OpenCV's 4x4 descriptor cells are
         1.5 * size pixels wide, so size 4 gives 6 px cells that tile the
         6 px grid exactly and a 24 px patch: local enough for superpixels of
-        a few thousand pixels, and 8x cheaper than size 12 (72 px patch).
+        a few thousand pixels, and 7.5x cheaper than size 12 (72 px patch;
+        measured by scripts/timings.py).
     n_words : int
         Codebook size (paper: 1000).
     codebook_descriptors : int

@@ -163,7 +163,7 @@ class StructuredSVM:
 
     def _resolve_loss(self, targets, weights) -> Loss:
         name = self.loss.lower() if isinstance(self.loss, str) else None
-        if name in ("adjusted_hamming", "bl1"):
+        if name == "adjusted_hamming":
             kappa = self.kappa
             if kappa is None:
                 n_pos = sum(float(a @ t) for t, a in zip(targets, weights))

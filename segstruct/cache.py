@@ -76,6 +76,8 @@ def atomic_write_bytes(path: Path, write: Callable) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
+            # mkstemp makes the file private (0600); results are for reading
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -86,6 +88,13 @@ def atomic_write_bytes(path: Path, write: Callable) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _umask() -> int:
+    """The process umask (reading it means setting it: put it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 class ArrayCache:

@@ -18,6 +18,7 @@ from segstruct.datasets import DatasetError, VOCDataset, default_synthetic_root,
 from .cache import ArrayCache, atomic_write_bytes
 from .extraction import FeatureExtractor
 from .features import FeatureConfig
+from .methods import METHOD_HELP, METHODS
 from .provenance import code_version
 from .superpixels import SuperpixelParams
 
@@ -185,39 +186,23 @@ def cmd_features(args) -> int:
 # --------------------------------------------------------------------------
 # train / evaluate
 
-# Each method: its loss (None = the --loss option), model and oracle.
-METHODS = {
-    "bl1": {"loss": "adjusted_hamming", "pairwise": True, "oracle": "graphcut"},  # Eq. 28
-    "hamming": {"loss": "hamming", "pairwise": True, "oracle": "graphcut"},  # kappa = 1
-    "bl2": {"loss": None, "pairwise": False, "oracle": "bl2"},       # Joachims 2005
-    "proposed": {"loss": None, "pairwise": True, "oracle": "proposed"},  # Sec. 4
-    "exact": {"loss": None, "pairwise": True, "oracle": "exact"},    # MILP, small data only
-}
-
-
-def _method_settings(args) -> dict:
-    """Estimator keyword arguments of the chosen method and options."""
-    from .losses import get_loss
-    from .oracles import make_oracle
-    method = METHODS[args.method]
-    if method["loss"] is None:
-        loss = get_loss(args.loss, **({"beta": args.beta} if args.loss == "fbeta" else {}))
-    else:
-        if args.loss_given:
-            raise UsageError(f"--loss does not apply to --method {args.method}, whose loss "
-                             f"is {method['loss']}")
-        loss = method["loss"]
+def _estimator(args, log_path=None):
+    """The StructuredSVM of ``--method`` and the training options."""
+    from .methods import estimator_for
+    if args.loss_given and METHODS[args.method]["loss"] is not None:
+        raise UsageError(f"--loss does not apply to --method {args.method}, whose loss "
+                         f"is {METHODS[args.method]['loss']}")
     if args.method == "bl2" and args.weights != "count":
         raise UsageError("bl2 needs --weights count: its exact oracle counts superpixels")
-    oracle = make_oracle(method["oracle"], n_triangles=args.triangles,
-                         lp_solver=args.lp_solver)
-    return {"loss": loss, "pairwise": method["pairwise"],
-            "oracle": None if method["oracle"] == "graphcut" else oracle}
+    return estimator_for(args.method, loss=args.loss, beta=args.beta,
+                         n_triangles=args.triangles, lp_solver=args.lp_solver,
+                         weights=args.weights, C=args.C, solver=args.solver,
+                         scope=args.scope, tol=args.tol, max_iter=args.max_iter,
+                         progress=not args.quiet, log_path=log_path)
 
 
 def cmd_train(args) -> int:
     from .persistence import model_paths, save_model
-    from .ssvm import StructuredSVM
     dataset = _dataset(args)
     extractor = _extractor(args, dataset)
     examples = extractor.examples(args.split, args.class_name)
@@ -229,10 +214,7 @@ def cmd_train(args) -> int:
             "name, or use smaller superpixels if the objects are tiny)")
     json_path, _ = model_paths(args.out)
     log_path = json_path.with_name(json_path.name.replace(".json", ".log.json"))
-    estimator = StructuredSVM(**_method_settings(args), C=args.C, solver=args.solver,
-                              scope=args.scope, weights=args.weights, tol=args.tol,
-                              max_iter=args.max_iter, progress=not args.quiet,
-                              log_path=log_path)
+    estimator = _estimator(args, log_path)
     X = [ex.graph for ex in examples]
     Y = [ex.counts for ex in examples]
     estimator.fit(X, Y)
@@ -281,6 +263,71 @@ def cmd_evaluate(args) -> int:
 
 
 # --------------------------------------------------------------------------
+# compare / visualize
+
+
+def cmd_compare(args) -> int:
+    from .compare import CompareSettings, Comparison, classes_in
+    if not args.no_figures and args.figure_images < 1 and not args.figure_ids:
+        raise UsageError("--figure-images must be at least 1 (or give --no-figures)")
+    dataset = _dataset(args)
+    extractor = _extractor(args, dataset)
+    classes = args.classes or classes_in(dataset, args.split_train)
+    settings = CompareSettings(loss=args.loss, beta=args.beta, scope=args.scope, C=args.C,
+                               weights=args.weights, n_triangles=args.triangles,
+                               lp_solver=args.lp_solver, solver=args.solver, tol=args.tol,
+                               max_iter=args.max_iter)
+    comparison = Comparison(extractor, classes, args.methods, settings, args.out,
+                            train_split=args.split_train, eval_split=args.split_eval,
+                            seed=args.seed, progress=not args.quiet)
+    start = time.perf_counter()
+    comparison.run(figures=not args.no_figures, figure_images=args.figure_images,
+                   figure_ids=args.figure_ids)
+    print()
+    print((args.out / "table.md").read_text())
+    print(f"compare finished in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def cmd_visualize(args) -> int:
+    import numpy as np
+
+    from .compare import pick_images, save_qualitative
+    from .persistence import load_model
+    loaded = [load_model(path) for path in args.model]
+    _, config, codebook, first = loaded[0]
+    for path, (_, cfg, cb, doc) in zip(args.model[1:], loaded[1:]):
+        if doc["class"] != first["class"]:
+            raise UsageError(f"{path} segments {doc['class']!r} but {args.model[0]} "
+                             f"segments {first['class']!r}; give models of one class")
+        same_codebook = (cb is None) == (codebook is None) and (
+            cb is None or np.array_equal(cb, codebook))
+        if cfg.to_dict() != config.to_dict() or not same_codebook:
+            raise UsageError(f"{path} was trained on other features than {args.model[0]}; "
+                             "draw them in separate figures")
+    names = [doc["method"] for _, _, _, doc in loaded]
+    if len(set(names)) < len(names):       # e.g. two bl1 models: tell them apart by file
+        names = [Path(path).name for path in args.model]
+    dataset = _dataset(args)
+    extractor = _extractor(args, dataset, config, codebook)
+    ids = args.images or pick_images(dataset, args.split, first["class"], args.random,
+                                     args.seed)
+    missing = sorted(set(ids) - set(dataset.ids(args.split)))
+    if missing:
+        raise DatasetError(f"image id(s) {', '.join(missing)} are not in split "
+                           f"{args.split!r} of {dataset.root}")
+    versions = sorted({doc["code_version"] for _, _, _, doc in loaded})
+    caption = (f"data {dataset.name}/{args.split}; class {first['class']}; models "
+               f"{', '.join(f'{n} ({p})' for n, p in zip(names, args.model))}; trained with "
+               f"code {', '.join(versions)}; drawn with code {code_version()}")
+    path = save_qualitative(extractor, first["class"], args.split, ids,
+                            {n: est for n, (est, _, _, _) in zip(names, loaded)},
+                            args.out, caption)
+    print(f"wrote {path} ({len(ids)} images: {', '.join(ids)})")
+    return 0
+
+
+# --------------------------------------------------------------------------
 # Entry point
 
 # name: (handler, help, takes feature options)
@@ -290,7 +337,33 @@ _SUBCOMMANDS = {
     "features": (cmd_features, "extract and cache superpixel graphs and features", True),
     "train": (cmd_train, "train a structural SVM for one class and save the model", True),
     "evaluate": (cmd_evaluate, "score a saved model on a split with the VOC measure", False),
+    "compare": (cmd_compare, "train several methods for several classes and compare them "
+                             "by VOC IoU (Table 1 of the paper), with figures", True),
+    "visualize": (cmd_visualize, "draw input | ground truth | models' masks for some "
+                                 "images as a PNG grid", False),
 }
+
+
+def _add_training_options(g) -> None:
+    g.add_argument("--loss", choices=("iou", "fbeta", "f1"), default=None,
+                   help="loss of bl2 / proposed / exact (default iou)")
+    g.add_argument("--beta", type=float, default=1.0, help="beta of --loss fbeta")
+    g.add_argument("--triangles", type=int, default=40,
+                   help="loss-surface triangles M of the proposed method (paper: 40)")
+    g.add_argument("--lp-solver", choices=("decomposition", "lp"), default="decomposition",
+                   help="proposed: solve the triangle LPs by column generation with "
+                        "graph-cut pricing (fast, same optimum) or by HiGHS on Eq. 22-26")
+    g.add_argument("--C", type=float, default=0.5,
+                   help="trade-off in 1/2 ||w||^2 + C xi; 0.5 is the paper's C = 1 "
+                        "(its Eq. 8 has no 1/2)")
+    g.add_argument("--solver", choices=("oneslack", "nslack"), default="oneslack")
+    g.add_argument("--scope", choices=("dataset", "image"), default="dataset",
+                   help="one loss over the whole training set (the paper's setting, with "
+                        "--C 0.5), or a loss per image (averaged; needs a larger C)")
+    g.add_argument("--weights", choices=("count", "area"), default="count",
+                   help="FP/FN count superpixels (paper) or non-void pixels")
+    g.add_argument("--tol", type=float, default=1e-3, help="cutting-plane tolerance epsilon")
+    g.add_argument("--max-iter", type=int, default=200)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -319,35 +392,42 @@ def build_parser() -> argparse.ArgumentParser:
     g = train.add_argument_group("training")
     g.add_argument("--class", dest="class_name", required=True, metavar="CLASS",
                    help="VOC class name to segment")
-    g.add_argument("--method", choices=sorted(METHODS), default="bl1",
-                   help="bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the "
-                        "training set), unary + pairwise, graph cut; hamming: kappa = 1; "
-                        "bl2: --loss with a unary-only model, exact enumeration "
-                        "(Joachims 2005); proposed: --loss with unary + pairwise, one LP "
-                        "per loss-surface triangle (the paper's method); exact: --loss "
-                        "by MILP (small data only)")
-    g.add_argument("--loss", choices=("iou", "fbeta", "f1"), default=None,
-                   help="loss of bl2 / proposed / exact (default iou)")
-    g.add_argument("--beta", type=float, default=1.0, help="beta of --loss fbeta")
-    g.add_argument("--triangles", type=int, default=40,
-                   help="loss-surface triangles M of the proposed method (paper: 40)")
-    g.add_argument("--lp-solver", choices=("decomposition", "lp"), default="decomposition",
-                   help="proposed: solve the triangle LPs by column generation with "
-                        "graph-cut pricing (fast, same optimum) or by HiGHS on Eq. 22-26")
-    g.add_argument("--C", type=float, default=0.5,
-                   help="trade-off in 1/2 ||w||^2 + C xi; 0.5 is the paper's C = 1 "
-                        "(its Eq. 8 has no 1/2)")
-    g.add_argument("--solver", choices=("oneslack", "nslack"), default="oneslack")
-    g.add_argument("--scope", choices=("dataset", "image"), default="dataset",
-                   help="one loss over the whole training set (the paper's setting, with "
-                        "--C 0.5), or a loss per image (averaged; needs a larger C)")
-    g.add_argument("--weights", choices=("count", "area"), default="count",
-                   help="FP/FN count superpixels (paper) or non-void pixels")
-    g.add_argument("--tol", type=float, default=1e-3, help="cutting-plane tolerance epsilon")
-    g.add_argument("--max-iter", type=int, default=200)
+    g.add_argument("--method", choices=sorted(METHODS), default="bl1", help=METHOD_HELP)
+    _add_training_options(g)
     g.add_argument("--split", default="train", help="training split")
     g.add_argument("--out", required=True, type=Path, metavar="MODEL",
                    help="writes MODEL.json, MODEL.npz and MODEL.log.json")
+    cmp = sub.choices["compare"]
+    g = cmp.add_argument_group("comparison")
+    g.add_argument("--classes", nargs="+", metavar="CLASS",
+                   help="VOC class names (default: every class in the training masks)")
+    g.add_argument("--methods", nargs="+", choices=sorted(METHODS), metavar="METHOD",
+                   default=["bl1", "bl2", "proposed"],
+                   help=f"methods to train (default: bl1 bl2 proposed). {METHOD_HELP}")
+    _add_training_options(g)
+    g.add_argument("--split-train", default="train", help="training split")
+    g.add_argument("--split-eval", default="val", help="split the table scores")
+    g.add_argument("--out", type=Path, default=Path("segstruct-compare"), metavar="DIR",
+                   help="output folder; a second run resumes there (default: "
+                        "./segstruct-compare)")
+    g.add_argument("--figure-images", type=int, default=4, metavar="N",
+                   help="images per qualitative figure, drawn with --seed from the "
+                        "evaluation split, preferring ones that show the class")
+    g.add_argument("--figure-ids", nargs="+", metavar="ID",
+                   help="draw these evaluation image ids instead")
+    g.add_argument("--no-figures", action="store_true", help="write the tables only")
+    vis = sub.choices["visualize"]
+    vis.add_argument("--model", nargs="+", required=True, type=Path, metavar="MODEL",
+                     help="one or more models of the same class and features; one "
+                          "column each")
+    vis.add_argument("--split", default="val", help="split the images come from")
+    which = vis.add_mutually_exclusive_group()
+    which.add_argument("--images", nargs="+", metavar="ID", help="image ids to draw")
+    which.add_argument("--random", type=int, default=4, metavar="N",
+                       help="draw N images of --split chosen with --seed, preferring ones "
+                            "that show the class (default 4)")
+    vis.add_argument("--seed", type=int, default=0)
+    vis.add_argument("--out", required=True, type=Path, metavar="PNG")
     ev = sub.choices["evaluate"]
     ev.add_argument("--model", required=True, type=Path, metavar="MODEL")
     ev.add_argument("--split", default="val")
@@ -358,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "method", None) is not None:
+    if hasattr(args, "loss"):
         args.loss_given = args.loss is not None
         args.loss = args.loss or "iou"
     try:

@@ -43,3 +43,17 @@ def test_disabled_cache_never_writes(tmp_path):
     cache = ArrayCache(tmp_path, enabled=False)
     cache.save("feat", {"a": 1}, {"x": np.arange(3)})
     assert cache.load("feat", {"a": 1}) is None and not any(tmp_path.iterdir())
+
+
+def test_atomic_write_gives_the_usual_permissions(tmp_path):
+    # mkstemp files are private (0600); written results must be readable by others
+    import os
+    from segstruct.cache import atomic_write_bytes
+    mask = os.umask(0o022)
+    try:
+        path = tmp_path / "r.json"
+        atomic_write_bytes(path, lambda f: f.write(b"{}"))
+    finally:
+        os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert path.read_bytes() == b"{}"

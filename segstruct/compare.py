@@ -1,0 +1,441 @@
+"""Train several methods on several classes and compare them by VOC IoU.
+
+This is the experiment of the paper's Table 1: every (class, method) pair is
+trained on one split with the same features and hyper-parameters, scored on
+another split with the VOC measure, and summarised as a table (rows classes,
+columns methods, plus the mean row).
+
+Layout of an output folder ``DIR``::
+
+    DIR/runs/<class>-<method>.json      one record per finished pair (resume)
+    DIR/models/<class>-<method>.*       the trained model and its training log
+    DIR/results.json                    every record plus the table
+    DIR/table.md, DIR/table.csv         the table
+    DIR/figures/*.png                   training curves, qualitative grids,
+                                        loss surfaces
+
+A pair whose record exists is not trained again; a record made with other
+settings is an error rather than silently mixed into the table.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from segstruct.datasets import VOCDataset, class_index
+
+from .cache import atomic_write_bytes
+from .extraction import FeatureExtractor
+from .losses import totals
+from .methods import METHODS, estimator_for, method_loss
+from .persistence import load_model, model_paths, save_model
+from .provenance import code_version, machine
+from .superpixels import paint
+
+RESULTS_FORMAT = "segstruct-comparison"
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """Everything besides features and data that changes a trained model.
+
+    ``n_triangles`` and ``lp_solver`` only affect the proposed method, and
+    ``loss`` / ``beta`` only bl2, proposed and exact; they are recorded for
+    every pair all the same, so a record says in full how it was made.
+    """
+
+    loss: str = "iou"
+    beta: float = 1.0
+    scope: str = "dataset"
+    C: float = 0.5
+    weights: str = "count"
+    n_triangles: int = 40
+    lp_solver: str = "decomposition"
+    solver: str = "oneslack"
+    tol: float = 1e-3
+    max_iter: int = 200
+
+    def estimator(self, method: str, log_path=None, progress=True):
+        return estimator_for(method, loss=self.loss, beta=self.beta,
+                             n_triangles=self.n_triangles, lp_solver=self.lp_solver,
+                             weights=self.weights, C=self.C, scope=self.scope,
+                             solver=self.solver, tol=self.tol, max_iter=self.max_iter,
+                             progress=progress, log_path=log_path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(Path(path), lambda f: f.write(text.encode()))
+
+
+def _write_json(path: Path, payload) -> None:
+    _write_text(path, json.dumps(payload, indent=2) + "\n")
+
+
+def classes_in(dataset: VOCDataset, split: str) -> list[str]:
+    """VOC class names present in any mask of ``split``, in VOC order."""
+    from segstruct.datasets import VOC_CLASSES
+    seen = set()
+    for image_id in dataset.ids(split):
+        seen.update(np.unique(dataset.read_labels(image_id)).tolist())
+    return [name for value, name in enumerate(VOC_CLASSES) if value in seen and value != 0]
+
+
+class Comparison:
+    """Train ``methods`` for ``classes`` and score them (see the module docstring).
+
+    Parameters
+    ----------
+    extractor : FeatureExtractor over the data set (its features are shared by
+        every pair).
+    classes, methods : lists of VOC class names and ``METHODS`` names.
+    settings : CompareSettings.
+    out_dir : output folder (created).
+    train_split, eval_split : split names.
+    seed : recorded in every result and used to pick the qualitative images
+        (the feature seed is the extractor's config seed).
+    progress : show progress bars while training.
+    say : called with one line of text per event (e.g. ``print``).
+    """
+
+    def __init__(self, extractor: FeatureExtractor, classes, methods,
+                 settings: CompareSettings, out_dir, train_split="train", eval_split="val",
+                 seed=0, progress=True, say: Callable[[str], None] = print):
+        self.extractor = extractor
+        self.dataset = extractor.dataset
+        self.classes = list(classes)
+        self.methods = list(methods)
+        self.settings = settings
+        self.out_dir = Path(out_dir)
+        self.train_split = train_split
+        self.eval_split = eval_split
+        self.seed = seed
+        self.progress = progress
+        self.say = say
+        self._check()
+
+    # ------------------------------------------------------------------ checks
+    def _check(self):
+        if not self.classes:
+            raise ValueError("no classes to compare")
+        if not self.methods:
+            raise ValueError("no methods to compare")
+        for name in self.methods:
+            if name not in METHODS:
+                raise ValueError(f"unknown method {name!r}; use some of {sorted(METHODS)}")
+        for name in self.classes:
+            class_index(name)               # raises for an unknown class name
+        for what, items in (("class", self.classes), ("method", self.methods)):
+            if len(set(items)) != len(items):
+                raise ValueError(f"a {what} is listed twice: {items}")
+        for method in self.methods:      # bad C, tol, ... fail before any training
+            self.settings.estimator(method)._check_params()
+        for split in (self.train_split, self.eval_split):
+            self.dataset.ids(split)          # raises DatasetError for a missing split
+
+    def identity(self) -> dict:
+        """What a record must share with this run to count as already done."""
+        return {"data_root": str(self.dataset.root), "train_split": self.train_split,
+                "eval_split": self.eval_split, "features": self.extractor.config.to_dict(),
+                "settings": asdict(self.settings), "seed": self.seed}
+
+    # ------------------------------------------------------------------ paths
+    def record_path(self, class_name, method) -> Path:
+        return self.out_dir / "runs" / f"{class_name}-{method}.json"
+
+    def model_path(self, class_name, method) -> Path:
+        return self.out_dir / "models" / f"{class_name}-{method}"
+
+    def _load_record(self, class_name, method):
+        path = self.record_path(class_name, method)
+        if not path.is_file():
+            return None
+        try:
+            record = json.loads(path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            self.say(f"warning: {path} is unreadable; training {class_name}/{method} again")
+            return None
+        mine = self.identity()
+        differing = [k for k in mine if record.get("identity", {}).get(k) != mine[k]]
+        if differing:
+            raise ValueError(
+                f"{path} was made with other settings ({', '.join(differing)} differ): "
+                f"use another --out folder, or delete {path} to train that pair again")
+        if not model_paths(self.model_path(class_name, method))[0].is_file():
+            self.say(f"warning: the model of {path} is missing; training it again")
+            return None
+        return record
+
+    # ------------------------------------------------------------------ run
+    def run(self, figures=True, figure_images=4, figure_ids=None) -> dict:
+        """Train what is not done yet, then write results.json, the tables and figures.
+
+        Returns
+        -------
+        dict, the content of results.json.
+        """
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        pending = [(c, m) for c in self.classes for m in self.methods
+                   if self._load_record(c, m) is None]
+        done = len(self.classes) * len(self.methods) - len(pending)
+        if done:
+            self.say(f"{done} (class, method) pair(s) already finished in {self.out_dir}; "
+                     "not training them again")
+        self._check_classes_present({c for c, _ in pending})
+        for k, (class_name, method) in enumerate(pending, 1):
+            self.say(f"[{k}/{len(pending)}] training {method} for {class_name} on "
+                     f"{self.dataset.name}/{self.train_split}")
+            record = self._train_and_score(class_name, method)
+            self.say(f"      {method} {class_name}: {self.eval_split} VOC IoU "
+                     f"{_fmt(record['eval_score']['voc_iou_percent'])} % "
+                     f"({record['training']['fit_seconds']:.1f} s, "
+                     f"{record['training']['n_iter']} iterations"
+                     f"{'' if record['training']['converged'] else ', stopped at max_iter'})")
+        results = self.results()
+        _write_json(self.out_dir / "results.json", results)
+        _write_text(self.out_dir / "table.md", table_markdown(results))
+        _write_text(self.out_dir / "table.csv", table_csv(results))
+        self.say(f"wrote {self.out_dir / 'results.json'}, table.md and table.csv")
+        if figures:
+            for path in self.figures(figure_images, figure_ids):
+                self.say(f"wrote {path}")
+        return results
+
+    def _check_classes_present(self, classes):
+        """Refuse, before any training, a class no training superpixel shows."""
+        for class_name in sorted(classes):
+            examples = self.extractor.examples(self.train_split, class_name,
+                                               with_features=False)
+            if not any(ex.targets[~ex.void_only].any() for ex in examples):
+                raise ValueError(
+                    f"class {class_name!r} is the majority label of no superpixel in "
+                    f"split {self.train_split!r} of {self.dataset.root}: there is nothing "
+                    "to learn (check the class name, or use smaller superpixels if its "
+                    "objects are tiny)")
+
+    def _train_and_score(self, class_name, method) -> dict:
+        model_path = self.model_path(class_name, method)
+        json_path, _ = model_paths(model_path)
+        log_path = json_path.with_name(json_path.name.replace(".json", ".log.json"))
+        model_path.parent.mkdir(parents=True, exist_ok=True)
+        train = self.extractor.examples(self.train_split, class_name)
+        estimator = self.settings.estimator(method, log_path=log_path,
+                                            progress=self.progress)
+        X, Y = [ex.graph for ex in train], [ex.counts for ex in train]
+        estimator.fit(X, Y)
+        train_score = estimator.voc_score(X, Y).to_dict()
+        codebook = self.extractor.codebook()[0] if self.extractor.config.sift else None
+        save_model(model_path, estimator, self.extractor.config, codebook, {
+            "class": class_name, "method": method, "dataset": self.dataset.name,
+            "data_root": str(self.dataset.root), "train_split": self.train_split,
+            "n_train_images": len(train), "train_score": train_score,
+            "training_log": log_path.name})
+        start = time.perf_counter()
+        evaluation = self.extractor.examples(self.eval_split, class_name)
+        eval_score = estimator.voc_score([ex.graph for ex in evaluation],
+                                         [ex.counts for ex in evaluation]).to_dict()
+        record = {
+            "dataset": self.dataset.name, "class": class_name, "method": method,
+            "loss": estimator.loss_.to_dict(), "scope": self.settings.scope,
+            "C": self.settings.C, "M": self.settings.n_triangles,
+            "counts_mode": self.settings.weights, "seed": self.seed,
+            "code_version": code_version(),
+            "training": {"fit_seconds": estimator.fit_seconds_, "n_iter": estimator.n_iter_,
+                         "converged": estimator.converged_, "primal": estimator.primal_,
+                         "dual": estimator.dual_, "gap": estimator.gap_,
+                         "oracle": repr(estimator.oracle) if estimator.oracle else "graphcut"},
+            "n_train_images": len(train), "n_eval_images": len(evaluation),
+            "train_score": train_score, "eval_score": eval_score,
+            "eval_seconds": time.perf_counter() - start,
+            "model": str(json_path.relative_to(self.out_dir)),
+            "training_log": str(log_path.relative_to(self.out_dir)),
+            "identity": self.identity(),
+        }
+        _write_json(self.record_path(class_name, method), record)
+        return record
+
+    # ------------------------------------------------------------------ results
+    def results(self) -> dict:
+        records = [self._load_record(c, m) for c in self.classes for m in self.methods]
+        records = [r for r in records if r is not None]
+        iou = {c: {m: None for m in self.methods} for c in self.classes}
+        for r in records:
+            iou[r["class"]][r["method"]] = r["eval_score"]["voc_iou_percent"]
+        mean = {}
+        for m in self.methods:
+            values = [iou[c][m] for c in self.classes]
+            # a class whose IoU is undefined (no positives, none predicted) has no say
+            values = [v for v in values if v is not None]
+            mean[m] = float(np.mean(values)) if values else None
+        return {
+            "format": RESULTS_FORMAT, "format_version": 1,
+            "dataset": self.dataset.name, "data_root": str(self.dataset.root),
+            "train_split": self.train_split, "eval_split": self.eval_split,
+            "classes": self.classes, "methods": self.methods,
+            "settings": asdict(self.settings), "seed": self.seed,
+            "features": self.extractor.config.to_dict(),
+            "code_version": code_version(), "machine": machine(),
+            "total_fit_seconds": sum(r["training"]["fit_seconds"] for r in records),
+            "table": {"iou_percent": iou, "mean_iou_percent": mean},
+            "results": records,
+        }
+
+    # ------------------------------------------------------------------ figures
+    def caption(self, class_name=None, methods=None) -> str:
+        s = self.settings
+        loss = s.loss if s.loss != "fbeta" else f"fbeta(beta={s.beta:g})"
+        parts = [f"data {self.dataset.name}", f"class {class_name}" if class_name else None,
+                 f"methods {', '.join(methods or self.methods)}",
+                 f"train {self.train_split} / eval {self.eval_split}",
+                 f"loss {loss}, scope {s.scope}, C {s.C:g}, M {s.n_triangles}, "
+                 f"weights {s.weights}, seed {self.seed}", f"code {code_version()}"]
+        return "; ".join(p for p in parts if p)
+
+    def figures(self, n_images=4, ids=None) -> list[Path]:
+        """Training curves, qualitative grids and loss surfaces, one set per class."""
+        from .figures import loss_surface_figure, save_figure, training_figure
+        fig_dir = self.out_dir / "figures"
+        written = []
+        for class_name in self.classes:
+            records = {m: self._load_record(class_name, m) for m in self.methods}
+            records = {m: r for m, r in records.items() if r is not None}
+            logs = {m: json.loads((self.out_dir / r["training_log"]).read_text())
+                    for m, r in records.items()}
+            if logs:
+                written.append(save_figure(
+                    training_figure(logs, caption=self.caption(class_name)),
+                    fig_dir / f"training-{class_name}.png"))
+            models = {m: load_model(self.out_dir / r["model"])[0] for m, r in records.items()}
+            if models:
+                chosen = ids or pick_images(self.dataset, self.eval_split, class_name,
+                                            n_images, self.seed)
+                written.append(save_qualitative(
+                    self.extractor, class_name, self.eval_split, chosen, models,
+                    fig_dir / f"qualitative-{class_name}.png",
+                    self.caption(class_name, list(models))))
+            complex_methods = [m for m in self.methods if METHODS[m]["loss"] is None]
+            if complex_methods:
+                n_pos, n_neg = self._loss_lattice(class_name)
+                loss = method_loss(complex_methods[0], self.settings.loss, self.settings.beta)
+                fig, _ = loss_surface_figure(
+                    loss, n_pos, n_neg, n_triangles=sorted({self.settings.n_triangles, 15},
+                                                           reverse=True),
+                    caption=f"{self.caption(class_name, complex_methods)}; "
+                            f"Np {n_pos:g}, Nn {n_neg:g} ({self._lattice_note()})")
+                written.append(save_figure(fig, fig_dir / f"loss-surface-{class_name}.png"))
+        return written
+
+    def _lattice_note(self) -> str:
+        return ("the whole training set" if self.settings.scope == "dataset"
+                else "the median training image")
+
+    def _loss_lattice(self, class_name):
+        """(Np, Nn) of the loss the oracle sees: training-set totals or a median image."""
+        examples = self.extractor.examples(self.train_split, class_name, with_features=False)
+        sizes = np.array([totals(ex.targets, ex.weights(self.settings.weights))
+                          for ex in examples])
+        if self.settings.scope == "dataset":
+            return tuple(float(v) for v in sizes.sum(axis=0))
+        return tuple(float(v) for v in np.median(sizes, axis=0))
+
+
+def pick_images(dataset: VOCDataset, split: str, class_name: str, n: int, seed: int) -> list[str]:
+    """``n`` image ids of ``split`` drawn with ``seed``, preferring ones showing the class."""
+    value = class_index(class_name)
+    ids = dataset.ids(split)
+    showing = [i for i in ids if (dataset.read_labels(i) == value).any()]
+    rest = [i for i in ids if i not in set(showing)]
+    rng = np.random.default_rng(seed)
+    chosen = list(rng.permutation(showing)[:n])
+    if len(chosen) < n:
+        chosen += list(rng.permutation(rest)[: n - len(chosen)])
+    return [str(i) for i in chosen]
+
+
+def save_qualitative(extractor: FeatureExtractor, class_name: str, split: str, ids,
+                     models: dict, path, caption: str) -> Path:
+    """Draw input | ground truth | one column per model for images ``ids``.
+
+    Parameters
+    ----------
+    models : method name -> fitted StructuredSVM (all on the extractor's features).
+    """
+    from .figures import qualitative_figure, save_figure
+    dataset = extractor.dataset
+    value = class_index(class_name)
+    examples = extractor.examples(split, class_name, ids=list(ids))
+    predictions = {m: est.predict([ex.graph for ex in examples]) for m, est in models.items()}
+    panels = []
+    for k, ex in enumerate(examples):
+        raw = dataset.read_labels(ex.graph.image_id)
+        truth = np.where(raw == 255, 255, raw == value).astype(np.uint8)
+        panels.append({"image_id": ex.graph.image_id,
+                       "image": dataset.read_image(ex.graph.image_id),
+                       "truth": truth, "segments": ex.graph.labels,
+                       "predictions": {m: paint(ex.graph.labels, y[k])
+                                       for m, y in predictions.items()}})
+    return save_figure(qualitative_figure(panels, list(models), caption), path)
+
+
+# ---------------------------------------------------------------------- tables
+def _fmt(v, spec=".2f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def _table_rows(results: dict):
+    iou = results["table"]["iou_percent"]
+    for c in results["classes"]:
+        yield c, [iou[c][m] for m in results["methods"]]
+    yield "mean", [results["table"]["mean_iou_percent"][m] for m in results["methods"]]
+
+
+def table_markdown(results: dict) -> str:
+    """Table 1 style: rows classes (and the mean), columns methods, IoU %."""
+    s = results["settings"]
+    methods = results["methods"]
+    out = io.StringIO()
+    out.write(f"# VOC IoU % on {results['dataset']} ({results['eval_split']})\n\n")
+    out.write("| class | " + " | ".join(methods) + " |\n")
+    out.write("|---|" + "---|" * len(methods) + "\n")
+    for name, values in _table_rows(results):
+        cells = [_fmt(v) for v in values]
+        if name == "mean":
+            name, cells = f"**{name}**", [f"**{c}**" for c in cells]
+        out.write(f"| {name} | " + " | ".join(cells) + " |\n")
+    by_pair = {(r["class"], r["method"]): r["training"] for r in results["results"]}
+    out.write("\nTraining seconds / cutting-plane iterations (* = stopped at max_iter):\n\n")
+    out.write("| class | " + " | ".join(methods) + " |\n")
+    out.write("|---|" + "---|" * len(methods) + "\n")
+    for c in results["classes"]:
+        cells = []
+        for m in methods:
+            t = by_pair.get((c, m))
+            cells.append("-" if t is None else
+                         f"{t['fit_seconds']:.0f} s / {t['n_iter']}{'' if t['converged'] else '*'}")
+        out.write(f"| {c} | " + " | ".join(cells) + " |\n")
+    loss = s["loss"] if s["loss"] != "fbeta" else f"fbeta (beta {s['beta']:g})"
+    versions = sorted({r["code_version"] for r in results["results"]})
+    out.write(
+        f"\nData {results['data_root']}; trained on {results['train_split']}, scored on "
+        f"{results['eval_split']} (VOC measure, pixels, void excluded). Loss of bl2/proposed "
+        f"{loss}; scope {s['scope']}; C {s['C']:g}; M {s['n_triangles']} "
+        f"({s['lp_solver']}); weights {s['weights']}; solver {s['solver']}, tol {s['tol']:g}, "
+        f"max_iter {s['max_iter']}; seed {results['seed']}; code "
+        f"{', '.join(versions) or results['code_version']}.\n")
+    return out.getvalue()
+
+
+def table_csv(results: dict) -> str:
+    """The same table as CSV: a header ``class,<methods>``, then one row per class and mean."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["class", *results["methods"]])
+    for name, values in _table_rows(results):
+        writer.writerow([name, *("" if v is None else f"{v:.4f}" for v in values)])
+    return out.getvalue()

@@ -1,0 +1,495 @@
+"""Figures as PNG files: segmentations, loss surfaces and training curves.
+
+Only matplotlib's object-oriented API is used (:class:`~matplotlib.figure.Figure`
+rendered by the Agg canvas), never ``matplotlib.pyplot``: no window opens, no
+global figure state is kept, and the functions are safe in worker processes
+and on machines without a display.
+
+- :func:`overlay` paints a foreground mask, void pixels and superpixel
+  boundaries onto an image (numpy in, numpy out).
+- :func:`qualitative_figure`: one row per image, columns input | ground truth
+  | one per method, each method titled with its per-image IoU (the paper's
+  Figs. 4-5).
+- :func:`loss_surface_figure`: the exact loss surface Delta(FP, FN) beside
+  its piecewise-linear approximations on M triangles (the paper's Fig. 1).
+- :func:`training_figure`: objectives, gap and violated constraints per
+  cutting-plane iteration, from :attr:`StructuredSVM.log_`.
+- :func:`save_figure` writes a figure as a PNG, atomically.
+
+Every figure takes a ``caption``, printed small under it, which should name
+the data, class, methods, parameters and code version, so that a PNG found
+later says how it was made.
+"""
+from __future__ import annotations
+
+import io
+import math
+import textwrap
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
+from skimage.segmentation import find_boundaries
+
+from segstruct.cache import atomic_write_bytes
+from segstruct.losses import get_loss
+from segstruct.triangulation import triangulate
+
+__all__ = [
+    "overlay",
+    "image_iou",
+    "qualitative_figure",
+    "loss_surface_figure",
+    "training_figure",
+    "save_figure",
+    "BOUNDARY_COLOUR",
+    "VOID_COLOUR",
+]
+
+#: RGB of superpixel boundaries drawn by :func:`overlay`.
+BOUNDARY_COLOUR = (255, 255, 0)
+#: RGB blended onto void pixels (label 255) by :func:`overlay`.
+VOID_COLOUR = (128, 128, 128)
+VOID_LABEL = 255
+
+#: Inches per image cell of :func:`qualitative_figure`.
+CELL_INCHES = 2.2
+_CAPTION_SIZE = 7          # points
+
+
+# --------------------------------------------------------------------------
+# Masks on images
+# --------------------------------------------------------------------------
+
+def _as_binary(mask, shape, what: str) -> np.ndarray:
+    """``mask`` as a bool array of ``shape``, refusing values other than 0/1."""
+    mask = np.asarray(mask)
+    if mask.shape != shape:
+        raise ValueError(f"{what} has shape {mask.shape}, expected {shape}")
+    if mask.dtype != bool:
+        if not np.isin(mask, (0, 1)).all():
+            # most likely a label map with 255 = void passed as a mask
+            raise ValueError(f"{what} must hold only 0/1 (or bool); "
+                             f"found values {np.unique(mask)[:8].tolist()}")
+        mask = mask.astype(bool)
+    return mask
+
+
+def overlay(image, mask, segments=None, colour=(230, 40, 40), alpha=0.5,
+            void=None) -> np.ndarray:
+    """Paint a foreground mask, void pixels and superpixel boundaries on an image.
+
+    Foreground pixels become ``(1 - alpha) image + alpha colour``, void pixels
+    ``(1 - alpha) image + alpha VOID_COLOUR`` (void wins over foreground: it is
+    ignored by every score), and boundary pixels are set to
+    :data:`BOUNDARY_COLOUR`, on top of both. Other pixels keep their value.
+
+    Parameters
+    ----------
+    image : ndarray of uint8, shape (H, W, 3)
+        RGB image.
+    mask : ndarray of bool or 0/1 integers, shape (H, W)
+        Foreground.
+    segments : ndarray of int, shape (H, W), optional
+        Superpixel map; the pixels on both sides of every change of label
+        are drawn as boundary (two pixels wide, so the line survives the
+        downsampling of a figure cell).
+    colour : sequence of 3 int in 0..255, default (230, 40, 40)
+        RGB of the foreground.
+    alpha : float in [0, 1], default 0.5
+        Opacity of the foreground and void colours.
+    void : ndarray of bool or 0/1 integers, shape (H, W), optional
+        Pixels to show grey (VOC void).
+
+    Returns
+    -------
+    ndarray of uint8, shape (H, W, 3)
+        A new image (rounded to the nearest integer).
+
+    Raises
+    ------
+    ValueError
+        Wrong shapes or dtypes, mask values other than 0/1, alpha outside
+        [0, 1] or a colour that is not three values in 0..255.
+    """
+    image = np.asarray(image)
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise ValueError(f"image must have shape (H, W, 3), got {image.shape}")
+    if image.dtype != np.uint8:
+        raise ValueError(f"image must be uint8 RGB, got dtype {image.dtype}")
+    hw = image.shape[:2]
+    mask = _as_binary(mask, hw, "mask")
+    alpha = float(alpha)
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    rgb = np.asarray(colour, dtype=np.float64)
+    if rgb.shape != (3,) or not ((rgb >= 0) & (rgb <= 255)).all():
+        raise ValueError(f"colour must be 3 values in 0..255, got {colour!r}")
+
+    out = image.astype(np.float64)
+    out[mask] = (1.0 - alpha) * out[mask] + alpha * rgb
+    if void is not None:
+        void = _as_binary(void, hw, "void")
+        out[void] = (1.0 - alpha) * image[void] + alpha * np.asarray(VOID_COLOUR, np.float64)
+    out = np.clip(np.rint(out), 0, 255).astype(np.uint8)
+    if segments is not None:
+        segments = np.asarray(segments)
+        if segments.shape != hw:
+            raise ValueError(f"segments has shape {segments.shape}, expected {hw}")
+        if not np.issubdtype(segments.dtype, np.integer):
+            raise ValueError(f"segments must be an integer label map, got dtype {segments.dtype}")
+        # "thick" marks both sides; "inner" would skip the side of label 0,
+        # which is an ordinary superpixel here, not background.
+        out[find_boundaries(segments, mode="thick")] = BOUNDARY_COLOUR
+    return out
+
+
+def image_iou(truth, pred) -> float | None:
+    """Intersection over union of one image's prediction, void excluded.
+
+    Parameters
+    ----------
+    truth : ndarray of uint8, shape (H, W)
+        0 (background), 1 (foreground) or 255 (void, ignored).
+    pred : ndarray of bool or 0/1 integers, shape (H, W)
+        Predicted foreground.
+
+    Returns
+    -------
+    float in [0, 1] or None
+        ``TP / (TP + FP + FN)`` over the non-void pixels; None when that union
+        is empty (no foreground in truth nor prediction), where IoU is undefined.
+
+    Raises
+    ------
+    ValueError
+        Shape mismatch, or values outside {0, 1, 255} / {0, 1}.
+    """
+    truth = np.asarray(truth)
+    if truth.ndim != 2:
+        raise ValueError(f"truth must have shape (H, W), got {truth.shape}")
+    if not np.isin(truth, (0, 1, VOID_LABEL)).all():
+        raise ValueError("truth must hold only 0, 1 and 255 (void)")
+    pred = _as_binary(pred, truth.shape, "prediction")
+    fg, bg = truth == 1, truth == 0
+    tp = np.count_nonzero(fg & pred)
+    union = tp + np.count_nonzero(bg & pred) + np.count_nonzero(fg & ~pred)
+    return None if union == 0 else tp / union
+
+
+# --------------------------------------------------------------------------
+# Layout helpers
+# --------------------------------------------------------------------------
+
+def _add_caption(fig: Figure, caption: str) -> None:
+    """Caption as a small footer, wrapped to the figure width.
+
+    ``supxlabel`` rather than ``fig.text``: constrained layout reserves room
+    for it, so it never overlaps the axes.
+    """
+    if not caption:
+        return
+    width_chars = max(40, int(fig.get_figwidth() * 72 / (0.52 * _CAPTION_SIZE)))
+    text = "\n".join(textwrap.fill(line, width_chars) if line else ""
+                     for line in caption.splitlines())
+    fig.supxlabel(text, x=0.0, ha="left", fontsize=_CAPTION_SIZE, color="0.25",
+                  multialignment="left")
+
+
+def _bare(ax) -> None:
+    """An image axes without ticks or frame (but keeping its y label)."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
+# --------------------------------------------------------------------------
+# Qualitative results
+# --------------------------------------------------------------------------
+
+def qualitative_figure(panels, methods, caption: str) -> Figure:
+    """Segmentations of several methods side by side (the paper's Figs. 4-5).
+
+    One row per image; columns: input | ground truth | one per method. Ground
+    truth and predictions are drawn with :func:`overlay` (foreground red,
+    void grey, superpixel boundaries yellow); each method cell is titled
+    ``"<method>  IoU xx.x%"`` with :func:`image_iou` (``"-"`` when undefined).
+
+    Parameters
+    ----------
+    panels : list of dict
+        One per row, with keys
+        ``"image_id"`` (str, the row label),
+        ``"image"`` (ndarray of uint8, shape (H, W, 3)),
+        ``"truth"`` (ndarray of uint8, shape (H, W): 0/1, 255 = void),
+        ``"segments"`` (ndarray of int, shape (H, W); optional: no boundaries
+        when absent or None) and
+        ``"predictions"`` (dict: method name -> ndarray of 0/1, shape (H, W)).
+        Rows may have different image sizes.
+    methods : sequence of str
+        Method columns, in this order; each must be in every panel's predictions.
+    caption : str
+        Footer naming data, class, methods, parameters and code version.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        With ``len(panels) * (2 + len(methods))`` axes, row by row.
+
+    Raises
+    ------
+    ValueError
+        No panels, a missing key or prediction, or bad shapes/values.
+    """
+    panels, methods = list(panels), list(methods)
+    if not panels:
+        raise ValueError("qualitative_figure needs at least one panel")
+    n_cols = 2 + len(methods)
+    for row in panels:
+        missing = {"image_id", "image", "truth", "predictions"} - set(row)
+        if missing:
+            raise ValueError(f"panel {row.get('image_id', '?')!r} lacks {sorted(missing)}")
+        absent = [m for m in methods if m not in row["predictions"]]
+        if absent:
+            raise ValueError(f"panel {row['image_id']!r} has no prediction for {absent}")
+    # Each row as tall as its image at the common cell width, so images of
+    # different shapes fill their cells (clamped: a panorama stays legible).
+    ratios = [min(max(np.shape(row["image"])[0] / max(np.shape(row["image"])[1], 1), 0.4), 2.0)
+              for row in panels]
+    fig = Figure(figsize=(CELL_INCHES * n_cols, CELL_INCHES * sum(ratios) + 0.6),
+                 layout="constrained")
+    axes = fig.subplots(len(panels), n_cols, squeeze=False,
+                        gridspec_kw={"height_ratios": ratios})
+    for r, (row, ax_row) in enumerate(zip(panels, axes)):
+        image, truth = np.asarray(row["image"]), np.asarray(row["truth"])
+        segments = row.get("segments")
+        void = truth == VOID_LABEL
+        if truth.shape != image.shape[:2]:
+            raise ValueError(f"panel {row['image_id']!r}: truth {truth.shape} "
+                             f"does not match image {image.shape}")
+        # Validates the truth values before drawing it.
+        image_iou(truth, np.zeros(truth.shape, bool))
+        cells = [(image, "input"),
+                 (overlay(image, truth == 1, segments, void=void), "ground truth")]
+        for m in methods:
+            pred = row["predictions"][m]
+            iou = image_iou(truth, pred)
+            score = "-" if iou is None else f"{100 * iou:.1f}%"
+            cells.append((overlay(image, pred, segments, void=void), f"{m}  IoU {score}"))
+        for c, (ax, (picture, title)) in enumerate(zip(ax_row, cells)):
+            ax.imshow(picture, interpolation="antialiased")
+            _bare(ax)
+            if c >= 2 or r == 0:        # column names once; scores on every row
+                ax.set_title(title, fontsize=9)
+        ax_row[0].set_ylabel(str(row["image_id"]), fontsize=9)
+    _add_caption(fig, caption)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# Loss surface and its triangulations
+# --------------------------------------------------------------------------
+
+def loss_surface_figure(loss, n_pos, n_neg, n_triangles=(40, 15),
+                        caption: str = "") -> tuple[Figure, list]:
+    """Exact loss surface beside its piecewise-linear approximations (Fig. 1).
+
+    Panel 1 shows ``Delta(FP, FN)`` over ``[0, Nn] x [0, Np]`` as colour; one
+    more panel per M shows the approximation of
+    :func:`segstruct.triangulation.triangulate` with M triangles, in the same
+    colour scale, with the triangle edges drawn over it and titled with its
+    maximum and mean error over the integer (FP, FN) lattice.
+
+    Parameters
+    ----------
+    loss : str, Loss or callable
+        Anything :func:`segstruct.losses.get_loss` accepts; pass
+        ``get_loss("fbeta", beta=b)`` for a parametrised loss.
+    n_pos, n_neg : float
+        Np and Nn (the FN and FP ranges), >= 0.
+    n_triangles : int or sequence of int, default (40, 15)
+        One approximation panel per value (the paper shows 40 and 15).
+    caption : str, default ""
+        Footer naming the loss, Np, Nn, M and the code version.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+        ``1 + len(n_triangles)`` image axes (and a shared colour bar).
+    triangulations : list of Triangulation
+        The meshes drawn, in panel order; their ``max_error`` and
+        ``mean_error`` are the values in the titles.
+    """
+    loss = get_loss(loss)
+    if isinstance(n_triangles, (int, np.integer)):
+        n_triangles = (n_triangles,)
+    tris = [triangulate(loss, n_pos, n_neg, n_triangles=int(m)) for m in n_triangles]
+    name = tris[0].loss_name if tris else getattr(loss, "name", "loss")
+
+    # A grid fine enough to look continuous; the same grid for every panel.
+    # Padded domains (Np or Nn = 0) extend to the triangles' corners.
+    x_max = max([float(n_neg)] + [float(t.vertices[:, 0].max()) for t in tris]) or 1.0
+    y_max = max([float(n_pos)] + [float(t.vertices[:, 1].max()) for t in tris]) or 1.0
+    fp, fn = np.meshgrid(np.linspace(0.0, x_max, 301), np.linspace(0.0, y_max, 201))
+    inside = (fp <= n_neg) & (fn <= n_pos)
+    exact = np.where(inside, loss(np.minimum(fp, n_neg), np.minimum(fn, n_pos),
+                                  n_pos, n_neg), np.nan)
+    surfaces = [exact] + [t.evaluate(fp, fn) for t in tris]
+    vmin, vmax = float(np.nanmin(exact)), float(np.nanmax(exact))
+    if vmax <= vmin:            # a flat loss still needs a colour range
+        vmax = vmin + 1.0
+
+    fig = Figure(figsize=(3.4 * len(surfaces) + 0.8, 3.3), layout="constrained")
+    axes = fig.subplots(1, len(surfaces), squeeze=False)[0]
+    extent = (0.0, x_max, 0.0, y_max)
+    for k, (ax, z) in enumerate(zip(axes, surfaces)):
+        im = ax.imshow(z, origin="lower", extent=extent, aspect="auto", cmap="viridis",
+                       vmin=vmin, vmax=vmax, interpolation="nearest")
+        ax.set_xlabel("FP (false positives)")
+        # counts: integer ticks, as on the lattice the labellings reach
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+        if k == 0:
+            ax.set_ylabel("FN (false negatives)")
+            ax.set_title(f"exact loss: {name}\n$N_p$ = {n_pos:g}, $N_n$ = {n_neg:g}",
+                         fontsize=10)
+            continue
+        tri = tris[k - 1]
+        ax.triplot(tri.vertices[:, 0], tri.vertices[:, 1], tri.triangles,
+                   color="white", linewidth=0.7, alpha=0.9)
+        ax.set_xlim(0.0, x_max)
+        ax.set_ylim(0.0, y_max)
+        # "~" marks errors estimated by sampling (huge lattices only)
+        approx = "" if tri.error_exact else "~"
+        ax.set_title(f"M = {len(tri)} triangles\nmax error {approx}{tri.max_error:.3g}, "
+                     f"mean {approx}{tri.mean_error:.3g}", fontsize=10)
+    fig.colorbar(im, ax=list(axes), label=r"$\Delta$(FP, FN)", shrink=0.9)
+    _add_caption(fig, caption)
+    return fig, tris
+
+
+# --------------------------------------------------------------------------
+# Training curves
+# --------------------------------------------------------------------------
+
+def _series(log, key) -> tuple[np.ndarray, np.ndarray]:
+    """(iterations, values) of one log key; NaN where an entry lacks it."""
+    its = np.array([e.get("iteration", i + 1) for i, e in enumerate(log)], np.float64)
+    vals = np.array([e[key] if e.get(key) is not None else np.nan for e in log], np.float64)
+    return its, vals
+
+
+def _positive(values: np.ndarray) -> np.ndarray:
+    """NaN where a value cannot go on a log scale (matplotlib then skips it)."""
+    return np.where(values > 0, values, np.nan)
+
+
+def training_figure(logs, caption: str = "") -> Figure:
+    """Cutting-plane training curves of one or more methods.
+
+    Panels: (a) primal (solid) and dual (dashed) objective per iteration, log
+    y scale (the methods' objectives differ by orders of magnitude: Hamming
+    counts superpixels, IoU lies in [0, 1]); (b) gap ``best_primal - dual``,
+    log scale; (c) number of examples whose margin is violated (always 0 or 1
+    at the data-set scope, where the training set is one example); (d) the
+    largest violation beyond the slack, log scale. Values that are missing,
+    or not positive on a log panel, are left out of the curve, not drawn as 0.
+
+    Parameters
+    ----------
+    logs : dict of str -> list of dict
+        Method name -> :attr:`segstruct.ssvm.StructuredSVM.log_` (or the
+        ``MODEL.log.json`` file read back): entries with keys
+        ``"iteration"``, ``"primal"``, ``"best_primal"``, ``"dual"``,
+        ``"gap"``, ``"n_violated"``, ... (any may be missing).
+    caption : str, default ""
+        Footer naming data, class, methods, parameters and code version.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Four axes holding 2, 1, 1 and 1 line per method.
+    """
+    fig = Figure(figsize=(16.0, 3.8), layout="constrained")
+    ax_obj, ax_gap, ax_vio, ax_max = fig.subplots(1, 4)
+    colours = [f"C{i % 10}" for i in range(len(logs))]
+    lowest, most_violated = math.inf, 1.0
+    for (name, log), colour in zip(logs.items(), colours):
+        log = list(log)
+        its, primal = _series(log, "primal")
+        _, dual = _series(log, "dual")
+        _, best = _series(log, "best_primal")
+        _, gap = _series(log, "gap")
+        gap = np.where(np.isnan(gap), best - dual, gap)      # older logs
+        _, violated = _series(log, "n_violated")
+        _, violation = _series(log, "max_violation")
+        ax_obj.plot(its, _positive(primal), color=colour, label=name)
+        ax_obj.plot(its, _positive(dual), color=colour, linestyle="--")
+        ax_gap.plot(its, _positive(gap), color=colour, label=name)
+        ax_vio.plot(its, violated, color=colour, label=name, marker=".", markersize=3)
+        ax_max.plot(its, _positive(violation), color=colour, label=name)
+        if np.any(violated >= 0):
+            most_violated = max(most_violated, float(np.nanmax(violated)))
+        if np.any(primal > 0):
+            lowest = min(lowest, float(np.nanmin(_positive(primal))))
+    ax_obj.set_yscale("log")
+    if math.isfinite(lowest):
+        # The dual starts near 0 (about 1e-10 after the first cut): without a
+        # floor the log axis would spend most of its height on that start.
+        ax_obj.set_ylim(bottom=lowest / 10)
+    ax_gap.set_yscale("log")
+    ax_max.set_yscale("log")
+    ax_vio.set_ylim(0, 1.1 * most_violated)       # counts: from 0, room above
+    ax_vio.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_obj.set_title("(a) objective: primal (solid), dual (dashed)", fontsize=10)
+    ax_gap.set_title("(b) gap = best primal - dual", fontsize=10)
+    ax_vio.set_title("(c) examples with a violated margin", fontsize=10)
+    ax_max.set_title("(d) largest violation beyond the slack", fontsize=10)
+    for ax in (ax_obj, ax_gap, ax_vio, ax_max):
+        ax.set_xlabel("cutting-plane iteration")
+        ax.grid(True, which="major", alpha=0.3)
+    if logs:
+        # Proxy handles: they explain the line styles without adding lines
+        # to the axes.
+        styles = [Line2D([], [], color="0.3", label="primal"),
+                  Line2D([], [], color="0.3", linestyle="--", label="dual")]
+        ax_obj.legend(handles=styles, fontsize=8, loc="upper right")
+        ax_gap.legend(fontsize=8, loc="upper right")
+    _add_caption(fig, caption)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------
+
+def save_figure(fig: Figure, path, dpi: float = 100) -> Path:
+    """Render ``fig`` to PNG with the Agg canvas and write it atomically.
+
+    The PNG is rendered into memory first and then written through
+    :func:`segstruct.cache.atomic_write_bytes`, so a reader never sees half a
+    file and a failed render leaves any old file in place.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    path : str or Path
+        Destination; missing parent directories are created.
+    dpi : float, default 100
+        Pixels per inch.
+
+    Returns
+    -------
+    Path
+    """
+    path = Path(path)
+    FigureCanvasAgg(fig)        # attach an Agg canvas: no GUI backend involved
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    data = buf.getvalue()
+    atomic_write_bytes(path, lambda f: f.write(data))
+    return path

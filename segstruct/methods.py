@@ -1,0 +1,69 @@
+"""The named training methods of the paper's Table 1 (and two references).
+
+A method fixes the loss (or takes the one asked for), whether the model has
+a pairwise block, and the loss-augmented inference oracle. ``train`` and
+``compare`` both build their estimators here, so the two commands cannot
+disagree about what "bl2" means.
+"""
+from __future__ import annotations
+
+from .losses import get_loss
+from .oracles import make_oracle
+from .ssvm import StructuredSVM
+
+# loss None = the loss asked for (IoU by default).
+METHODS = {
+    "bl1": {"loss": "adjusted_hamming", "pairwise": True, "oracle": "graphcut"},  # Eq. 28
+    "hamming": {"loss": "hamming", "pairwise": True, "oracle": "graphcut"},  # kappa = 1
+    "bl2": {"loss": None, "pairwise": False, "oracle": "bl2"},       # Joachims 2005
+    "proposed": {"loss": None, "pairwise": True, "oracle": "proposed"},  # Sec. 4
+    "exact": {"loss": None, "pairwise": True, "oracle": "exact"},    # MILP, small data only
+}
+
+METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the training "
+               "set), unary + pairwise, graph cut; hamming: kappa = 1; bl2: the loss with "
+               "a unary-only model, exact enumeration (Joachims 2005); proposed: the loss "
+               "with unary + pairwise, one LP per loss-surface triangle (the paper's "
+               "method); exact: the loss by MILP (small data only)")
+
+
+def method_loss(method: str, loss: str = "iou", beta: float = 1.0):
+    """The loss a method trains with: its own, or ``loss`` for the complex-loss methods."""
+    spec = METHODS[_check(method)]["loss"]
+    if spec is not None:
+        return spec
+    return get_loss(loss, **({"beta": beta} if loss == "fbeta" else {}))
+
+
+def estimator_for(method: str, *, loss: str = "iou", beta: float = 1.0,
+                  n_triangles: int = 40, lp_solver: str = "decomposition",
+                  weights: str = "count", **params) -> StructuredSVM:
+    """A ``StructuredSVM`` set up for ``method``.
+
+    Parameters
+    ----------
+    method : one of ``METHODS``.
+    loss, beta : the complex loss of bl2 / proposed / exact ("iou", "fbeta", "f1").
+    n_triangles, lp_solver : the proposed method's M and triangle-LP solver.
+    weights : "count" or "area" node weights.
+    **params : further StructuredSVM hyper-parameters (C, scope, solver, ...).
+
+    Raises
+    ------
+    ValueError for an unknown method, or bl2 with area weights (its exact
+    enumeration counts superpixels).
+    """
+    spec = METHODS[_check(method)]
+    if method == "bl2" and weights != "count":
+        raise ValueError("bl2 needs count weights: its exact oracle counts superpixels")
+    oracle = None
+    if spec["oracle"] != "graphcut":
+        oracle = make_oracle(spec["oracle"], n_triangles=n_triangles, lp_solver=lp_solver)
+    return StructuredSVM(loss=method_loss(method, loss, beta), pairwise=spec["pairwise"],
+                         oracle=oracle, weights=weights, **params)
+
+
+def _check(method: str) -> str:
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; use one of {sorted(METHODS)}")
+    return method

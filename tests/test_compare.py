@@ -1,0 +1,178 @@
+"""segstruct compare and visualize: schema, numbers, resume, figures."""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from segstruct.cli import main
+from segstruct.datasets import VOCDataset, make_synthetic_voc
+
+SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
+METHODS = ["bl1", "bl2", "proposed"]
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
+
+
+@pytest.fixture(scope="module")
+def finished(data_root, tmp_path_factory):
+    """One tiny comparison, run once for the module: (output dir, cache args)."""
+    base = tmp_path_factory.mktemp("cmp")
+    cache = ["--cache", str(base / "cache")]
+    out = base / "out"
+    args = ["compare", "--data", str(data_root), "--classes", "car", "person",
+            "--methods", *METHODS, "--triangles", "8", "--max-iter", "40",
+            "--figure-images", "2", "--out", str(out), *cache, *SMALL]
+    assert main(args) == 0
+    return out, cache, args
+
+
+def test_results_json_names_everything(finished, data_root):
+    out, _, _ = finished
+    results = json.loads((out / "results.json").read_text())
+    assert results["format"] == "segstruct-comparison"
+    assert results["classes"] == ["car", "person"] and results["methods"] == METHODS
+    assert results["data_root"] == str(data_root) and results["eval_split"] == "val"
+    assert {"code_version", "machine", "features", "settings", "seed"} <= set(results)
+    assert len(results["results"]) == 6
+    for r in results["results"]:
+        for key in ("dataset", "class", "method", "loss", "scope", "C", "M", "counts_mode",
+                    "seed", "code_version", "training", "eval_score", "train_score"):
+            assert key in r, key
+        assert r["scope"] == "dataset" and r["C"] == 0.5 and r["M"] == 8
+        assert r["counts_mode"] == "count" and r["seed"] == 0
+        assert r["training"]["fit_seconds"] > 0 and r["training"]["n_iter"] >= 1
+        assert r["loss"]["name"] == ("adjusted_hamming" if r["method"] == "bl1" else "iou")
+        assert results["table"]["iou_percent"][r["class"]][r["method"]] == \
+            r["eval_score"]["voc_iou_percent"]
+
+
+def test_recorded_score_is_what_evaluate_says(finished, data_root, tmp_path):
+    # an independent path: the saved model scored by `segstruct evaluate`
+    out, cache, _ = finished
+    record = json.loads((out / "runs" / "person-proposed.json").read_text())
+    report = tmp_path / "eval.json"
+    assert main(["evaluate", "--data", str(data_root), "--model", str(out / record["model"]),
+                 "--split", "val", "--json", str(report), *cache, "-q"]) == 0
+    assert json.loads(report.read_text())["score"] == record["eval_score"]
+
+
+def test_tables_match_results(finished):
+    out, _, _ = finished
+    results = json.loads((out / "results.json").read_text())
+    iou = results["table"]["iou_percent"]
+    rows = list(csv.reader((out / "table.csv").read_text().splitlines()))
+    assert rows[0] == ["class", *METHODS]
+    assert [r[0] for r in rows[1:]] == ["car", "person", "mean"]
+    for row in rows[1:3]:
+        assert [float(v) for v in row[1:]] == pytest.approx(
+            [iou[row[0]][m] for m in METHODS], abs=1e-4)
+    means = [np.mean([iou[c][m] for c in ("car", "person")]) for m in METHODS]
+    assert [float(v) for v in rows[3][1:]] == pytest.approx(means, abs=1e-4)
+    md = (out / "table.md").read_text()
+    assert "| class | bl1 | bl2 | proposed |" in md
+    assert f"| car | {iou['car']['bl1']:.2f} | {iou['car']['bl2']:.2f} |" in md
+    assert f"**{means[2]:.2f}**" in md
+    # the table names data, loss, scope, C, M and the code version
+    for words in (results["data_root"], "scope dataset", "C 0.5", "M 8", results["code_version"]):
+        assert words in md
+
+
+def test_second_run_trains_nothing(finished, monkeypatch):
+    out, _, args = finished
+    before = (out / "results.json").read_text()
+
+    def no_training(self, X, Y):
+        raise AssertionError("a finished pair was trained again")
+    monkeypatch.setattr("segstruct.ssvm.StructuredSVM.fit", no_training)
+    assert main(args + ["--no-figures"]) == 0
+    after = json.loads((out / "results.json").read_text())
+    assert after["results"] == json.loads(before)["results"]
+
+
+def test_resume_finishes_only_the_missing_pair(finished, tmp_path, monkeypatch):
+    import shutil
+    out, _, args = finished
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    (copy / "runs" / "car-bl2.json").unlink()       # as if interrupted before it
+    trained = []
+    from segstruct.ssvm import StructuredSVM
+    real_fit = StructuredSVM.fit
+
+    def counting_fit(self, X, Y):
+        trained.append(self.pairwise)   # False: bl2 only
+        return real_fit(self, X, Y)
+    monkeypatch.setattr("segstruct.ssvm.StructuredSVM.fit", counting_fit)
+    new_args = [a if a != str(out) else str(copy) for a in args]
+    assert main(new_args + ["--no-figures"]) == 0
+    assert trained == [False]
+    assert (copy / "runs" / "car-bl2.json").exists()
+
+
+def test_other_settings_in_the_same_folder_are_refused(finished, capsys):
+    out, _, args = finished
+    assert main(args + ["--C", "2", "--no-figures"]) == 2
+    err = capsys.readouterr().err
+    assert "settings" in err and "another --out" in err
+
+
+def test_figures_are_written(finished):
+    out, _, _ = finished
+    for name in ("training-car", "qualitative-car", "loss-surface-car", "training-person",
+                 "qualitative-person", "loss-surface-person"):
+        path = out / "figures" / f"{name}.png"
+        assert path.stat().st_size > 1000 and path.read_bytes()[:8] == PNG, name
+
+
+def test_absent_class_is_refused_before_training(data_root, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["compare", "--data", str(data_root), "--classes", "car", "aeroplane",
+                 "--methods", "bl1", "--out", str(out), "--cache", str(tmp_path / "c"),
+                 *SMALL])
+    assert code == 2 and "aeroplane" in capsys.readouterr().err
+    assert not (out / "runs").exists()
+
+
+def test_bad_options_fail_before_training(data_root, tmp_path, capsys):
+    base = ["compare", "--data", str(data_root), "--classes", "car", "--out",
+            str(tmp_path / "o"), "--cache", str(tmp_path / "c"), *SMALL]
+    assert main(base + ["--C", "-1"]) == 2
+    assert "C must be positive" in capsys.readouterr().err
+    assert main(base + ["--weights", "area"]) == 2
+    assert "count" in capsys.readouterr().err
+    assert main(base + ["--split-eval", "nosuchsplit"]) == 2
+    assert "nosuchsplit" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "runs").exists()
+
+
+def test_visualize_draws_given_images(finished, data_root, tmp_path, capsys):
+    out, cache, _ = finished
+    ids = VOCDataset(data_root).ids("val")[:2]
+    png = tmp_path / "grid.png"
+    models = [str(out / "models" / f"car-{m}") for m in METHODS]
+    assert main(["visualize", "--data", str(data_root), "--model", *models, "--images", *ids,
+                 "--out", str(png), *cache, "-q"]) == 0
+    assert png.read_bytes()[:8] == PNG and png.stat().st_size > 1000
+    printed = capsys.readouterr().out
+    assert all(i in printed for i in ids)
+    # models of two classes, and ids not in the split, are refused
+    with pytest.raises(SystemExit):
+        main(["visualize", "--data", str(data_root), "--model", models[0],
+              str(out / "models" / "person-bl1"), "--out", str(png), *cache, "-q"])
+    assert main(["visualize", "--data", str(data_root), "--model", models[0], "--images",
+                 "nope", "--out", str(png), *cache, "-q"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_pick_images_prefers_the_class_and_is_seeded(data_root):
+    from segstruct.compare import pick_images
+    ds = VOCDataset(data_root)
+    a = pick_images(ds, "train", "car", 3, seed=1)
+    assert a == pick_images(ds, "train", "car", 3, seed=1) and len(set(a)) == 3
+    showing = [i for i in ds.ids("train") if (ds.read_labels(i) == 7).any()]
+    assert set(a[:min(3, len(showing))]) <= set(showing)

@@ -28,6 +28,7 @@ __all__ = [
     "VOCDataset",
     "class_index",
     "voc_colormap",
+    "void_message",
 ]
 
 VOC_CLASSES: tuple[str, ...] = (
@@ -250,12 +251,40 @@ class VOCDataset:
             mode is not RGB (greyscale, RGBA, CMYK...: refused, not converted).
         """
         path = self.image_path(id)
-        with _open_image(path) as im:
-            if im.mode != "RGB":
-                raise DatasetError(
-                    f"image {path} has mode {im.mode!r}; expected an 'RGB' colour image"
-                )
+        with _open_image(path, "image") as im:
+            _check_rgb(path, im.mode)
             return np.array(im, dtype=np.uint8)
+
+    def image_size(self, id: str) -> tuple[int, int]:
+        """Check the image of ``id`` from its header alone and return its size.
+
+        Cheap (nothing is decoded), so a long run can check every image up
+        front; a truncated file is only found when it is decoded
+        (:meth:`read_image`).
+
+        Returns
+        -------
+        (H, W) : tuple of int
+
+        Raises
+        ------
+        DatasetError
+            If the file is missing or not an image, or its mode is not RGB,
+            with the same message as :meth:`read_image`.
+        """
+        path = self.image_path(id)
+        with _open_image(path, "image", decode=False) as im:
+            _check_rgb(path, im.mode)
+            return im.size[1], im.size[0]
+
+    def check_sizes(self, id: str, image_hw, mask_hw) -> None:
+        """Raise the :class:`DatasetError` of :meth:`load` if image and mask differ in size."""
+        if tuple(image_hw) != tuple(mask_hw):
+            raise DatasetError(
+                f"size mismatch: image {self.image_path(id)} is "
+                f"{image_hw[0]}x{image_hw[1]} (HxW) but mask "
+                f"{self.mask_path(id)} is {mask_hw[0]}x{mask_hw[1]}"
+            )
 
     def read_labels(self, id: str) -> np.ndarray:
         """Read the raw label mask of ``id``.
@@ -272,7 +301,7 @@ class VOCDataset:
             'P' or 'L'), or holds values other than 0..20 and 255.
         """
         path = self.mask_path(id)
-        with _open_image(path) as im:
+        with _open_image(path, "mask") as im:
             # No .convert(): for a palette image the array holds the palette
             # indices, which are the labels; converting would give colours.
             if im.mode not in ("P", "L"):
@@ -316,12 +345,7 @@ class VOCDataset:
         cls = class_index(class_name)  # fail on a bad name before any I/O
         image = self.read_image(id)
         labels = self.read_labels(id)
-        if image.shape[:2] != labels.shape:
-            raise DatasetError(
-                f"size mismatch: image {self.image_path(id)} is "
-                f"{image.shape[0]}x{image.shape[1]} (HxW) but mask "
-                f"{self.mask_path(id)} is {labels.shape[0]}x{labels.shape[1]}"
-            )
+        self.check_sizes(id, image.shape[:2], labels.shape)
         return Sample(
             id=id,
             image=image,
@@ -345,7 +369,9 @@ class VOCDataset:
         Returns
         -------
         list of str
-            One message per problem; empty when everything reads cleanly.
+            One message per problem (each naming its file); empty when
+            everything reads cleanly. A mask that is void everywhere is
+            reported too, though training and scoring accept it.
         """
         problems: list[str] = []
         if class_name is not None:
@@ -372,27 +398,51 @@ class VOCDataset:
                     except DatasetError as err:
                         problems.append(str(err))
                         seen[id] = False
+                    else:
+                        if sample.void.all():
+                            problems.append(void_message(sample.mask_path))
             if class_name is not None and cls != 0 and not any(seen[i] for i in ids):
                 problems.append(f"split {name!r}: no mask contains class {class_name!r}")
         return problems
 
 
-def _open_image(path: Path) -> Image.Image:
-    """Open and fully decode an image file, turning every failure into DatasetError.
+def void_message(mask_path: Path) -> str:
+    """Problem message of a mask that is void (255) everywhere.
+
+    Such an image is no error (its superpixels all get weight 0, and the
+    losses and scores ignore it), but it contributes nothing, which usually
+    means a broken mask, so :meth:`VOCDataset.check` and ``inspect`` report it.
+    """
+    return (f"mask {mask_path} is void ({VOID_LABEL}) everywhere: its image has no "
+            "pixel to learn from or to score")
+
+
+def _check_rgb(path: Path, mode: str) -> None:
+    if mode != "RGB":
+        raise DatasetError(
+            f"image {path} has mode {mode!r}; expected an 'RGB' colour image"
+        )
+
+
+def _open_image(path: Path, what: str = "file", decode: bool = True) -> Image.Image:
+    """Open (and by default fully decode) an image file, turning every
+    failure into DatasetError.
 
     Decoding here (``load()``) makes truncated or corrupt files fail at read
     time, naming the file, rather than later inside some array operation.
-    The caller must close the returned image (use it in a ``with`` block).
+    ``what`` ("image", "mask") starts the message of a missing file. The
+    caller must close the returned image (use it in a ``with`` block).
     """
     if not path.is_file():
-        raise DatasetError(f"file {path} not found")
+        raise DatasetError(f"{what} {path} not found")
     try:
         im = Image.open(path)
     except _PIL_ERRORS as err:
         raise DatasetError(f"cannot read {path}: not a readable image ({err})") from err
-    try:
-        im.load()
-    except _PIL_ERRORS as err:
-        im.close()
-        raise DatasetError(f"cannot decode {path}: truncated or corrupt ({err})") from err
+    if decode:
+        try:
+            im.load()
+        except _PIL_ERRORS as err:
+            im.close()
+            raise DatasetError(f"cannot decode {path}: truncated or corrupt ({err})") from err
     return im

@@ -70,7 +70,9 @@ def _solve_small_lp(cost, a_ub, b_ub, n_free=0):
     (profiled: 5 of 21 s in option checking).
 
     Returns (status, objective, x, row duals of a_ub, dual of the convexity
-    row), duals signed for the maximisation (>= 0 on binding <= rows).
+    row), duals signed for the maximisation (>= 0 on binding <= rows);
+    status is "optimal" or "Infeasible" (then the rest is None). Any other
+    HiGHS status raises RuntimeError naming it.
     """
     n = cost.size
     m = n - n_free
@@ -95,9 +97,10 @@ def _solve_small_lp(cost, a_ub, b_ub, n_free=0):
     h.run()
     status = h.getModelStatus()
     if status == highspy.HighsModelStatus.kInfeasible:
-        return "infeasible", None, None, None, None
+        return "Infeasible", None, None, None, None
     if status != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"HiGHS could not solve a master LP: {h.modelStatusToString(status)}")
+        raise RuntimeError(f"HiGHS could not solve a master LP: "
+                           f"status {h.modelStatusToString(status)}")
     sol = h.getSolution()
     duals = np.asarray(sol.row_dual, np.float64)
     # HiGHS's row duals are d(objective)/d(bound): for this maximisation a
@@ -113,7 +116,7 @@ def _master(cols: np.ndarray, plane, halfplanes, slack):
     values = alpha * cols[:, 0] + beta * cols[:, 1] + cols[:, 2]
     a_ub = halfplanes[:, :2] @ cols[:, :2].T
     status, obj, x, lam, pi = _solve_small_lp(values, a_ub, halfplanes[:, 2] + slack)
-    if status == "infeasible":
+    if status == "Infeasible":
         return None
     return obj + gamma, lam, pi, x
 
@@ -132,8 +135,11 @@ def _phase_one(columns, halfplanes, slack, n_pos, n_neg, max_cuts=50):
         m = cols.shape[0]
         # max -v s.t. sum theta (a FP + b FN) - v <= c, sum theta = 1, v free
         a_ub = np.hstack([halfplanes[:, :2] @ cols[:, :2].T, -np.ones((3, 1))])
-        _, neg_v, _, mu, _ = _solve_small_lp(np.r_[np.zeros(m), -1.0], a_ub,
-                                             halfplanes[:, 2] + slack, n_free=1)
+        status, neg_v, _, mu, _ = _solve_small_lp(np.r_[np.zeros(m), -1.0], a_ub,
+                                                  halfplanes[:, 2] + slack, n_free=1)
+        if status != "optimal":
+            # v is free, so this LP is feasible by construction
+            raise RuntimeError(f"HiGHS could not solve a phase-one LP: status {status}")
         if neg_v >= 0:
             return True
         before = len(columns.labels)
@@ -188,6 +194,10 @@ def decomposition_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangle
             continue                                  # no labelling's hull meets k
         for _ in range(max_rounds):
             master = _master(columns.array(), plane, half, slack)
+            if master is None:
+                # columns are only ever added, so a feasible master stays feasible
+                raise RuntimeError(f"HiGHS found the master LP of triangle {k} infeasible "
+                                   "after it was feasible: status Infeasible")
             value, lam, pi, _ = master
             s_fp = plane[0] - lam @ half[:, 0]
             s_fn = plane[1] - lam @ half[:, 1]

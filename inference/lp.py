@@ -200,6 +200,11 @@ def lp_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
                 best, best_k = res, k
         if paper is None or value > values[paper[0]]:
             paper = (k, candidates[0])
+    if best is None:
+        # impossible in exact arithmetic: the targets' own (FP, FN) = (0, 0) lies in
+        # some triangle, so at least one LP is feasible
+        raise LPError(f"HiGHS found the LP of every one of the {len(triangulation)} "
+                      "triangles infeasible (status Infeasible)")
     if rule == "paper":
         best_k = paper[0]
         best = _result(u, edges, p, paper[1], t, a, loss, n_pos, n_neg)

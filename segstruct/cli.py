@@ -59,8 +59,9 @@ def _add_feature_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--words", type=int, default=d.n_words, help="codebook size")
     g.add_argument("--codebook-descriptors", type=int, default=d.codebook_descriptors,
                    help="descriptors sampled from the training split for k-means")
-    g.add_argument("--codebook-split", default="train",
-                   help="split the codebook is learnt on (training data only)")
+    g.add_argument("--codebook-split", default=None,
+                   help="split the codebook is learnt on (training data only; default: "
+                        "the training split)")
     for block in ("sift", "colour", "position", "bias"):
         g.add_argument(f"--no-{block}", action="store_true",
                        help=f"switch the {block} unary block off")
@@ -97,9 +98,33 @@ def _extractor(args, dataset, config=None, codebook=None) -> FeatureExtractor:
     cache = ArrayCache(args.cache, enabled=not args.no_cache)
     if config is None:
         return FeatureExtractor(dataset, _feature_config(args), cache, n_jobs=args.n_jobs,
-                                progress=not args.quiet, codebook_split=args.codebook_split)
+                                progress=not args.quiet,
+                                codebook_split=_codebook_split(args))
     return FeatureExtractor(dataset, config, cache, n_jobs=args.n_jobs,
                             progress=not args.quiet, codebook=codebook)
+
+
+def _codebook_split(args) -> str:
+    """The codebook is learnt on training data: --codebook-split, else the training split."""
+    given = getattr(args, "codebook_split", None)
+    training = getattr(args, "split_train", None) or (
+        args.split if args.command == "train" else "train")
+    return given or training
+
+
+def _refuse_overwriting(output, models) -> None:
+    """An output file must not be one of the model files the command reads."""
+    from .persistence import checkpoint_path, model_paths
+    if output is None:
+        return
+    out = Path(output).resolve()
+    for model in models:
+        json_path, npz_path = model_paths(model)
+        log_path = json_path.with_name(json_path.name.replace(".json", ".log.json"))
+        if out in {q.resolve() for q in (json_path, npz_path, log_path,
+                                         checkpoint_path(model))}:
+            raise UsageError(f"{output} is a file of model {model}: writing there would "
+                             "destroy it; give another output path")
 
 
 def _write_json(path: Path, payload: dict) -> None:
@@ -186,46 +211,73 @@ def cmd_features(args) -> int:
 # --------------------------------------------------------------------------
 # train / evaluate
 
-def _estimator(args, log_path=None):
+def _check_loss_options(args, methods) -> None:
+    """Refuse options that the chosen loss or methods would silently ignore."""
+    if args.loss_given and all(METHODS[m]["loss"] is not None for m in methods):
+        raise UsageError(f"--loss does not apply to {', '.join(methods)}: their losses are "
+                         "fixed (it sets the loss of bl2, proposed and exact)")
+    if args.beta is not None and args.loss != "fbeta":
+        raise UsageError(f"--beta applies only to --loss fbeta (the loss is {args.loss})")
+    if args.beta is not None and not args.beta > 0:
+        raise UsageError(f"--beta must be positive, got {args.beta}")
+    if "proposed" not in methods:
+        for flag, value in (("--triangles", args.triangles), ("--lp-solver", args.lp_solver)):
+            if value is not None:
+                raise UsageError(f"{flag} applies only to the proposed method")
+    if args.triangles is None:
+        args.triangles = 40
+    if args.lp_solver is None:
+        args.lp_solver = "decomposition"
+
+
+def _estimator(args, log_path=None, checkpoint_path=None):
     """The StructuredSVM of ``--method`` and the training options."""
     from .methods import estimator_for
-    if args.loss_given and METHODS[args.method]["loss"] is not None:
-        raise UsageError(f"--loss does not apply to --method {args.method}, whose loss "
-                         f"is {METHODS[args.method]['loss']}")
+    _check_loss_options(args, [args.method])
     if args.method == "bl2" and args.weights != "count":
         raise UsageError("bl2 needs --weights count: its exact oracle counts superpixels")
-    return estimator_for(args.method, loss=args.loss, beta=args.beta,
+    return estimator_for(args.method, loss=args.loss, beta=args.beta or 1.0,
                          n_triangles=args.triangles, lp_solver=args.lp_solver,
                          weights=args.weights, C=args.C, solver=args.solver,
                          scope=args.scope, tol=args.tol, max_iter=args.max_iter,
-                         progress=not args.quiet, log_path=log_path)
+                         progress=not args.quiet, log_path=log_path,
+                         checkpoint_path=checkpoint_path, resume=args.resume)
 
 
 def cmd_train(args) -> int:
-    from .persistence import model_paths, save_model
-    dataset = _dataset(args)
-    extractor = _extractor(args, dataset)
-    examples = extractor.examples(args.split, args.class_name)
-    n_fg = sum(int(ex.targets[~ex.void_only].sum()) for ex in examples)
-    if n_fg == 0:
-        raise ValueError(
-            f"class {args.class_name!r} is the majority label of no superpixel in split "
-            f"{args.split!r} of {dataset.root}: there is nothing to learn (check the class "
-            "name, or use smaller superpixels if the objects are tiny)")
+    from .inspection import training_set_problem
+    from .persistence import checkpoint_path, model_paths
     json_path, _ = model_paths(args.out)
     log_path = json_path.with_name(json_path.name.replace(".json", ".log.json"))
-    estimator = _estimator(args, log_path)
+    checkpoint = checkpoint_path(args.out)
+    if checkpoint.exists() and not args.resume:
+        raise UsageError(f"{checkpoint} holds an interrupted training run: add --resume to "
+                         "continue it, or delete it to start again")
+    # every option is checked before any feature is computed
+    estimator = _estimator(args, log_path, checkpoint)
+    estimator._check_params()
+    if args.resume and not checkpoint.exists():
+        print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
+    dataset = _dataset(args)
+    extractor = _extractor(args, dataset)
+    examples = extractor.examples(args.split, args.class_name, with_features=False)
+    problem = training_set_problem(examples, args.class_name, args.split)
+    if problem:
+        raise DatasetError(f"{dataset.root}: {problem}")
+    examples = extractor.examples(args.split, args.class_name)
     X = [ex.graph for ex in examples]
     Y = [ex.counts for ex in examples]
     estimator.fit(X, Y)
     codebook = extractor.codebook()[0] if extractor.config.sift else None
     train_score = estimator.voc_score(X, Y).to_dict()
+    from .persistence import save_model
     save_model(args.out, estimator, extractor.config, codebook, {
         "class": args.class_name, "method": args.method, "dataset": dataset.name,
         "oracle": repr(estimator.oracle) if estimator.oracle else "graphcut",
         "data_root": str(dataset.root), "train_split": args.split,
         "n_train_images": len(examples), "train_score": train_score,
         "training_log": log_path.name})
+    checkpoint.unlink(missing_ok=True)      # the model is safe: the checkpoint is spent
     status = "converged" if estimator.converged_ else "stopped at --max-iter"
     print(f"{args.method} on {dataset.name}/{args.split}, class {args.class_name}: "
           f"{status} after {estimator.n_iter_} iterations in {estimator.fit_seconds_:.1f} s; "
@@ -238,6 +290,7 @@ def cmd_train(args) -> int:
 
 def cmd_evaluate(args) -> int:
     from .persistence import load_model
+    _refuse_overwriting(args.json, [args.model])
     estimator, config, codebook, doc = load_model(args.model)
     dataset = _dataset(args)
     extractor = _extractor(args, dataset, config, codebook)
@@ -270,10 +323,20 @@ def cmd_compare(args) -> int:
     from .compare import CompareSettings, Comparison, classes_in
     if not args.no_figures and args.figure_images < 1 and not args.figure_ids:
         raise UsageError("--figure-images must be at least 1 (or give --no-figures)")
+    if args.no_figures and args.figure_ids:
+        raise UsageError("--figure-ids and --no-figures contradict each other; give one")
+    if args.split_train == args.split_eval:
+        raise UsageError(f"--split-train and --split-eval are both {args.split_train!r}: "
+                         "the table would score the models on their own training data")
+    if _codebook_split(args) == args.split_eval:
+        raise UsageError(f"--codebook-split {args.split_eval!r} is the evaluation split: "
+                         "the codebook must be learnt on training data only")
+    _check_loss_options(args, args.methods)
     dataset = _dataset(args)
     extractor = _extractor(args, dataset)
     classes = args.classes or classes_in(dataset, args.split_train)
-    settings = CompareSettings(loss=args.loss, beta=args.beta, scope=args.scope, C=args.C,
+    settings = CompareSettings(loss=args.loss, beta=args.beta or 1.0, scope=args.scope,
+                               C=args.C,
                                weights=args.weights, n_triangles=args.triangles,
                                lp_solver=args.lp_solver, solver=args.solver, tol=args.tol,
                                max_iter=args.max_iter)
@@ -294,6 +357,13 @@ def cmd_visualize(args) -> int:
 
     from .compare import pick_images, save_qualitative
     from .persistence import load_model
+    if len(set(args.model)) < len(args.model):
+        raise UsageError("a --model is given twice")
+    if args.images and len(set(args.images)) < len(args.images):
+        raise UsageError("an image id is given twice in --images")
+    if not args.images and args.random < 1:
+        raise UsageError("--random must be at least 1")
+    _refuse_overwriting(args.out, args.model)
     loaded = [load_model(path) for path in args.model]
     _, config, codebook, first = loaded[0]
     for path, (_, cfg, cb, doc) in zip(args.model[1:], loaded[1:]):
@@ -347,10 +417,11 @@ _SUBCOMMANDS = {
 def _add_training_options(g) -> None:
     g.add_argument("--loss", choices=("iou", "fbeta", "f1"), default=None,
                    help="loss of bl2 / proposed / exact (default iou)")
-    g.add_argument("--beta", type=float, default=1.0, help="beta of --loss fbeta")
-    g.add_argument("--triangles", type=int, default=40,
-                   help="loss-surface triangles M of the proposed method (paper: 40)")
-    g.add_argument("--lp-solver", choices=("decomposition", "lp"), default="decomposition",
+    g.add_argument("--beta", type=float, default=None, help="beta of --loss fbeta (default 1)")
+    g.add_argument("--triangles", type=int, default=None,
+                   help="loss-surface triangles M of the proposed method (default 40, as "
+                        "in the paper)")
+    g.add_argument("--lp-solver", choices=("decomposition", "lp"), default=None,
                    help="proposed: solve the triangle LPs by column generation with "
                         "graph-cut pricing (fast, same optimum) or by HiGHS on Eq. 22-26")
     g.add_argument("--C", type=float, default=0.5,
@@ -396,7 +467,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training_options(g)
     g.add_argument("--split", default="train", help="training split")
     g.add_argument("--out", required=True, type=Path, metavar="MODEL",
-                   help="writes MODEL.json, MODEL.npz and MODEL.log.json")
+                   help="writes MODEL.json, MODEL.npz and MODEL.log.json; while training, "
+                        "MODEL.ckpt.npz after every iteration")
+    g.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run from MODEL.ckpt.npz (same data and "
+                        "options; --max-iter may be raised)")
     cmp = sub.choices["compare"]
     g = cmp.add_argument_group("comparison")
     g.add_argument("--classes", nargs="+", metavar="CLASS",
@@ -417,7 +492,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="draw these evaluation image ids instead")
     g.add_argument("--no-figures", action="store_true", help="write the tables only")
     vis = sub.choices["visualize"]
-    vis.add_argument("--model", nargs="+", required=True, type=Path, metavar="MODEL",
+    vis.add_argument("--model", nargs="+", action="extend", required=True, type=Path,
+                     metavar="MODEL",
                      help="one or more models of the same class and features; one "
                           "column each")
     vis.add_argument("--split", default="val", help="split the images come from")

@@ -8,13 +8,15 @@ columns methods, plus the mean row).
 Layout of an output folder ``DIR``::
 
     DIR/runs/<class>-<method>.json      one record per finished pair (resume)
-    DIR/models/<class>-<method>.*       the trained model and its training log
+    DIR/models/<class>-<method>.*       the trained model and its training log (and,
+                                        while training, its checkpoint)
     DIR/results.json                    every record plus the table
     DIR/table.md, DIR/table.csv         the table
     DIR/figures/*.png                   training curves, qualitative grids,
                                         loss surfaces
 
-A pair whose record exists is not trained again; a record made with other
+A pair whose record exists is not trained again, and a pair interrupted
+mid-training continues from its checkpoint; a record made with other
 settings is an error rather than silently mixed into the table.
 """
 from __future__ import annotations
@@ -35,7 +37,7 @@ from .cache import atomic_write_bytes
 from .extraction import FeatureExtractor
 from .losses import totals
 from .methods import METHODS, estimator_for, method_loss
-from .persistence import load_model, model_paths, save_model
+from .persistence import checkpoint_path, load_model, model_paths, save_model
 from .provenance import code_version, machine
 from .superpixels import paint
 
@@ -62,12 +64,15 @@ class CompareSettings:
     tol: float = 1e-3
     max_iter: int = 200
 
-    def estimator(self, method: str, log_path=None, progress=True):
+    def estimator(self, method: str, log_path=None, progress=True, checkpoint_path=None):
+        """The method's StructuredSVM; with a checkpoint path, it resumes from there."""
         return estimator_for(method, loss=self.loss, beta=self.beta,
                              n_triangles=self.n_triangles, lp_solver=self.lp_solver,
                              weights=self.weights, C=self.C, scope=self.scope,
                              solver=self.solver, tol=self.tol, max_iter=self.max_iter,
-                             progress=progress, log_path=log_path)
+                             progress=progress, log_path=log_path,
+                             checkpoint_path=checkpoint_path,
+                             resume=checkpoint_path is not None)
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -208,16 +213,16 @@ class Comparison:
         return results
 
     def _check_classes_present(self, classes):
-        """Refuse, before any training, a class no training superpixel shows."""
+        """Refuse, before any training, a class the training split cannot teach."""
+        from segstruct.datasets import DatasetError
+
+        from .inspection import training_set_problem
         for class_name in sorted(classes):
             examples = self.extractor.examples(self.train_split, class_name,
                                                with_features=False)
-            if not any(ex.targets[~ex.void_only].any() for ex in examples):
-                raise ValueError(
-                    f"class {class_name!r} is the majority label of no superpixel in "
-                    f"split {self.train_split!r} of {self.dataset.root}: there is nothing "
-                    "to learn (check the class name, or use smaller superpixels if its "
-                    "objects are tiny)")
+            problem = training_set_problem(examples, class_name, self.train_split)
+            if problem:
+                raise DatasetError(f"{self.dataset.root}: {problem}")
 
     def _train_and_score(self, class_name, method) -> dict:
         model_path = self.model_path(class_name, method)
@@ -225,8 +230,13 @@ class Comparison:
         log_path = json_path.with_name(json_path.name.replace(".json", ".log.json"))
         model_path.parent.mkdir(parents=True, exist_ok=True)
         train = self.extractor.examples(self.train_split, class_name)
+        # an interrupted pair continues from its last cutting-plane iteration
+        checkpoint = checkpoint_path(model_path)
+        if checkpoint.exists():
+            self.say(f"      resuming from {checkpoint}")
         estimator = self.settings.estimator(method, log_path=log_path,
-                                            progress=self.progress)
+                                            progress=self.progress,
+                                            checkpoint_path=checkpoint)
         X, Y = [ex.graph for ex in train], [ex.counts for ex in train]
         estimator.fit(X, Y)
         train_score = estimator.voc_score(X, Y).to_dict()
@@ -258,6 +268,7 @@ class Comparison:
             "identity": self.identity(),
         }
         _write_json(self.record_path(class_name, method), record)
+        checkpoint.unlink(missing_ok=True)      # the record is written: nothing to resume
         return record
 
     # ------------------------------------------------------------------ results
@@ -333,7 +344,7 @@ class Comparison:
 
     def _lattice_note(self) -> str:
         return ("the whole training set" if self.settings.scope == "dataset"
-                else "the median training image")
+                else "the median training image showing the class")
 
     def _loss_lattice(self, class_name):
         """(Np, Nn) of the loss the oracle sees: training-set totals or a median image."""
@@ -342,7 +353,8 @@ class Comparison:
                           for ex in examples])
         if self.settings.scope == "dataset":
             return tuple(float(v) for v in sizes.sum(axis=0))
-        return tuple(float(v) for v in np.median(sizes, axis=0))
+        showing = sizes[sizes[:, 0] > 0]     # an image without the class has a flat loss
+        return tuple(float(v) for v in np.median(showing if len(showing) else sizes, axis=0))
 
 
 def pick_images(dataset: VOCDataset, split: str, class_name: str, n: int, seed: int) -> list[str]:

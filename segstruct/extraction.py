@@ -22,7 +22,7 @@ from . import features as F
 from .cache import ArrayCache, file_digest, key_digest
 from .superpixels import (SuperpixelParams, adjacency, majority_targets, pixel_counts,
                           segment)
-from segstruct.datasets.voc import VOCDataset, class_index
+from segstruct.datasets.voc import VOID_LABEL, DatasetError, VOCDataset, class_index
 
 # Bump when the meaning of a cached array changes, so old entries are ignored.
 FEATURE_VERSION = 1
@@ -151,11 +151,39 @@ def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir
             pairwise = F.pairwise_features(lab_mean, graph.edges,
                                            graph.boundary / config.boundary_unit,
                                            config.tau1, config.tau2)
+            # before caching: a non-finite result must never be stored
+            check_finite_features(SuperpixelGraph(image_id, graph.labels, graph.edges,
+                                                  graph.boundary, unary, pairwise),
+                                  dataset.image_path(image_id))
             return {"unary": unary, "pairwise": pairwise}
 
         feats = cache.get_or_compute("features", key, compute)
         graph.unary, graph.pairwise = feats["unary"], feats["pairwise"]
+        # Checked after the cache too: an entry written by other code is
+        # refused here rather than turning into NaN weights in training.
+        check_finite_features(graph, dataset.image_path(image_id),
+                              hint=f"; they came from the cache {cache.path('features', key)}: "
+                                   "delete that file, or run with --no-cache")
         return graph
+
+
+def check_finite_features(graph: "SuperpixelGraph", image_path=None, hint: str = "") -> None:
+    """Raise ValueError naming the image if any feature is NaN or infinite.
+
+    The features are finite by construction (empty superpixels and
+    histograms are guarded), so this is a last line of defence that stops a
+    run with the image's name instead of training on NaN.
+    """
+    for name, values in (("unary", graph.unary), ("pairwise", graph.pairwise)):
+        if values is None:
+            continue
+        bad = ~np.isfinite(values)
+        if bad.any():
+            rows, cols = np.nonzero(bad)
+            where = f" ({image_path})" if image_path is not None else ""
+            raise ValueError(
+                f"image {graph.image_id!r}{where}: {int(bad.sum())} non-finite {name} "
+                f"feature value(s), first at superpixel {rows[0]}, column {cols[0]}{hint}")
 
 
 def _sample_descriptors_task(dataset_root, image_id, config, n_keep, seed):
@@ -225,6 +253,8 @@ class FeatureExtractor:
             if codebook.shape != (self.config.n_words, F.OPPONENT_DIM):
                 raise ValueError(f"codebook has shape {codebook.shape}, expected "
                                  f"({self.config.n_words}, {F.OPPONENT_DIM})")
+            if not np.all(np.isfinite(codebook)):
+                raise ValueError("codebook holds non-finite values")
             self._codebook = (codebook, codebook_digest(codebook))
 
     # -- codebook -----------------------------------------------------------
@@ -288,17 +318,40 @@ class FeatureExtractor:
     def examples(self, split: str, class_name: str, with_features: bool = True,
                  ids: Iterable[str] | None = None) -> list[Example]:
         """Graphs of a split (or of some of its ids) with per-superpixel pixel
-        counts for one class."""
+        counts for one class.
+
+        Every mask is read and checked, and every image's header, before any
+        superpixel or feature is computed, so a missing file, a bad label
+        value, a grey image or a size mismatch stops the run at once, with
+        the message ``VOCDataset.load`` (and so ``segstruct inspect``) gives.
+        A truncated image is found when it is decoded.
+
+        Raises
+        ------
+        DatasetError
+            For the first bad file, in split order.
+        """
         cls = class_index(class_name)
         ids = self.dataset.ids(split) if ids is None else list(ids)
+        masks = {}
+        for image_id in ids:
+            raw = self.dataset.read_labels(image_id)
+            self.dataset.check_sizes(image_id, self.dataset.image_size(image_id), raw.shape)
+            # two bits a pixel instead of a byte: a split's masks stay small
+            masks[image_id] = (raw.shape, np.packbits(raw == cls), np.packbits(raw == VOID_LABEL))
         graphs = self.graphs(split, ids, with_features)
         out = []
         for graph in graphs:
-            raw = self.dataset.read_labels(graph.image_id)
-            if raw.shape != graph.labels.shape:
-                raise ValueError(
-                    f"mask {self.dataset.mask_path(graph.image_id)} has size {raw.shape} "
-                    f"but its image's superpixels have {graph.labels.shape}")
-            fg, bg = pixel_counts(graph.labels, raw == cls, raw == 255, graph.n_nodes)
+            shape, target, void = masks[graph.image_id]
+            if shape != graph.labels.shape:
+                # only a cache entry of another image can get here
+                raise DatasetError(
+                    f"mask {self.dataset.mask_path(graph.image_id)} is {shape[0]}x{shape[1]} "
+                    f"but the superpixels of image {self.dataset.image_path(graph.image_id)} "
+                    f"are {graph.labels.shape[0]}x{graph.labels.shape[1]}")
+            size = shape[0] * shape[1]
+            target = np.unpackbits(target, count=size).reshape(shape).astype(bool)
+            void = np.unpackbits(void, count=size).reshape(shape).astype(bool)
+            fg, bg = pixel_counts(graph.labels, target, void, graph.n_nodes)
             out.append(Example(graph, fg, bg))
         return out

@@ -1,30 +1,119 @@
-"""Summaries of a data set before training: counts, shares, oracle IoU, problems."""
+"""Summaries of a data set before training: counts, shares, oracle IoU, problems.
+
+``inspect_dataset`` reads every image and mask of every split and lists each
+problem with the message training and evaluation would stop with on it;
+``training_set_problem`` says why a training split leaves a class nothing
+to learn.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from segstruct.datasets.voc import VOC_CLASSES, VOID_LABEL, DatasetError, class_index
+from segstruct.datasets.voc import (SPLIT_DIR, VOC_CLASSES, VOID_LABEL, DatasetError,
+                                    class_index, void_message)
 
 from .extraction import Example, FeatureExtractor
 from .scoring import oracle_score
 from .superpixels import pixel_counts
 
 
-def readable_ids(dataset, split: str) -> tuple[list[str], list[str]]:
+def readable_ids(dataset, split: str, checked: dict | None = None
+                 ) -> tuple[list[str], list[str]]:
     """Split a split's ids into those that read cleanly and problem messages.
 
     Every image and mask is decoded, so a data set can be fixed before a
-    long run rather than failing half-way through it.
+    long run rather than failing half-way through it. Each message is
+    ``"<split>/<id>: "`` followed by the message training or evaluation
+    stops with on that file. A mask that is void everywhere is reported,
+    but its id still counts as readable (training and scoring accept it).
+
+    Parameters
+    ----------
+    checked : dict, optional
+        id -> (readable, list of messages) of ids already read; filled in,
+        so that overlapping splits (trainval = train + val) decode each
+        file once.
+
+    Raises
+    ------
+    DatasetError
+        If the split file itself is missing, empty or malformed.
     """
+    checked = {} if checked is None else checked
     good, problems = [], []
     for image_id in dataset.ids(split):
-        try:
-            dataset.load(image_id, "background")
-        except DatasetError as err:
-            problems.append(f"{split}/{image_id}: {err}")
-        else:
+        if image_id not in checked:
+            checked[image_id] = _check_id(dataset, image_id)
+        readable, messages = checked[image_id]
+        if readable:
             good.append(image_id)
+        problems.extend(f"{split}/{image_id}: {message}" for message in messages)
     return good, problems
+
+
+def _check_id(dataset, image_id) -> tuple[bool, list[str]]:
+    """(readable, problem messages) of one id: image and mask are read apart,
+    so that a broken image does not hide a broken mask."""
+    messages, image, labels = [], None, None
+    try:
+        image = dataset.read_image(image_id)
+    except DatasetError as err:
+        messages.append(str(err))
+    try:
+        labels = dataset.read_labels(image_id)
+    except DatasetError as err:
+        messages.append(str(err))
+    if image is None or labels is None:
+        return False, messages
+    try:
+        dataset.check_sizes(image_id, image.shape[:2], labels.shape)
+    except DatasetError as err:
+        return False, [str(err)]
+    if (labels == VOID_LABEL).all():
+        messages.append(void_message(dataset.mask_path(image_id)))
+    return True, messages
+
+
+def training_set_problem(examples: list[Example], class_name: str, split: str) -> str | None:
+    """Why a training split gives a class nothing to learn, or None.
+
+    Parameters
+    ----------
+    examples : the split's examples for ``class_name``.
+    class_name, split : named in the message.
+
+    Returns
+    -------
+    str or None
+        A message saying which of these holds: the split has no image; every
+        mask is void everywhere; no non-void pixel has the class (absent, or
+        only ever marked void, as VOC marks difficult objects); the class has
+        pixels but is the majority of no superpixel (objects smaller than
+        the superpixels); or every non-void superpixel is the class (nothing
+        to tell it from).
+    """
+    if not examples:
+        return f"split {split!r} has no images: nothing to learn"
+    fg_px = sum(int(ex.fg.sum()) for ex in examples)
+    bg_px = sum(int(ex.bg.sum()) for ex in examples)
+    targets = [ex.targets[~ex.void_only] for ex in examples]
+    fg_sp = int(sum(t.sum() for t in targets))
+    bg_sp = int(sum(t.size - t.sum() for t in targets))
+    if fg_px + bg_px == 0:
+        return (f"every mask of split {split!r} is void ({VOID_LABEL}) everywhere: "
+                "no pixel to learn from")
+    if fg_px == 0:
+        return (f"no non-void pixel of split {split!r} has class {class_name!r} (the class "
+                "is absent, or its pixels are all marked void): nothing to learn; check "
+                "the class name and the split")
+    if fg_sp == 0:
+        return (f"class {class_name!r} has {fg_px} non-void pixels in split {split!r} but "
+                "is the majority label of no superpixel: nothing to learn; use smaller "
+                "superpixels (--fz-min-size) if its objects are tiny")
+    if bg_sp == 0:
+        return (f"every non-void superpixel of split {split!r} is class {class_name!r}: "
+                "no background to learn to tell it from")
+    return None
 
 
 def classes_present(dataset, ids) -> list[str]:
@@ -77,18 +166,21 @@ def inspect_dataset(extractor: FeatureExtractor, splits=None, class_names=None) 
     ``problems`` (one message per unreadable or inconsistent file).
     """
     dataset = extractor.dataset
+    for name in class_names or ():
+        class_index(name)              # unknown names fail before any work
     splits = list(splits) if splits else dataset.splits()
-    problems, good_ids = [], {}
+    if not splits:
+        return {"classes": [], "splits": {},
+                "problems": [f"no split files in {dataset.root / SPLIT_DIR}"]}
+    problems, good_ids, checked = [], {}, {}
     for split in splits:
         try:
-            good_ids[split], bad = readable_ids(dataset, split)
+            good_ids[split], bad = readable_ids(dataset, split, checked)
         except DatasetError as err:
             problems.append(str(err))
             continue
         problems.extend(bad)
     if class_names:
-        for name in class_names:
-            class_index(name)          # unknown names fail before any work
         classes = list(class_names)
     else:
         all_ids = sorted({i for ids in good_ids.values() for i in ids})
@@ -105,7 +197,7 @@ def inspect_dataset(extractor: FeatureExtractor, splits=None, class_names=None) 
                                                  g.n_nodes))
                         for g, m in zip(graphs, masks)]
             per_class[name] = _split_stats(examples, void_pixels)
-            if per_class[name]["images_with_class"] == 0:
+            if ids and per_class[name]["images_with_class"] == 0:
                 problems.append(f"split {split!r}: no image contains class {name!r}")
         result["splits"][split] = per_class
     return result

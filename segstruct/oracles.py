@@ -7,6 +7,8 @@ command line.
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from segstruct.inference import loss_augmented
@@ -61,11 +63,23 @@ class TriangleOracle:
             return lp_oracle(u, edges, p, t, a, loss, triangulation=tri, rule=self.rule)
         # Cutting-plane training calls again with a slightly changed w: the
         # last call's labellings for the same graph start the columns.
-        key = (len(u), len(edges), hash(np.asarray(t, np.uint8).tobytes()))
+        # (a digest, not hash(): the key must survive a checkpoint and restart)
+        digest = hashlib.blake2b(np.asarray(t, np.uint8).tobytes(), digest_size=12).hexdigest()
+        key = f"{len(u)}_{len(edges)}_{digest}"
         res = decomposition_oracle(u, edges, p, t, a, loss, triangulation=tri,
                                    seed_labellings=self._seeds.get(key, ()))
         self._seeds[key] = res.info.pop("labellings")
         return res
+
+    def get_state(self) -> dict:
+        """Warm-start labellings per graph, as named (k, N) uint8 arrays (checkpoints)."""
+        return {f"seeds_{key}": np.asarray(labels, np.uint8).reshape(len(labels), -1)
+                for key, labels in self._seeds.items() if len(labels)}
+
+    def set_state(self, state: dict) -> None:
+        """Restore what ``get_state`` returned."""
+        self._seeds = {name[len("seeds_"):]: list(arr) for name, arr in state.items()
+                       if name.startswith("seeds_")}
 
     def __repr__(self):
         return (f"TriangleOracle(n_triangles={self.n_triangles}, solver={self.solver!r}, "

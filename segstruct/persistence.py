@@ -5,24 +5,32 @@ settings, class, data set, code version, training summary, and the SHA-256 of
 the arrays file) and ``PATH.npz`` (the weights and the codebook). Both are
 written atomically; loading checks the digest, the format version and that
 the weights fit the feature settings, so a corrupted file or one from another
-feature configuration is refused with a message saying which.
+feature configuration is refused with a message saying which. From format
+version 2 the JSON also carries the SHA-256 of its own content, so a hand
+edit (another class, other superpixel settings, ...) is refused too; version
+1 files, which lack it, still load.
 """
 from __future__ import annotations
 
 import hashlib
 import io
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from segstruct.datasets.voc import class_index
+
 from .cache import atomic_write_bytes
-from .features import FeatureConfig
+from .features import OPPONENT_DIM, FeatureConfig
 from .losses import loss_from_dict
 from .provenance import code_version
 
 FORMAT = "segstruct-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)     # 1: no checksum of the JSON itself
+DOC_DIGEST = "json_sha256"
 
 
 class ModelFileError(ValueError):
@@ -35,6 +43,12 @@ def model_paths(path) -> tuple[Path, Path]:
     if path.suffix in (".json", ".npz"):
         path = path.with_suffix("")
     return path.with_name(path.name + ".json"), path.with_name(path.name + ".npz")
+
+
+def checkpoint_path(path) -> Path:
+    """Where training a model ``path`` keeps its checkpoint: ``PATH.ckpt.npz``."""
+    json_path, _ = model_paths(path)
+    return json_path.with_name(json_path.name[: -len(".json")] + ".ckpt.npz")
 
 
 def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadata: dict) -> Path:
@@ -56,12 +70,19 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
     arrays = {"w": np.asarray(estimator.w_, np.float64)}
     if codebook is not None:
         arrays["codebook"] = np.asarray(codebook, np.float32)
+    # Refuse before writing anything: a model that could not be loaded back
+    # must not be written at all.
+    problem = _arrays_problem(arrays["w"], arrays.get("codebook"), feature_config,
+                              estimator.get_params().get("pairwise", True))
+    if problem:
+        raise ValueError(f"not saving model {json_path}: {problem}")
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     payload = buffer.getvalue()
     params = estimator.get_params()
     params.pop("oracle", None)       # a callable; the method name says which
-    params.pop("log_path", None)
+    for where in ("log_path", "checkpoint_path", "resume"):     # how it ran, not the model
+        params.pop(where, None)
     params["loss"] = estimator.loss_.to_dict()
     doc = {
         "format": FORMAT, "format_version": FORMAT_VERSION,
@@ -76,6 +97,7 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
                      "gap": estimator.gap_, "fit_seconds": estimator.fit_seconds_},
         **metadata,
     }
+    doc[DOC_DIGEST] = _doc_digest(doc)
     atomic_write_bytes(npz_path, lambda f: f.write(payload))
     text = json.dumps(doc, indent=2) + "\n"
     atomic_write_bytes(json_path, lambda f: f.write(text.encode()))
@@ -100,33 +122,76 @@ def load_model(path):
             raise ModelFileError(f"model file {p} not found")
     try:
         doc = json.loads(json_path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ModelFileError(f"model file {json_path} is not valid JSON ({err})") from err
-    if doc.get("format") != FORMAT or doc.get("format_version") != FORMAT_VERSION:
-        raise ModelFileError(f"{json_path} is not a segstruct model of format version "
-                             f"{FORMAT_VERSION}")
-    payload = npz_path.read_bytes()
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ModelFileError(f"{json_path} is not a segstruct model file")
+    if doc.get("format_version") not in READABLE_VERSIONS:
+        raise ModelFileError(f"{json_path} has model format version "
+                             f"{doc.get('format_version')!r}; this code reads versions "
+                             f"{', '.join(map(str, READABLE_VERSIONS))}")
+    try:
+        payload = npz_path.read_bytes()
+    except OSError as err:
+        raise ModelFileError(f"cannot read model file {npz_path} ({err})") from err
     if hashlib.sha256(payload).hexdigest() != doc.get("arrays_sha256"):
         raise ModelFileError(f"{npz_path} does not match the checksum in {json_path}: "
                              "the file is corrupted or belongs to another model")
-    with np.load(io.BytesIO(payload), allow_pickle=False) as data:
-        w = data["w"]
-        codebook = data["codebook"] if "codebook" in data.files else None
+    try:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as data:
+            w = data["w"]
+            codebook = data["codebook"] if "codebook" in data.files else None
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        raise ModelFileError(f"{npz_path} is not a readable model arrays file ({err})") from err
     try:
         config = FeatureConfig.from_dict(doc["features"])
         params = dict(doc["estimator"])
         loss = loss_from_dict(params.pop("loss"))
+        if "class" in doc:
+            class_index(doc["class"])
     except (KeyError, TypeError, ValueError) as err:
         raise ModelFileError(f"{json_path} has invalid settings ({err})") from err
-    expected = config.n_unary + (3 if params.get("pairwise", True) else 0)
-    if w.shape != (expected,):
-        raise ModelFileError(
-            f"{npz_path} holds {w.size} weights but its feature settings give {expected}")
-    if config.sift and (codebook is None or codebook.shape[0] != config.n_words):
-        raise ModelFileError(f"{npz_path} lacks the {config.n_words}-word codebook its "
-                             "feature settings need")
+    problem = _arrays_problem(w, codebook, config, params.get("pairwise", True))
+    if problem:
+        raise ModelFileError(f"{npz_path} does not fit the settings in {json_path}: {problem}")
     # The saved loss is the resolved one (kappa filled in), so kappa is None.
-    estimator = StructuredSVM(**{**params, "loss": loss, "kappa": None, "progress": False})
+    try:
+        estimator = StructuredSVM(**{**params, "loss": loss, "kappa": None,
+                                     "progress": False})
+    except (TypeError, ValueError) as err:
+        raise ModelFileError(f"{json_path} has invalid estimator settings ({err})") from err
+    # Checked after the specific checks above, whose messages say more.
+    if doc["format_version"] >= 2 and doc.get(DOC_DIGEST) != _doc_digest(doc):
+        raise ModelFileError(f"{json_path} does not match its own checksum "
+                             f"({DOC_DIGEST}): it was edited by hand or is corrupted; "
+                             "train the model again rather than editing it")
     estimator.w_ = np.asarray(w, np.float64)
     estimator.loss_ = loss
     return estimator, config, codebook, doc
+
+
+def _doc_digest(doc: dict) -> str:
+    """SHA-256 of a model document without its own digest (canonical JSON)."""
+    body = {k: v for k, v in doc.items() if k != DOC_DIGEST}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"))
+                          .encode()).hexdigest()
+
+
+def _arrays_problem(w, codebook, config: FeatureConfig, pairwise: bool) -> str | None:
+    """What is wrong with weights and codebook for these feature settings, or None."""
+    expected = config.n_unary + (3 if pairwise else 0)
+    if w.shape != (expected,):
+        return (f"{w.size} weights, but the feature settings give {expected} "
+                f"({' + '.join(f'{n} {name}' for name, n in config.unary_blocks())}"
+                f"{' + 3 pairwise' if pairwise else ''})")
+    if not np.all(np.isfinite(w)):
+        return f"{int(np.count_nonzero(~np.isfinite(w)))} weights are not finite"
+    if config.sift:
+        if codebook is None:
+            return f"no codebook, but the feature settings need a {config.n_words}-word one"
+        if codebook.shape != (config.n_words, OPPONENT_DIM):
+            return (f"a codebook of shape {codebook.shape}, but the feature settings "
+                    f"need ({config.n_words}, {OPPONENT_DIM})")
+        if not np.all(np.isfinite(codebook)):
+            return "the codebook holds non-finite values"
+    return None

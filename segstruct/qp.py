@@ -132,6 +132,35 @@ class WorkingSetQP:
                 self._last = np.concatenate([self._last[:k][keep], self._last[k:]])
         return removed
 
+    # Arrays that make up the working set: saved and restored whole, so a
+    # resumed training run continues on exactly the same QP.
+    _STATE = ("G", "losses", "groups", "inactive", "_gram", "_last")
+
+    def get_state(self) -> dict:
+        """The working set as named arrays (for checkpoints)."""
+        return {name.lstrip("_"): getattr(self, name) for name in self._STATE
+                if getattr(self, name) is not None}
+
+    def set_state(self, state: dict) -> None:
+        """Restore a working set saved by ``get_state``."""
+        G = np.asarray(state["G"], np.float64)
+        k = G.shape[0]
+        if G.ndim != 2 or G.shape[1] != self.n_features:
+            raise ValueError(f"saved constraints have shape {G.shape}, expected (K, "
+                             f"{self.n_features})")
+        shapes = {"losses": (k,), "groups": (k,), "inactive": (k,), "gram": (k, k)}
+        for name, shape in shapes.items():
+            if np.shape(state[name]) != shape:
+                raise ValueError(f"saved {name} has shape {np.shape(state[name])}, "
+                                 f"expected {shape}")
+        self.G = G
+        self.losses = np.asarray(state["losses"], np.float64)
+        self.groups = np.asarray(state["groups"], np.int64)
+        self.inactive = np.asarray(state["inactive"], np.int64)
+        self._gram = np.asarray(state["gram"], np.float64)
+        last = state.get("last")
+        self._last = None if last is None else np.asarray(last, np.float64)
+
     # ------------------------------------------------------------------
     def _hessian(self) -> np.ndarray:
         k, p = self.n_constraints, self.nonpositive.size

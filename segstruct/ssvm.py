@@ -22,6 +22,7 @@ signature of ``segstruct.inference.loss_augmented``:
 """
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ from tqdm.auto import tqdm
 from segstruct.inference import loss_augmented, maximize
 
 from .cache import atomic_write_bytes
+from .checkpoint import CheckpointError, fingerprint, load_checkpoint, save_checkpoint
 from .losses import AdjustedHammingLoss, Loss, get_loss
 from .model import MRFModel, disjoint_union
 from .qp import WorkingSetQP
@@ -79,6 +81,15 @@ def targets_and_weights(y_k, mode: str) -> tuple[np.ndarray, np.ndarray]:
     return t, a
 
 
+def oracle_name(oracle) -> str:
+    """A name for an oracle that is the same in every process (no addresses)."""
+    if oracle is None:
+        return "graphcut"
+    if inspect.isfunction(oracle):
+        return f"{oracle.__module__}.{oracle.__qualname__}"
+    return repr(oracle)
+
+
 class StructuredSVM:
     """Structural SVM for binary MRF segmentation (scikit-learn style).
 
@@ -117,6 +128,14 @@ class StructuredSVM:
         Show a progress bar.
     log_path : path, optional
         Write the training log as JSON here after every iteration.
+    checkpoint_path : path, optional
+        Save the whole training state here (atomically) after every
+        iteration: weights, working set, log and the oracle's warm-start
+        state.
+    resume : bool, default False
+        Continue from ``checkpoint_path`` when it exists (a finished run is
+        restored without iterating). The checkpoint must come from the same
+        data and settings; ``max_iter`` may be raised.
 
     Attributes
     ----------
@@ -133,7 +152,8 @@ class StructuredSVM:
 
     def __init__(self, loss="adjusted_hamming", kappa=None, C=0.5, solver="oneslack",
                  scope="dataset", weights="count", pairwise=True, oracle=None, tol=1e-3,
-                 max_iter=200, inactive_limit=50, progress=True, log_path=None):
+                 max_iter=200, inactive_limit=50, progress=True, log_path=None,
+                 checkpoint_path=None, resume=False):
         self.loss = loss
         self.kappa = kappa
         self.C = C
@@ -147,6 +167,8 @@ class StructuredSVM:
         self.inactive_limit = inactive_limit
         self.progress = progress
         self.log_path = log_path
+        self.checkpoint_path = checkpoint_path
+        self.resume = resume
 
     # ------------------------------------------------------------------
     def _check_params(self):
@@ -185,7 +207,12 @@ class StructuredSVM:
         if len(X) == 0:
             raise ValueError("no training examples")
         ts, ws = zip(*(targets_and_weights(y, self.weights) for y in Y))
-        for x, t in zip(X, ts):
+        for k, (x, t) in enumerate(zip(X, ts)):
+            for name in ("unary", "pairwise"):
+                values = getattr(x, name, None)
+                if values is not None and not np.all(np.isfinite(values)):
+                    raise ValueError(f"input {k} ({getattr(x, 'image_id', 'no id')}) has "
+                                     f"non-finite {name} features")
             if np.shape(x.unary)[0] != t.size:
                 raise ValueError(f"an input has {np.shape(x.unary)[0]} nodes but its "
                                  f"labels have {t.size}")
@@ -202,6 +229,11 @@ class StructuredSVM:
         X : sequence of objects with ``unary`` (N, Du), ``edges`` (E, 2),
             ``pairwise`` (E, Dp) arrays (e.g. ``SuperpixelGraph``).
         Y : sequence of (N,) targets in {0, 1} or (N, 2) [fg, bg] pixel counts.
+
+        With ``checkpoint_path`` set, the whole state is saved there after
+        every iteration; with ``resume=True`` too, a run continues from the
+        checkpoint (if there is one) and ends where an uninterrupted run
+        would.
         """
         self._check_params()
         start = time.perf_counter()
@@ -215,14 +247,26 @@ class StructuredSVM:
         caps = [self.C] if self.solver == "oneslack" else [self.C / n] * n
         qp = WorkingSetQP(dim, caps, nonpositive)
         psi_true = np.stack([model.joint_feature(x, t) for x, t in zip(xs, ts)])
-        w = np.zeros(dim)
-        xi = np.zeros(len(caps))
-        log, best_primal, dual = [], np.inf, 0.0
-        converged = False
-        bar = tqdm(total=self.max_iter, desc="cutting planes", disable=not self.progress,
-                   leave=False)
+        st = {"iteration": 0, "w": np.zeros(dim), "xi": np.zeros(len(caps)), "dual": 0.0,
+              "best_primal": np.inf, "best_w": np.zeros(dim), "log": [],
+              "converged": False, "elapsed": 0.0}
+        fp = None
+        if self.checkpoint_path is not None:
+            fp = self._fingerprint(xs, ts, ws, loss)
+            if self.resume and Path(self.checkpoint_path).exists():
+                st = self._restore(fp, qp, oracle)
+        log = st["log"]
+        bar = tqdm(total=self.max_iter, initial=min(st["iteration"], self.max_iter),
+                   desc="cutting planes", disable=not self.progress, leave=False)
+        w, xi, dual, best_primal = st["w"], st["xi"], st["dual"], st["best_primal"]
+        best_w, converged = st["best_w"], st["converged"]
+
+        def elapsed():
+            return st["elapsed"] + time.perf_counter() - start
         try:
-            for iteration in range(1, self.max_iter + 1):
+            for iteration in range(st["iteration"] + 1, self.max_iter + 1):
+                if converged:
+                    break
                 t0 = time.perf_counter()
                 gs, losses = np.empty((n, dim)), np.empty(n)
                 for i, (x, t, a) in enumerate(zip(xs, ts, ws)):
@@ -258,19 +302,20 @@ class StructuredSVM:
                     converged = True
                     entry.update({"dual": dual, "gap": best_primal - dual,
                                   "n_constraints": qp.n_constraints, "qp_seconds": 0.0,
-                                  "seconds": time.perf_counter() - start})
-                    log.append(entry)
-                    self._write_log(log)
-                    break
-                sol = qp.solve()
-                w, xi, dual = sol.w, sol.xi, sol.dual
-                removed = qp.prune(self.inactive_limit)
-                entry.update({"dual": dual, "gap": best_primal - dual,
-                              "n_constraints": qp.n_constraints, "pruned": removed,
-                              "qp_gap": sol.primal - sol.dual, "qp_route": qp.last_route,
-                              "qp_seconds": sol.seconds,
-                              "seconds": time.perf_counter() - start})
+                                  "seconds": elapsed()})
+                else:
+                    sol = qp.solve()
+                    w, xi, dual = sol.w, sol.xi, sol.dual
+                    removed = qp.prune(self.inactive_limit)
+                    entry.update({"dual": dual, "gap": best_primal - dual,
+                                  "n_constraints": qp.n_constraints, "pruned": removed,
+                                  "qp_gap": sol.primal - sol.dual, "qp_route": qp.last_route,
+                                  "qp_seconds": sol.seconds, "seconds": elapsed()})
                 log.append(entry)
+                if fp is not None:
+                    self._save(fp, qp, oracle, iteration=iteration, w=w, xi=xi, dual=dual,
+                               best_primal=best_primal, best_w=best_w, log=log,
+                               converged=converged, elapsed=elapsed())
                 self._write_log(log)
                 bar.update()
                 bar.set_postfix(gap=f"{entry['gap']:.3g}", cons=qp.n_constraints)
@@ -285,8 +330,39 @@ class StructuredSVM:
         self.dual_ = dual
         self.gap_ = best_primal - dual
         self.n_features_in_ = dim
-        self.fit_seconds_ = time.perf_counter() - start
+        self.fit_seconds_ = elapsed()
         return self
+
+    # ------------------------------------------------------------------
+    # checkpoints
+    def _fingerprint(self, xs, ts, ws, loss) -> str:
+        arrays = [a for x in xs for a in (x.unary, x.edges, x.pairwise) if a is not None]
+        settings = {k: v for k, v in self.get_params().items()
+                    if k not in ("max_iter", "progress", "log_path", "checkpoint_path",
+                                 "resume", "oracle", "loss")}
+        settings.update(loss=repr(loss), oracle=oracle_name(self.oracle))
+        return fingerprint(arrays + list(ts) + list(ws), settings)
+
+    def _save(self, fp, qp, oracle, **st):
+        arrays = {"w": st.pop("w"), "xi": st.pop("xi"), "best_w": st.pop("best_w")}
+        arrays.update({f"qp_{k}": v for k, v in qp.get_state().items()})
+        if hasattr(oracle, "get_state"):
+            arrays.update({f"oracle_{k}": v for k, v in oracle.get_state().items()})
+        st["best_primal"] = float(st["best_primal"])
+        save_checkpoint(self.checkpoint_path, arrays, {"fingerprint": fp, **st})
+
+    def _restore(self, fp, qp, oracle) -> dict:
+        arrays, meta = load_checkpoint(self.checkpoint_path)
+        if meta.get("fingerprint") != fp:
+            raise CheckpointError(
+                f"checkpoint {self.checkpoint_path} was made with other training data or "
+                "settings; delete it (or give another path) to start again")
+        qp.set_state({k[3:]: v for k, v in arrays.items() if k.startswith("qp_")})
+        if hasattr(oracle, "set_state"):
+            oracle.set_state({k[7:]: v for k, v in arrays.items() if k.startswith("oracle_")})
+        return {**{k: meta[k] for k in ("iteration", "dual", "best_primal", "log",
+                                        "converged", "elapsed")},
+                "w": arrays["w"], "xi": arrays["xi"], "best_w": arrays["best_w"]}
 
     def _write_log(self, log):
         if self.log_path is not None:
@@ -327,4 +403,5 @@ class StructuredSVM:
     def get_params(self) -> dict:
         return {k: getattr(self, k) for k in (
             "loss", "kappa", "C", "solver", "scope", "weights", "pairwise", "oracle",
-            "tol", "max_iter", "inactive_limit", "progress", "log_path")}
+            "tol", "max_iter", "inactive_limit", "progress", "log_path", "checkpoint_path",
+            "resume")}

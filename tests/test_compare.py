@@ -176,3 +176,33 @@ def test_pick_images_prefers_the_class_and_is_seeded(data_root):
     assert a == pick_images(ds, "train", "car", 3, seed=1) and len(set(a)) == 3
     showing = [i for i in ds.ids("train") if (ds.read_labels(i) == 7).any()]
     assert set(a[:min(3, len(showing))]) <= set(showing)
+
+
+def test_options_that_would_be_ignored_or_leak_are_refused(data_root, tmp_path, capsys):
+    base = ["compare", "--data", str(data_root), "--classes", "car", "--out",
+            str(tmp_path / "o"), "--cache", str(tmp_path / "c"), *SMALL]
+    cases = [
+        (["--split-eval", "train"], "own training data"),
+        (["--codebook-split", "val"], "training data only"),
+        (["--no-figures", "--figure-ids", "x"], "contradict"),
+        (["--methods", "bl1", "--loss", "f1"], "does not apply"),
+        (["--methods", "bl1", "bl2", "--triangles", "8"], "only to the proposed"),
+        (["--loss", "iou", "--beta", "2"], "--beta applies only"),
+    ]
+    for extra, words in cases:
+        with pytest.raises(SystemExit) as exc:
+            main(base + extra)
+        assert exc.value.code == 2 and words in capsys.readouterr().err, extra
+    assert not (tmp_path / "o").exists()
+
+
+def test_outputs_never_overwrite_the_model_read(finished, data_root, tmp_path, capsys):
+    out, cache, _ = finished
+    model = out / "models" / "car-bl1"
+    before = (out / "models" / "car-bl1.json").read_bytes()
+    for cmd in (["evaluate", "--model", str(model), "--json", str(model) + ".json"],
+                ["visualize", "--model", str(model), "--out", str(model) + ".npz"]):
+        with pytest.raises(SystemExit) as exc:
+            main(cmd + ["--data", str(data_root), *cache, "-q"])
+        assert exc.value.code == 2 and "destroy" in capsys.readouterr().err
+    assert (out / "models" / "car-bl1.json").read_bytes() == before

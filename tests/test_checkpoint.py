@@ -1,0 +1,188 @@
+"""Checkpoints: an interrupted training run resumes and ends with the same model."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from segstruct.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from segstruct.datasets import make_synthetic_voc
+from segstruct.inference import loss_augmented
+from segstruct.model import Graph
+from segstruct.oracles import TriangleOracle
+from segstruct.ssvm import StructuredSVM, oracle_name
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashingOracle:
+    """Calls ``oracle`` and raises on call number ``at`` (a simulated kill)."""
+
+    def __init__(self, oracle, at):
+        self.oracle, self.at, self.calls = oracle, at, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        if self.calls == self.at:
+            raise Crash
+        return self.oracle(*args)
+
+    def get_state(self):
+        return self.oracle.get_state() if hasattr(self.oracle, "get_state") else {}
+
+    def set_state(self, state):
+        if hasattr(self.oracle, "set_state"):
+            self.oracle.set_state(state)
+
+    def __repr__(self):          # the checkpoint fingerprint must not see the wrapper
+        return oracle_name(self.oracle)
+
+
+def problem(seed, n_graphs=4, n=7, du=4):
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for _ in range(n_graphs):
+        t = (rng.random(n) < 0.4).astype(np.uint8)
+        t[0] = 1
+        pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.5]
+        edges = np.array(pairs, np.int64).reshape(-1, 2)
+        unary = rng.normal(size=(n, du)) + np.outer(2.0 * t - 1, np.ones(du)) * 0.3
+        X.append(Graph(unary, edges, rng.uniform(0, 1, (len(edges), 2))))
+        Y.append(t)
+    return X, Y
+
+
+CASES = {
+    "bl1-oneslack": dict(loss="adjusted_hamming", solver="oneslack", scope="image"),
+    "hamming-nslack": dict(loss="hamming", solver="nslack", scope="image"),
+    "proposed-dataset": dict(loss="iou", scope="dataset", oracle="triangles"),
+    "proposed-image": dict(loss="iou", scope="image", solver="nslack", oracle="triangles"),
+}
+
+
+def make(case, tmp_path=None, crash_at=None, resume=False):
+    params = dict(CASES[case])
+    base = TriangleOracle(8) if params.pop("oracle", None) else loss_augmented
+    oracle = base if crash_at is None else CrashingOracle(base, crash_at)
+    ckpt = None if tmp_path is None else tmp_path / "run.ckpt.npz"
+    return StructuredSVM(**params, C=5.0, tol=1e-4, max_iter=60, progress=False,
+                         oracle=oracle, checkpoint_path=ckpt, resume=resume)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_interrupted_and_resumed_equals_uninterrupted(case, tmp_path):
+    X, Y = problem(3)
+    reference = make(case).fit(X, Y)
+    assert reference.n_iter_ >= 4
+    n_per_iteration = 1 if CASES[case]["scope"] == "dataset" else len(X)
+    for crash_iteration in (2, reference.n_iter_ - 1):
+        ckpt = tmp_path / "run.ckpt.npz"
+        ckpt.unlink(missing_ok=True)
+        with pytest.raises(Crash):
+            make(case, tmp_path, crash_at=(crash_iteration - 1) * n_per_iteration + 1).fit(X, Y)
+        _, meta = load_checkpoint(ckpt)
+        assert meta["iteration"] == crash_iteration - 1
+        resumed = make(case, tmp_path, resume=True).fit(X, Y)
+        # the same cutting-plane path: the same weights and log
+        np.testing.assert_allclose(resumed.w_, reference.w_, rtol=1e-9, atol=1e-12)
+        assert resumed.n_iter_ == reference.n_iter_
+        assert resumed.converged_ == reference.converged_
+        assert [e["primal"] for e in resumed.log_] == pytest.approx(
+            [e["primal"] for e in reference.log_], rel=1e-9)
+
+
+def test_resume_needs_the_same_data_and_settings(tmp_path):
+    X, Y = problem(4)
+    make("bl1-oneslack", tmp_path).fit(X, Y)
+    X2, Y2 = problem(5)
+    with pytest.raises(CheckpointError, match="other training data or settings"):
+        make("bl1-oneslack", tmp_path, resume=True).fit(X2, Y2)
+    other_c = make("bl1-oneslack", tmp_path, resume=True)
+    other_c.C = 50.0
+    with pytest.raises(CheckpointError, match="other training data or settings"):
+        other_c.fit(X, Y)
+
+
+def test_resume_of_a_finished_run_does_no_iteration(tmp_path):
+    X, Y = problem(6)
+    first = make("bl1-oneslack", tmp_path).fit(X, Y)
+    assert first.converged_
+    again = make("bl1-oneslack", tmp_path, crash_at=1, resume=True)  # any call would raise
+    again.fit(X, Y)
+    assert np.array_equal(again.w_, first.w_) and again.n_iter_ == first.n_iter_
+
+
+def test_raising_max_iter_continues_a_stopped_run(tmp_path):
+    X, Y = problem(7)
+    reference = make("bl1-oneslack").fit(X, Y)
+    short = make("bl1-oneslack", tmp_path)
+    short.max_iter = 3
+    short.fit(X, Y)
+    assert short.n_iter_ == 3 and not short.converged_
+    longer = make("bl1-oneslack", tmp_path, resume=True).fit(X, Y)
+    np.testing.assert_allclose(longer.w_, reference.w_, rtol=1e-9, atol=1e-12)
+
+
+def test_damaged_checkpoint_is_refused_with_its_name(tmp_path):
+    path = tmp_path / "x.ckpt.npz"
+    save_checkpoint(path, {"w": np.arange(3.0)}, {"iteration": 1})
+    arrays, meta = load_checkpoint(path)
+    assert meta["iteration"] == 1 and np.array_equal(arrays["w"], np.arange(3.0))
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(CheckpointError, match="x.ckpt.npz"):
+        load_checkpoint(path)
+
+
+# ----------------------------------------------------------------------------
+# A real process killed with SIGKILL at a random moment, then resumed.
+
+SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "200", "-q"]
+
+
+def _train(root, cache, out, *extra):
+    return [sys.executable, "-m", "segstruct.cli", "train", "--data", str(root),
+            "--class", "car", "--method", "proposed", "--triangles", "10", "--tol", "1e-4",
+            "--max-iter", "400", "--cache", str(cache), "--out", str(out), *SMALL, *extra]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_training_then_resume_gives_the_same_model(tmp_path):
+    from segstruct.persistence import load_model
+    root = make_synthetic_voc(tmp_path / "voc", n_train=8, n_val=2)
+    cache = tmp_path / "cache"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    subprocess.run(_train(root, cache, tmp_path / "ref"), check=True, env=env)
+    reference, *_ = load_model(tmp_path / "ref")
+    n_iter = json.loads((tmp_path / "ref.json").read_text())["training"]["n_iter"]
+    assert n_iter >= 10
+
+    out = tmp_path / "killed"
+    log = tmp_path / "killed.log.json"
+    ckpt = tmp_path / "killed.ckpt.npz"
+    proc = subprocess.Popen(_train(root, cache, out), env=env)
+    # wait until training is under way, then kill at a random moment
+    deadline = time.time() + 120
+    while not ckpt.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    time.sleep(random.Random(os.getpid()).uniform(0.0, 0.3))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    assert not (tmp_path / "killed.json").exists()
+    done_before = len(json.loads(log.read_text())) if log.exists() else 0
+    assert done_before < n_iter
+    # without --resume the interrupted run is not silently overwritten
+    refused = subprocess.run(_train(root, cache, out), env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "--resume" in refused.stderr
+    subprocess.run(_train(root, cache, out, "--resume"), check=True, env=env)
+    resumed, *_ = load_model(out)
+    np.testing.assert_allclose(resumed.w_, reference.w_, rtol=1e-6, atol=1e-9)
+    assert not ckpt.exists()       # spent once the model is saved
+    assert len(json.loads(log.read_text())) == n_iter

@@ -77,7 +77,7 @@ def atomic_write_bytes(path: Path, write: Callable) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             # mkstemp makes the file private (0600); results are for reading
-            os.fchmod(f.fileno(), 0o666 & ~_umask())
+            os.fchmod(f.fileno(), 0o666 & ~_UMASK)
             write(f)
             f.flush()
             os.fsync(f.fileno())
@@ -90,11 +90,15 @@ def atomic_write_bytes(path: Path, write: Callable) -> None:
         raise
 
 
-def _umask() -> int:
+def _read_umask() -> int:
     """The process umask (reading it means setting it: put it straight back)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+# read once at import: changing the umask while other threads write races
+_UMASK = _read_umask()
 
 
 class ArrayCache:

@@ -20,6 +20,7 @@ from .extraction import FeatureExtractor
 from .features import FeatureConfig
 from .methods import METHOD_HELP, METHODS
 from .provenance import code_version
+from .ssvm import oracle_name
 from .superpixels import SuperpixelParams
 
 
@@ -114,14 +115,12 @@ def _codebook_split(args) -> str:
 
 def _refuse_overwriting(output, models) -> None:
     """An output file must not be one of the model files the command reads."""
-    from .persistence import checkpoint_path, model_paths
+    from .persistence import checkpoint_path, log_path, model_paths
     if output is None:
         return
     out = Path(output).resolve()
     for model in models:
-        json_path, npz_path = model_paths(model)
-        log_path = json_path.with_name(json_path.name.replace(".json", ".log.json"))
-        if out in {q.resolve() for q in (json_path, npz_path, log_path,
+        if out in {q.resolve() for q in (*model_paths(model), log_path(model),
                                          checkpoint_path(model))}:
             raise UsageError(f"{output} is a file of model {model}: writing there would "
                              "destroy it; give another output path")
@@ -212,7 +211,8 @@ def cmd_features(args) -> int:
 # train / evaluate
 
 def _check_loss_options(args, methods) -> None:
-    """Refuse options that the chosen loss or methods would silently ignore."""
+    """Refuse options that the chosen loss or methods would silently ignore,
+    then fill in the defaults of the proposed method's options."""
     if args.loss_given and all(METHODS[m]["loss"] is not None for m in methods):
         raise UsageError(f"--loss does not apply to {', '.join(methods)}: their losses are "
                          "fixed (it sets the loss of bl2, proposed and exact)")
@@ -246,15 +246,16 @@ def _estimator(args, log_path=None, checkpoint_path=None):
 
 def cmd_train(args) -> int:
     from .inspection import training_set_problem
-    from .persistence import checkpoint_path, model_paths
+    from .persistence import checkpoint_path, log_path, model_paths
     json_path, _ = model_paths(args.out)
-    log_path = json_path.with_name(json_path.name.replace(".json", ".log.json"))
+    log_file = log_path(args.out)
     checkpoint = checkpoint_path(args.out)
     if checkpoint.exists() and not args.resume:
-        raise UsageError(f"{checkpoint} holds an interrupted training run: add --resume to "
-                         "continue it, or delete it to start again")
+        raise UsageError(f"{checkpoint} holds an unfinished training run: add --resume to "
+                         "continue it (raise --max-iter if it stopped there), or delete it "
+                         "to start again")
     # every option is checked before any feature is computed
-    estimator = _estimator(args, log_path, checkpoint)
+    estimator = _estimator(args, log_file, checkpoint)
     estimator._check_params()
     if args.resume and not checkpoint.exists():
         print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
@@ -273,18 +274,22 @@ def cmd_train(args) -> int:
     from .persistence import save_model
     save_model(args.out, estimator, extractor.config, codebook, {
         "class": args.class_name, "method": args.method, "dataset": dataset.name,
-        "oracle": repr(estimator.oracle) if estimator.oracle else "graphcut",
+        "oracle": oracle_name(estimator.oracle),
         "data_root": str(dataset.root), "train_split": args.split,
         "n_train_images": len(examples), "train_score": train_score,
-        "training_log": log_path.name})
-    checkpoint.unlink(missing_ok=True)      # the model is safe: the checkpoint is spent
+        "training_log": log_file.name})
+    if estimator.converged_:
+        checkpoint.unlink(missing_ok=True)  # the model is safe: the checkpoint is spent
+    # (kept when stopped at --max-iter, so --resume with a higher one continues)
     status = "converged" if estimator.converged_ else "stopped at --max-iter"
     print(f"{args.method} on {dataset.name}/{args.split}, class {args.class_name}: "
           f"{status} after {estimator.n_iter_} iterations in {estimator.fit_seconds_:.1f} s; "
           f"primal {estimator.primal_:.6g}, dual {estimator.dual_:.6g}, "
           f"gap {estimator.gap_:.3g}; {estimator.loss_!r}")
     print(f"training-set VOC IoU {train_score['voc_iou_percent']:.2f} %")
-    print(f"wrote {json_path} (+ .npz) and {log_path}")
+    print(f"wrote {json_path} (+ .npz) and {log_file}")
+    if checkpoint.exists():
+        print(f"kept {checkpoint}: rerun with --resume and a higher --max-iter to continue")
     return 0
 
 
@@ -525,7 +530,10 @@ def main(argv=None) -> int:
         print(f"segstruct {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted; finished cache entries are kept", file=sys.stderr)
+        print("interrupted; finished cache entries are kept"
+              + ("; continue training with --resume" if args.command == "train" else "")
+              + ("; run the same command again to resume" if args.command == "compare"
+                 else ""), file=sys.stderr)
         return 130
 
 

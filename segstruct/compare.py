@@ -22,6 +22,7 @@ settings is an error rather than silently mixed into the table.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import time
@@ -38,6 +39,8 @@ from .extraction import FeatureExtractor
 from .losses import totals
 from .methods import METHODS, estimator_for, method_loss
 from .persistence import checkpoint_path, load_model, model_paths, save_model
+from .persistence import log_path as log_file
+from .ssvm import oracle_name
 from .provenance import code_version, machine
 from .superpixels import paint
 
@@ -123,6 +126,7 @@ class Comparison:
         self.seed = seed
         self.progress = progress
         self.say = say
+        self._identity = None
         self._check()
 
     # ------------------------------------------------------------------ checks
@@ -141,14 +145,27 @@ class Comparison:
                 raise ValueError(f"a {what} is listed twice: {items}")
         for method in self.methods:      # bad C, tol, ... fail before any training
             self.settings.estimator(method)._check_params()
-        for split in (self.train_split, self.eval_split):
-            self.dataset.ids(split)          # raises DatasetError for a missing split
+        train_ids = set(self.dataset.ids(self.train_split))   # DatasetError if missing
+        shared = train_ids & set(self.dataset.ids(self.eval_split))
+        if shared:
+            raise ValueError(
+                f"splits {self.train_split!r} and {self.eval_split!r} share {len(shared)} "
+                f"image(s) (e.g. {sorted(shared)[0]}): the table would score models on "
+                "their own training data")
 
     def identity(self) -> dict:
-        """What a record must share with this run to count as already done."""
-        return {"data_root": str(self.dataset.root), "train_split": self.train_split,
-                "eval_split": self.eval_split, "features": self.extractor.config.to_dict(),
+        """What a record must share with this run to count as already done: the
+        data (split lists), features (settings and codebook) and settings."""
+        if self._identity is None:
+            ids = {s: self.dataset.ids(s) for s in (self.train_split, self.eval_split)}
+            codebook = self.extractor.codebook()[1] if self.extractor.config.sift else None
+            self._identity = {
+                "data_root": str(self.dataset.root), "train_split": self.train_split,
+                "eval_split": self.eval_split,
+                "split_lists_sha256": hashlib.sha256(json.dumps(ids).encode()).hexdigest(),
+                "features": self.extractor.config.to_dict(), "codebook": codebook,
                 "settings": asdict(self.settings), "seed": self.seed}
+        return self._identity
 
     # ------------------------------------------------------------------ paths
     def record_path(self, class_name, method) -> Path:
@@ -185,6 +202,11 @@ class Comparison:
         -------
         dict, the content of results.json.
         """
+        if figure_ids:
+            missing = sorted(set(figure_ids) - set(self.dataset.ids(self.eval_split)))
+            if missing:
+                raise ValueError(f"--figure-ids {', '.join(missing)} are not in split "
+                                 f"{self.eval_split!r} of {self.dataset.root}")
         self.out_dir.mkdir(parents=True, exist_ok=True)
         pending = [(c, m) for c in self.classes for m in self.methods
                    if self._load_record(c, m) is None]
@@ -193,6 +215,9 @@ class Comparison:
             self.say(f"{done} (class, method) pair(s) already finished in {self.out_dir}; "
                      "not training them again")
         self._check_classes_present({c for c, _ in pending})
+        if pending:
+            # every evaluation image and mask is readable before hours of training
+            self.extractor.examples(self.eval_split, pending[0][0], with_features=False)
         for k, (class_name, method) in enumerate(pending, 1):
             self.say(f"[{k}/{len(pending)}] training {method} for {class_name} on "
                      f"{self.dataset.name}/{self.train_split}")
@@ -227,7 +252,7 @@ class Comparison:
     def _train_and_score(self, class_name, method) -> dict:
         model_path = self.model_path(class_name, method)
         json_path, _ = model_paths(model_path)
-        log_path = json_path.with_name(json_path.name.replace(".json", ".log.json"))
+        log_path = log_file(model_path)
         model_path.parent.mkdir(parents=True, exist_ok=True)
         train = self.extractor.examples(self.train_split, class_name)
         # an interrupted pair continues from its last cutting-plane iteration
@@ -259,7 +284,7 @@ class Comparison:
             "training": {"fit_seconds": estimator.fit_seconds_, "n_iter": estimator.n_iter_,
                          "converged": estimator.converged_, "primal": estimator.primal_,
                          "dual": estimator.dual_, "gap": estimator.gap_,
-                         "oracle": repr(estimator.oracle) if estimator.oracle else "graphcut"},
+                         "oracle": oracle_name(estimator.oracle)},
             "n_train_images": len(train), "n_eval_images": len(evaluation),
             "train_score": train_score, "eval_score": eval_score,
             "eval_seconds": time.perf_counter() - start,

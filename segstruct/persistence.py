@@ -45,6 +45,12 @@ def model_paths(path) -> tuple[Path, Path]:
     return path.with_name(path.name + ".json"), path.with_name(path.name + ".npz")
 
 
+def log_path(path) -> Path:
+    """Where training a model ``path`` writes its log: ``PATH.log.json``."""
+    json_path, _ = model_paths(path)
+    return json_path.with_name(json_path.name[: -len(".json")] + ".log.json")
+
+
 def checkpoint_path(path) -> Path:
     """Where training a model ``path`` keeps its checkpoint: ``PATH.ckpt.npz``."""
     json_path, _ = model_paths(path)

@@ -82,12 +82,23 @@ def targets_and_weights(y_k, mode: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def oracle_name(oracle) -> str:
-    """A name for an oracle that is the same in every process (no addresses)."""
+    """A name for an oracle that is the same in every process.
+
+    Raises ValueError when there is none (a lambda, a nested function, an
+    object whose repr shows a memory address): a checkpoint could then not
+    tell such oracles apart, nor recognise its own after a restart.
+    """
     if oracle is None:
         return "graphcut"
     if inspect.isfunction(oracle):
-        return f"{oracle.__module__}.{oracle.__qualname__}"
-    return repr(oracle)
+        name = f"{oracle.__module__}.{oracle.__qualname__}"
+    else:
+        name = repr(oracle)
+    if "<lambda>" in name or "<locals>" in name or " at 0x" in name:
+        raise ValueError(f"oracle {name} has no name that is stable across processes; "
+                         "use a module-level function or give it a __repr__ that names "
+                         "its settings")
+    return name
 
 
 class StructuredSVM:
@@ -135,7 +146,8 @@ class StructuredSVM:
     resume : bool, default False
         Continue from ``checkpoint_path`` when it exists (a finished run is
         restored without iterating). The checkpoint must come from the same
-        data and settings; ``max_iter`` may be raised.
+        data and settings; ``max_iter`` may be raised. With False, training
+        starts afresh and overwrites the checkpoint.
 
     Attributes
     ----------
@@ -255,6 +267,8 @@ class StructuredSVM:
             fp = self._fingerprint(xs, ts, ws, loss)
             if self.resume and Path(self.checkpoint_path).exists():
                 st = self._restore(fp, qp, oracle)
+                # the process may have died between the checkpoint and the log
+                self._write_log(st["log"])
         log = st["log"]
         bar = tqdm(total=self.max_iter, initial=min(st["iteration"], self.max_iter),
                    desc="cutting planes", disable=not self.progress, leave=False)

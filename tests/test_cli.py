@@ -2,6 +2,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from segstruct.cli import main
@@ -153,3 +154,18 @@ def test_conflicting_training_options(data_root, tmp_path, capsys):
         with pytest.raises(SystemExit) as exc:
             main(base + extra)
         assert exc.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_train_stopped_at_max_iter_resumes_with_a_higher_one(data_root, tmp_path, capsys):
+    from segstruct.persistence import load_model
+    cache = ["--cache", str(tmp_path / "c")]
+    base = ["train", "--data", str(data_root), "--class", "car", "--tol", "1e-5", *cache,
+            *SMALL]
+    assert main(base + ["--out", str(tmp_path / "ref")]) == 0
+    assert main(base + ["--out", str(tmp_path / "m"), "--max-iter", "3"]) == 0
+    assert (tmp_path / "m.ckpt.npz").exists() and "--resume" in capsys.readouterr().out
+    with pytest.raises(SystemExit):              # not silently restarted
+        main(base + ["--out", str(tmp_path / "m")])
+    assert main(base + ["--out", str(tmp_path / "m"), "--resume", "--max-iter", "500"]) == 0
+    assert np.array_equal(load_model(tmp_path / "m")[0].w_, load_model(tmp_path / "ref")[0].w_)
+    assert not (tmp_path / "m.ckpt.npz").exists()

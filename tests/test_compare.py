@@ -206,3 +206,62 @@ def test_outputs_never_overwrite_the_model_read(finished, data_root, tmp_path, c
             main(cmd + ["--data", str(data_root), *cache, "-q"])
         assert exc.value.code == 2 and "destroy" in capsys.readouterr().err
     assert (out / "models" / "car-bl1.json").read_bytes() == before
+
+
+def test_an_interrupted_pair_continues_from_its_checkpoint(data_root, tmp_path, monkeypatch,
+                                                           capsys):
+    from segstruct.ssvm import StructuredSVM
+    args = ["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
+            "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c"), "--no-figures",
+            "--tol", "1e-5", *SMALL]
+    reference = tmp_path / "ref"
+    assert main([a if a != str(tmp_path / "o") else str(reference) for a in args]) == 0
+    real_save = StructuredSVM._save
+    calls = []
+
+    def save_then_die(self, *a, **k):
+        real_save(self, *a, **k)
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(StructuredSVM, "_save", save_then_die)
+    assert main(args) == 130                      # interrupted after 3 iterations
+    assert (tmp_path / "o" / "models" / "car-bl1.ckpt.npz").exists()
+    monkeypatch.setattr(StructuredSVM, "_save", real_save)
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "resuming from" in capsys.readouterr().out
+    done = json.loads((tmp_path / "o" / "runs" / "car-bl1.json").read_text())
+    ref = json.loads((reference / "runs" / "car-bl1.json").read_text())
+    assert done["training"]["n_iter"] == ref["training"]["n_iter"]
+    assert done["eval_score"] == ref["eval_score"]
+    assert not (tmp_path / "o" / "models" / "car-bl1.ckpt.npz").exists()
+
+
+def test_unreadable_eval_data_and_bad_ids_fail_before_training(data_root, tmp_path, capsys):
+    import shutil
+    root = tmp_path / "voc"
+    shutil.copytree(data_root, root)
+    ds = VOCDataset(root)
+    base = ["compare", "--data", str(root), "--classes", "car", "--methods", "bl1",
+            "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c"), *SMALL]
+    assert main(base + ["--figure-ids", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    bad = ds.ids("val")[0]
+    ds.mask_path(bad).write_bytes(ds.mask_path(bad).read_bytes()[:50])
+    assert main(base) == 2
+    assert bad in capsys.readouterr().err
+    assert not (tmp_path / "o" / "models").exists()
+
+
+def test_overlapping_splits_are_refused(data_root, tmp_path, capsys):
+    import shutil
+    root = tmp_path / "voc"
+    shutil.copytree(data_root, root)
+    ds = VOCDataset(root)
+    split_dir = root / "ImageSets" / "Segmentation"
+    (split_dir / "trainval.txt").write_text("\n".join(ds.ids("train") + ds.ids("val")) + "\n")
+    assert main(["compare", "--data", str(root), "--classes", "car", "--methods", "bl1",
+                 "--split-train", "trainval", "--out", str(tmp_path / "o"),
+                 "--cache", str(tmp_path / "c"), *SMALL]) == 2
+    assert "share" in capsys.readouterr().err

@@ -97,7 +97,8 @@ class TriangleOracle:
         loss = get_loss(loss)
         u64, p64 = np.asarray(u, np.float64), np.asarray(p, np.float64)
         e64 = np.asarray(edges, np.int64).reshape(-1, 2)
-        t64, a64 = np.asarray(t, np.float64), np.asarray(a, np.float64)
+        t64 = np.asarray(t, np.float64)
+        a64 = np.ones_like(t64) if a is None else np.asarray(a, np.float64)
         totals_ = totals(t64, a64)
         best, n_flips = res, 0
         for start in [res.labels, *list(starts)[: self.MAX_STARTS]]:

@@ -69,7 +69,37 @@ def _add_feature_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=d.seed)
 
 
+def _check_feature_options(args) -> None:
+    """Refuse feature options that the other options make meaningless."""
+    d = FeatureConfig()
+    s = d.superpixels
+    given = lambda name, default: getattr(args, name) != default  # noqa: E731
+    if args.superpixels == "slic":
+        unused = [f for f, n, v in (("--fz-scale", "fz_scale", s.scale),
+                                    ("--fz-sigma", "fz_sigma", s.sigma),
+                                    ("--fz-min-size", "fz_min_size", s.min_size)) if given(n, v)]
+        if unused:
+            raise UsageError(f"{', '.join(unused)} set Felzenszwalb, but --superpixels is slic")
+    else:
+        unused = [f for f, n, v in (("--slic-segments", "slic_segments", s.n_segments),
+                                    ("--slic-compactness", "slic_compactness",
+                                     s.compactness)) if given(n, v)]
+        if unused:
+            raise UsageError(f"{', '.join(unused)} set SLIC, but --superpixels is "
+                             f"{args.superpixels}")
+    if args.no_sift:
+        unused = [f for f, n, v in (("--words", "words", d.n_words),
+                                    ("--codebook-descriptors", "codebook_descriptors",
+                                     d.codebook_descriptors),
+                                    ("--codebook-split", "codebook_split", None))
+                  if given(n, v)]
+        if unused:
+            raise UsageError(f"{', '.join(unused)} set the SIFT codebook, but --no-sift "
+                             "switches SIFT off")
+
+
 def _feature_config(args) -> FeatureConfig:
+    _check_feature_options(args)
     sp = SuperpixelParams(method=args.superpixels, scale=args.fz_scale, sigma=args.fz_sigma,
                           min_size=args.fz_min_size, n_segments=args.slic_segments,
                           compactness=args.slic_compactness)

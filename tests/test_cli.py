@@ -169,3 +169,17 @@ def test_train_stopped_at_max_iter_resumes_with_a_higher_one(data_root, tmp_path
     assert main(base + ["--out", str(tmp_path / "m"), "--resume", "--max-iter", "500"]) == 0
     assert np.array_equal(load_model(tmp_path / "m")[0].w_, load_model(tmp_path / "ref")[0].w_)
     assert not (tmp_path / "m.ckpt.npz").exists()
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--superpixels", "slic", "--fz-scale", "300"], "--fz-scale"),
+    (["--fz-min-size", "300", "--slic-segments", "80"], "--slic-segments"),
+    (["--no-sift", "--words", "50"], "--words"),
+    (["--no-sift", "--codebook-split", "train"], "--codebook-split"),
+])
+def test_feature_options_that_would_be_ignored_are_refused(extra, words, data_root, tmp_path,
+                                                           capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["features", "--data", str(data_root), "--cache", str(tmp_path / "c"), "-q",
+              *extra])
+    assert exc.value.code == 2 and words in capsys.readouterr().err

@@ -200,7 +200,10 @@ def test_sigkill_mid_training_then_resume_gives_the_same_model(tmp_path):
     root = make_synthetic_voc(tmp_path / "voc", n_train=8, n_val=2)
     cache = tmp_path / "cache"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    subprocess.run(_train(root, cache, tmp_path / "ref"), check=True, env=env)
+    # run from elsewhere: in the repository, ./segstruct would shadow the
+    # installed package (whose datasets/ and inference/ are mapped in)
+    run = dict(env=env, cwd=tmp_path)
+    subprocess.run(_train(root, cache, tmp_path / "ref"), check=True, **run)
     reference, *_ = load_model(tmp_path / "ref")
     n_iter = json.loads((tmp_path / "ref.json").read_text())["training"]["n_iter"]
     assert n_iter >= 10
@@ -208,7 +211,7 @@ def test_sigkill_mid_training_then_resume_gives_the_same_model(tmp_path):
     out = tmp_path / "killed"
     log = tmp_path / "killed.log.json"
     ckpt = tmp_path / "killed.ckpt.npz"
-    proc = subprocess.Popen(_train(root, cache, out), env=env)
+    proc = subprocess.Popen(_train(root, cache, out), **run)
     # kill at a random moment: after a random number of iterations, plus a
     # random part of the next one
     rng = random.Random(os.getpid())
@@ -229,9 +232,9 @@ def test_sigkill_mid_training_then_resume_gives_the_same_model(tmp_path):
     done_before = len(json.loads(log.read_text())) if log.exists() else 0
     assert done_before < n_iter
     # without --resume the interrupted run is not silently overwritten
-    refused = subprocess.run(_train(root, cache, out), env=env, capture_output=True, text=True)
+    refused = subprocess.run(_train(root, cache, out), capture_output=True, text=True, **run)
     assert refused.returncode == 2 and "--resume" in refused.stderr
-    subprocess.run(_train(root, cache, out, "--resume"), check=True, env=env)
+    subprocess.run(_train(root, cache, out, "--resume"), check=True, **run)
     resumed, *_ = load_model(out)
     np.testing.assert_allclose(resumed.w_, reference.w_, rtol=1e-6, atol=1e-9)
     assert not ckpt.exists()       # spent once the model is saved

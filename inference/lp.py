@@ -183,6 +183,7 @@ def lp_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
     lp = TriangleLP(u, edges, p, t, a)
     values = np.full(len(triangulation), -np.inf)
     best, best_k, paper = None, -1, None
+    seen = {}                  # distinct candidates by their bytes: (objective, labels)
     for k in range(len(triangulation)):
         alpha, beta, _ = triangulation.planes[k]
         value, y_frac = lp.solve(triangulation.planes[k], triangulation.halfplanes(k), label=str(k))
@@ -196,6 +197,7 @@ def lp_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
             candidates.append(_plane_cut(u, edges, p, t, a, alpha, beta, fixed=integral))
         for y in candidates:
             res = _result(u, edges, p, y, t, a, loss, n_pos, n_neg)
+            seen[res.labels.tobytes()] = (res.objective, res.labels)
             if best is None or res.objective > best.objective + 1e-12:
                 best, best_k = res, k
         if paper is None or value > values[paper[0]]:
@@ -212,5 +214,7 @@ def lp_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
     best.info = {"method": "lp", "rule": rule, "triangle": int(best_k),
                  "lp_values": values.tolist(), "n_triangles": len(triangulation),
                  "triangulation_max_error": float(triangulation.max_error),
+                 # the best distinct candidates, best first (local search starts)
+                 "labellings": [y for _, y in sorted(seen.values(), key=lambda c: -c[0])[:8]],
                  "seconds": time.perf_counter() - start}
     return best

@@ -71,7 +71,8 @@ class TriangleOracle:
         tri = self.triangulation(loss, *totals(t, a))
         if self.solver == "lp":
             res = lp_oracle(u, edges, p, t, a, loss, triangulation=tri, rule=self.rule)
-            return self._polished(res, u, edges, p, t, a, loss)
+            return self._polished(res, u, edges, p, t, a, loss,
+                                  starts=res.info.pop("labellings"))
         # Cutting-plane training calls again with a slightly changed w: the
         # last call's labellings for the same graph start the columns.
         # (a digest, not hash(): the key must survive a checkpoint and restart)

@@ -96,3 +96,16 @@ def test_graph_cut_results_are_already_flip_optimal_for_hamming():
         u, edges, p, t, a = instance(rng)
         res = loss_augmented(u, edges, p, t, a, "hamming")
         assert polish(u, edges, p, t, a, get_loss("hamming"), res.labels)[1] == 0
+
+
+def test_lp_oracle_offers_its_best_distinct_candidates_as_starts():
+    rng = np.random.default_rng(4)
+    from segstruct.inference.lp import lp_oracle
+    loss = get_loss("iou")
+    u, edges, p, t, a = instance(rng, n=8)
+    res = lp_oracle(u, edges, p, t, a, loss, n_triangles=6)
+    starts = res.info["labellings"]
+    objectives = [objective(u, edges, p, t, a, loss, y) for y in starts]
+    assert 1 <= len(starts) <= 8 and len({y.tobytes() for y in starts}) == len(starts)
+    assert objectives == sorted(objectives, reverse=True)
+    assert objectives[0] == pytest.approx(res.objective)

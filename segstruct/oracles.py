@@ -88,8 +88,11 @@ class TriangleOracle:
     MAX_FLIPS = 200
 
     # Greedy flips from one start can stop at a local optimum that another
-    # candidate's flips pass by; a few starts are cheap.
+    # candidate's flips pass by; a few starts are cheap on superpixel graphs.
+    # On large graphs (data-set scope, pixels) each pass costs milliseconds
+    # and every start may flip up to MAX_FLIPS times: polish the best only.
     MAX_STARTS = 8
+    MAX_NODES_FOR_STARTS = 2000
 
     def _polished(self, res, u, edges, p, t, a, loss, starts=()):
         """The best labelling greedy flips reach from the result and from ``starts``."""
@@ -102,6 +105,8 @@ class TriangleOracle:
         a64 = np.ones_like(t64) if a is None else np.asarray(a, np.float64)
         totals_ = totals(t64, a64)
         best, n_flips = res, 0
+        if len(u64) > self.MAX_NODES_FOR_STARTS:
+            starts = ()
         for start in [res.labels, *list(starts)[: self.MAX_STARTS]]:
             y, n = polish(u64, e64, p64, t64, a64, loss, start, max_steps=self.MAX_FLIPS)
             if n == 0 and start is not res.labels:

@@ -32,7 +32,7 @@ def grid_edges(rows, cols):
     return np.concatenate([right, down]).astype(np.int64)
 
 
-def random_instances(bench, n=3, seed=0):
+def grid_instances(bench, n=3, seed=0):
     rng = np.random.default_rng(seed)
     out = []
     for k in range(n):
@@ -65,7 +65,7 @@ def all_zeros_case(bench):
 def run(bench):
     cases = bench.default_cases(m_values=(4,), lp_m=4)
     cases["all_zeros"] = all_zeros_case(bench)
-    instances = random_instances(bench)
+    instances = grid_instances(bench)
     per_image = bench.bench_images(instances, cases, repeats=2)
     return cases, instances, per_image, bench.summarise(per_image)
 
@@ -163,7 +163,7 @@ def test_merge_and_table(bench, run):
 
 
 def test_min_timer_and_bad_arguments(bench):
-    instances = random_instances(bench, n=1, seed=1)
+    instances = grid_instances(bench, n=1, seed=1)
     cases = {k: v for k, v in bench.default_cases((4,), None, False).items()
              if k in ("graphcut_hamming", "bl2")}
     out = bench.bench_images(instances, cases, repeats=3, timer="min")
@@ -185,3 +185,238 @@ def test_missing_shared_data_is_a_clear_error(bench, tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench.main(["--shared-data", str(tmp_path), "--data-sets", "camvid_voc"])
     assert "NAME:CLASS" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------
+# Issue 7's targets
+
+
+def target_inputs(sp_ratios=(10.0, 20.0, 30.0), objective=(5.0, 6.0, 7.0),
+                  lp_objective=(5.0, 6.0, 7.0), n=100, n_exact=100, n_finite=None,
+                  violations=0, ds_seconds=3.0, px_ratio=10.0, timed_out=False):
+    gc_ms = 50.0
+    return {
+        "superpixel": {"images": [f"img{k}" for k in range(len(sp_ratios))],
+                       "ratios": list(sp_ratios), "objective": list(objective),
+                       "lp_objective": None if lp_objective is None else list(lp_objective)},
+        "exactness": {"n": n, "n_exact": n_exact,
+                      "n_finite_bound": n if n_finite is None else n_finite,
+                      "n_bound_violations": violations,
+                      "by_source": {"real": {"n": 40, "n_exact": min(40, n_exact)},
+                                    "random50": {"n": n - 40,
+                                                 "n_exact": max(0, n_exact - 40)}}},
+        "dataset_scope": {"proposed_s": ds_seconds, "graphcut_ms": 4.0,
+                          "triangulation_s": 0.5, "n_nodes": 11169, "n_edges": 25363},
+        "pixel_level": [{"graphcut_ms": gc_ms, "proposed_s": px_ratio * gc_ms / 1e3,
+                         "timed_out": timed_out, "n_nodes": 172800}],
+    }
+
+
+def verdict(bench, **kw):
+    return {t["name"]: t for t in bench.targets_from(target_inputs(**kw))}
+
+
+def test_targets_schema_and_json(bench):
+    targets = json.loads(json.dumps(bench.targets_from(target_inputs())))
+    assert [t["name"] for t in targets] == ["superpixel_M40_ratio", "exact_share",
+                                            "dataset_scope_seconds", "pixel_level_ratio"]
+    assert list(bench.TARGET_NAMES) == [t["name"] for t in targets]
+    for t in targets:
+        assert set(t) == {"name", "value", "goal", "met", "detail"}
+        assert {"name", "value", "goal", "met"} <= set(t)
+        assert isinstance(t["value"], float) and isinstance(t["met"], bool)
+        assert t["met"] is True, t
+    assert [t["goal"] for t in targets] == [50.0, 0.99, 5.0, 20.0]
+    table = bench.targets_table(targets).strip().splitlines()
+    assert len(table) == 6 and all(line.count("|") == 5 for line in table)
+    assert "| superpixel_M40_ratio | 20 | <= 50 | yes |" in table
+
+
+def test_target_superpixel_ratio(bench):
+    assert verdict(bench, sp_ratios=(40.0, 50.0, 60.0))["superpixel_M40_ratio"]["met"]
+    t = verdict(bench, sp_ratios=(49.0, 51.0, 60.0))["superpixel_M40_ratio"]
+    assert t["value"] == 51.0 and not t["met"]
+    # the objective must not fall below the plain LP's (1e-9 relative)
+    t = verdict(bench, objective=(5.0, 6.0 - 1e-6, 7.0))["superpixel_M40_ratio"]
+    assert t["value"] == 20.0 and not t["met"] and "2 / 3" in t["detail"]
+    assert verdict(bench, objective=(5.0, 6.0 * (1 - 1e-10), 7.0))[
+        "superpixel_M40_ratio"]["met"]
+    assert verdict(bench, objective=(5.0, 9.0, 7.0))["superpixel_M40_ratio"]["met"]
+    assert not verdict(bench, lp_objective=None)["superpixel_M40_ratio"]["met"]
+
+
+def test_target_exact_share(bench):
+    t = verdict(bench, n_exact=99)["exact_share"]
+    assert t["value"] == pytest.approx(0.99) and t["met"]
+    t = verdict(bench, n_exact=98)["exact_share"]
+    assert t["value"] == pytest.approx(0.98) and not t["met"]
+    # a missing / infinite bound or a bound below the optimum fails it too
+    assert not verdict(bench, n_finite=99)["exact_share"]["met"]
+    assert not verdict(bench, violations=1)["exact_share"]["met"]
+
+
+def test_target_dataset_scope(bench):
+    assert verdict(bench, ds_seconds=4.99)["dataset_scope_seconds"]["met"]
+    t = verdict(bench, ds_seconds=5.0)["dataset_scope_seconds"]
+    assert t["value"] == 5.0 and not t["met"]          # strictly under 5 s
+    assert "ratio 1250" in verdict(bench, ds_seconds=5.0)["dataset_scope_seconds"]["detail"]
+
+
+def test_target_pixel_level(bench):
+    t = verdict(bench, px_ratio=20.0)["pixel_level_ratio"]
+    assert t["value"] == pytest.approx(20.0) and t["met"]
+    assert not verdict(bench, px_ratio=20.5)["pixel_level_ratio"]["met"]
+    # a time-out: the value is only a lower bound, never met, and says so
+    t = verdict(bench, px_ratio=5.0, timed_out=True)["pixel_level_ratio"]
+    assert not t["met"] and t["detail"].startswith(">= ")
+    assert "| pixel_level_ratio | >= 5 | <= 20 | NO |" in bench.targets_table([t])
+
+
+def test_targets_not_measured(bench):
+    targets = bench.targets_from({"superpixel": None, "exactness": None,
+                                  "dataset_scope": None, "pixel_level": None})
+    assert [t["name"] for t in targets] == list(bench.TARGET_NAMES)
+    assert all(t["value"] is None and t["met"] is False for t in targets)
+    assert all("not measured" in t["detail"] for t in targets)
+
+
+def test_target_inputs_from_measurements(bench, run):
+    _, instances, per_image, _ = run
+    sp = bench.superpixel_inputs(per_image, "proposed_M4", "proposed_M4_lp")
+    cases = per_image["cases"]
+    assert sp["ratios"] == pytest.approx([c / b for c, b in zip(
+        cases["proposed_M4"]["ms"], cases["graphcut_hamming"]["ms"])])
+    assert sp["lp_objective"] == cases["proposed_M4_lp"]["objective"]
+    assert bench.superpixel_inputs(per_image) is None      # no proposed_M40 here
+    ex = bench.exactness_inputs({"a": per_image, "b": per_image}, "proposed_M4")
+    assert ex["n"] == 2 * len(instances) and ex["n_finite_bound"] == ex["n"]
+    assert ex["n_bound_violations"] == 0 and set(ex["by_source"]) == {"a", "b"}
+    poor = bench.exactness_inputs({"a": per_image}, "all_zeros")
+    assert poor["n_bound_violations"] == len(instances)
+    assert poor["n_exact"] == sum(g <= 1e-6 for g in cases["all_zeros"]["rel_gap"])
+    targets = bench.targets_from({"superpixel": sp, "exactness": poor,
+                                  "dataset_scope": None, "pixel_level": None})
+    assert not targets[1]["met"]
+    json.dumps(targets)
+
+
+def test_random_instances(bench):
+    insts = bench.random_instances(20, seed=3)
+    assert len(insts) == 20
+    degrees = []
+    for k, inst in enumerate(insts):
+        assert inst.u.shape == (50,) and inst.t.shape == (50,) and inst.a.shape == (50,)
+        assert inst.edges.ndim == 2 and inst.edges.shape[1] == 2
+        assert inst.p.shape == (len(inst.edges),) and np.all(inst.p <= 0)
+        assert np.all(inst.edges[:, 0] < inst.edges[:, 1])           # no self-loops
+        assert len(np.unique(inst.edges, axis=0)) == len(inst.edges)  # no repeats
+        assert inst.edges.min() >= 0 and inst.edges.max() < 50
+        assert np.all(inst.a == 1) and set(np.unique(inst.t)) <= {0, 1}
+        if k % 10 == 9:
+            assert not inst.t.any() and inst.name.endswith("-bg")
+        degrees.append(2 * len(inst.edges) / 50)
+    assert 3.5 <= np.mean(degrees) <= 4.0
+    share = np.mean(np.concatenate([i.t for k, i in enumerate(insts) if k % 10 != 9]))
+    assert 0.2 < share < 0.4
+    again = bench.random_instances(20, seed=3)
+    for x, y in zip(insts, again):
+        for key in ("u", "edges", "p", "t", "a"):
+            np.testing.assert_array_equal(getattr(x, key), getattr(y, key))
+    other = bench.random_instances(2, seed=4)
+    assert not np.array_equal(other[0].u, insts[0].u)
+
+
+def tiny_image(h=3, w=4):
+    sp = np.zeros((h, w), np.int64)
+    sp[:, w // 2:] = 1                                   # two superpixels
+    lab = np.zeros((h, w, 3))
+    lab[:, w // 2:, 0] = 50.0                            # a colour edge between them
+    target = np.zeros((h, w), bool)
+    target[:, w // 2:] = True
+    void = np.zeros((h, w), bool)
+    void[0, 0] = void[h - 1, w - 1] = True
+    return sp, lab, target, void
+
+
+def test_pixel_grid(bench):
+    h, w = 3, 4
+    sp, lab, target, void = tiny_image(h, w)
+    u_sp = np.array([-3.0, 6.0])
+    inst, params = bench.pixel_grid(sp, u_sp, lab, target, void)
+    assert inst.u.shape == (h * w,)
+    assert inst.edges.shape == (h * (w - 1) + w * (h - 1), 2)
+    assert len(np.unique(np.sort(inst.edges, 1), axis=0)) == len(inst.edges)
+    d = np.abs(inst.edges[:, 1] - inst.edges[:, 0])
+    assert set(d) == {1, w}                               # right and down neighbours
+    horiz = inst.edges[d == 1]
+    assert np.all(horiz[:, 0] // w == horiz[:, 1] // w)   # never across a row end
+    # unaries: the superpixel's divided by its pixel count (6 pixels each)
+    np.testing.assert_allclose(inst.u, (u_sp / 6.0)[sp.ravel()])
+    # weights 0 on void, 1 elsewhere; targets the class pixels
+    np.testing.assert_array_equal(inst.a, (~void).ravel().astype(float))
+    assert inst.a[0] == 0 and inst.a[-1] == 0 and inst.a.sum() == h * w - 2
+    np.testing.assert_array_equal(inst.t, target.ravel().astype(np.uint8))
+    # pairwise: -lambda within a colour, weaker across the colour edge
+    lam = 0.1 * np.median(np.abs(inst.u))
+    assert params["lambda"] == pytest.approx(lam)
+    assert np.all(inst.p <= 0) and inst.p.min() == pytest.approx(-lam)
+    across = sp.ravel()[inst.edges[:, 0]] != sp.ravel()[inst.edges[:, 1]]
+    assert across.sum() == h
+    d2 = 50.0 ** 2
+    sigma2 = d2 * h / len(inst.edges)
+    assert params["sigma2"] == pytest.approx(sigma2)
+    np.testing.assert_allclose(inst.p[across], -lam * np.exp(-d2 / (2 * sigma2)))
+    np.testing.assert_allclose(inst.p[~across], -lam)
+
+
+def pixel_problem(bench, h=24, w=24, seed=0):
+    rng = np.random.default_rng(seed)
+    sp = (np.arange(h)[:, None] // 6) * (w // 6) + np.arange(w)[None, :] // 6
+    u_sp = rng.normal(0, 20.0, sp.max() + 1)
+    lab = rng.normal(50, 10, (h, w, 3))
+    target = np.zeros((h, w), bool)
+    target[5:15, 6:18] = True
+    void = np.zeros((h, w), bool)
+    void[0] = True
+    return bench.pixel_grid(sp, u_sp, lab, target, void, name="toy/pixels")
+
+
+def test_measure_pixel_in_process(bench):
+    from segstruct.oracles import TriangleOracle
+    inst, params = pixel_problem(bench, 12, 12)
+    r = bench.measure_pixel(inst, params, repeats=2, timeout=None, n_triangles=6)
+    assert not r["timed_out"] and r["proposed_s"] > 0 and len(r["graphcut_ms_runs"]) == 2
+    assert r["ratio_to_graphcut"] == pytest.approx(1e3 * r["proposed_s"] / r["graphcut_ms"])
+    assert r["n_nodes"] == 144 and r["n_edges"] == 2 * 12 * 11
+    ref = TriangleOracle(6)(inst.u, inst.edges, inst.p, inst.t, inst.a, "iou")
+    assert r["objective"] == pytest.approx(ref.objective)
+    assert r["bound"] >= r["objective"] - 1e-9
+    json.dumps(r)
+
+
+def test_pixel_time_limit_worker(bench, monkeypatch):
+    # the spawned worker imports this script by name
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    inst, _ = pixel_problem(bench, 12, 12)
+    done = bench.proposed_with_time_limit(inst, timeout=120.0, n_triangles=6)
+    assert not done["timed_out"] and done["objective"] is not None
+    assert done["triangulation_s"] > 0 and done["proposed_s"] < 120
+    inst, _ = pixel_problem(bench, 60, 60)
+    cut = bench.proposed_with_time_limit(inst, timeout=0.0, n_triangles=40)
+    assert cut["timed_out"] and cut["proposed_s"] == 0.0 and cut["objective"] is None
+
+
+def test_measure_dataset_scope(bench):
+    insts = bench.random_instances(3, n_nodes=20, seed=1)
+    from segstruct.model import Graph, disjoint_union
+    graphs = [Graph(np.zeros((20, 1)), i.edges, np.zeros((len(i.edges), 1))) for i in insts]
+    union = disjoint_union(graphs)
+    inst = bench.Instance("union", np.concatenate([i.u for i in insts]), union.edges,
+                          np.concatenate([i.p for i in insts]),
+                          np.concatenate([i.t for i in insts]),
+                          np.concatenate([i.a for i in insts]))
+    r = bench.measure_dataset_scope(inst, repeats=2, n_triangles=6)
+    assert r["n_nodes"] == 60 and r["n_edges"] == sum(len(i.edges) for i in insts)
+    assert r["proposed_s"] > 0 and r["triangulation_s"] > 0
+    assert r["bound"] >= r["objective"] - 1e-9
+    json.dumps(r)

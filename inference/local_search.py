@@ -68,10 +68,11 @@ def polish(u, edges, p, t, a, loss, y, max_steps=None, tol=1e-12):
     edges = np.asarray(edges, np.int64).reshape(-1, 2)
     p = np.asarray(p, np.float64)
     steps = len(y) if max_steps is None else max_steps
+    threshold = tol * max(1.0, float(np.max(np.abs(u), initial=0.0)))
     for n_flips in range(steps):
         gains = flip_gains(u, edges, p, t, a, loss, y, n_pos, n_neg)
         best = int(np.argmax(gains))
-        if not gains[best] > tol * max(1.0, float(np.max(np.abs(u), initial=0.0))):
+        if not gains[best] > threshold:
             return y, n_flips
         y[best] ^= 1
     return y, steps

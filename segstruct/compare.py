@@ -63,6 +63,7 @@ class CompareSettings:
     weights: str = "count"
     n_triangles: int = 40
     lp_solver: str = "decomposition"
+    polish: bool = True
     solver: str = "oneslack"
     tol: float = 1e-3
     max_iter: int = 200
@@ -71,7 +72,7 @@ class CompareSettings:
         """The method's StructuredSVM; with a checkpoint path, it resumes from there."""
         return estimator_for(method, loss=self.loss, beta=self.beta,
                              n_triangles=self.n_triangles, lp_solver=self.lp_solver,
-                             weights=self.weights, C=self.C, scope=self.scope,
+                             polish=self.polish, weights=self.weights, C=self.C, scope=self.scope,
                              solver=self.solver, tol=self.tol, max_iter=self.max_iter,
                              progress=progress, log_path=log_path,
                              checkpoint_path=checkpoint_path,
@@ -462,7 +463,7 @@ def table_markdown(results: dict) -> str:
         f"\nData {results['data_root']}; trained on {results['train_split']}, scored on "
         f"{results['eval_split']} (VOC measure, pixels, void excluded). Loss of bl2/proposed "
         f"{loss}; scope {s['scope']}; C {s['C']:g}; M {s['n_triangles']} "
-        f"({s['lp_solver']}); weights {s['weights']}; solver {s['solver']}, tol {s['tol']:g}, "
+        f"({s['lp_solver']}{'' if s.get('polish', True) else ', no polish'}); weights {s['weights']}; solver {s['solver']}, tol {s['tol']:g}, "
         f"max_iter {s['max_iter']}; seed {results['seed']}; code "
         f"{', '.join(versions) or results['code_version']}.\n")
     return out.getvalue()

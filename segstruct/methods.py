@@ -37,14 +37,15 @@ def method_loss(method: str, loss: str = "iou", beta: float = 1.0):
 
 def estimator_for(method: str, *, loss: str = "iou", beta: float = 1.0,
                   n_triangles: int = 40, lp_solver: str = "decomposition",
-                  weights: str = "count", **params) -> StructuredSVM:
+                  polish: bool = True, weights: str = "count", **params) -> StructuredSVM:
     """A ``StructuredSVM`` set up for ``method``.
 
     Parameters
     ----------
     method : one of ``METHODS``.
     loss, beta : the complex loss of bl2 / proposed / exact ("iou", "fbeta", "f1").
-    n_triangles, lp_solver : the proposed method's M and triangle-LP solver.
+    n_triangles, lp_solver, polish : the proposed method's M, triangle-LP
+        solver and closing greedy flips (False: the paper's method as published).
     weights : "count" or "area" node weights.
     **params : further StructuredSVM hyper-parameters (C, scope, solver, ...).
 
@@ -58,7 +59,8 @@ def estimator_for(method: str, *, loss: str = "iou", beta: float = 1.0,
         raise ValueError("bl2 needs count weights: its exact oracle counts superpixels")
     oracle = None
     if spec["oracle"] != "graphcut":
-        oracle = make_oracle(spec["oracle"], n_triangles=n_triangles, lp_solver=lp_solver)
+        oracle = make_oracle(spec["oracle"], n_triangles=n_triangles, lp_solver=lp_solver,
+                             polish=polish)
     return StructuredSVM(loss=method_loss(method, loss, beta), pairwise=spec["pairwise"],
                          oracle=oracle, weights=weights, **params)
 

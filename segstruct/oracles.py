@@ -109,19 +109,18 @@ class TriangleOracle:
             starts = ()
         for start in [res.labels, *list(starts)[: self.MAX_STARTS]]:
             y, n = polish(u64, e64, p64, t64, a64, loss, start, max_steps=self.MAX_FLIPS)
-            if n == 0 and start is not res.labels:
-                continue
+            if n == 0:
+                continue        # an unflipped start is a candidate already scored
             cand = _result(u64, e64, p64, y, t64, a64, loss, *totals_, **res.info)
             if cand.objective > best.objective + 1e-12 * max(1.0, abs(best.objective)):
                 best, n_flips = cand, n
         if best is res:
             res.info["flips"] = 0
             return res
-        better = best
         # the oracle's bound holds for the optimum, so for any labelling
-        better.bound = res.bound
-        better.info["flips"] = n_flips
-        return better
+        best.bound = res.bound
+        best.info["flips"] = n_flips
+        return best
 
     def get_state(self) -> dict:
         """Warm-start labellings per graph, as named (k, N) uint8 arrays (checkpoints)."""
@@ -138,14 +137,15 @@ class TriangleOracle:
                 f"rule={self.rule!r}, polish={self.polish})")
 
 
-def make_oracle(name: str, n_triangles: int = 40, lp_solver: str = "decomposition"):
+def make_oracle(name: str, n_triangles: int = 40, lp_solver: str = "decomposition",
+                polish: bool = True):
     """The oracle of a method: graphcut, bl2, proposed (triangles) or exact (MILP)."""
     if name == "graphcut":
         return loss_augmented
     if name == "bl2":
         return bl2
     if name == "proposed":
-        return TriangleOracle(n_triangles, lp_solver)
+        return TriangleOracle(n_triangles, lp_solver, polish=polish)
     if name == "exact":
         return milp_oracle
     raise ValueError(f"unknown oracle {name!r}")

@@ -183,3 +183,12 @@ def test_feature_options_that_would_be_ignored_are_refused(extra, words, data_ro
         main(["features", "--data", str(data_root), "--cache", str(tmp_path / "c"), "-q",
               *extra])
     assert exc.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_no_polish_gives_the_papers_oracle(data_root, tmp_path):
+    from segstruct.persistence import load_model
+    model = tmp_path / "paper"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--method", "proposed",
+                 "--triangles", "6", "--no-polish", "--out", str(model),
+                 "--cache", str(tmp_path / "c"), *SMALL]) == 0
+    assert "polish=False" in load_model(model)[3]["oracle"]

@@ -187,6 +187,7 @@ def test_options_that_would_be_ignored_or_leak_are_refused(data_root, tmp_path, 
         (["--no-figures", "--figure-ids", "x"], "contradict"),
         (["--methods", "bl1", "--loss", "f1"], "does not apply"),
         (["--methods", "bl1", "bl2", "--triangles", "8"], "only to the proposed"),
+        (["--methods", "bl1", "bl2", "--no-polish"], "only to the proposed"),
         (["--loss", "iou", "--beta", "2"], "--beta applies only"),
     ]
     for extra, words in cases:

@@ -30,7 +30,7 @@ class MILPError(RuntimeError):
 
 
 def milp_oracle(u, edges, p, t, a, loss, max_lattice: int = MAX_LATTICE,
-                time_limit: float = 600.0) -> InferenceResult:
+                time_limit: float = 600.0, points=None) -> InferenceResult:
     """Exact argmax_y Delta(FP, FN) + score(y) by one MILP.
 
     Parameters
@@ -40,6 +40,9 @@ def milp_oracle(u, edges, p, t, a, loss, max_lattice: int = MAX_LATTICE,
     loss : Loss or anything ``get_loss`` accepts.
     max_lattice : refuse when (Nn + 1)(Np + 1) exceeds this.
     time_limit : seconds HiGHS may take.
+    points : (K, 2) array of integer (FP, FN) pairs, or None (all of
+        [0, Nn] x [0, Np]): the counts the labelling may have. The envelope
+        solver passes the few points its bounds could not rule out.
 
     Returns
     -------
@@ -52,14 +55,24 @@ def milp_oracle(u, edges, p, t, a, loss, max_lattice: int = MAX_LATTICE,
         raise ValueError("the exact MILP needs non-negative integer node weights "
                          "(superpixel counts or pixel areas)")
     n_pos_i, n_neg_i = int(round(n_pos)), int(round(n_neg))
-    lattice = (n_neg_i + 1) * (n_pos_i + 1)
+    if points is None:
+        lattice = (n_neg_i + 1) * (n_pos_i + 1)
+    else:
+        points = np.unique(np.asarray(points, np.float64).reshape(-1, 2), axis=0)
+        if np.any(points != np.round(points)) or np.any(points < 0) or np.any(
+                points > [n_neg_i, n_pos_i]):
+            raise ValueError("points must be integer (FP, FN) pairs in [0, Nn] x [0, Np]")
+        lattice = len(points)
     if lattice > max_lattice:
         raise ValueError(f"the exact MILP would need {lattice} lattice variables "
                          f"(Nn={n_neg_i}, Np={n_pos_i}) > max_lattice={max_lattice}; "
                          "use the LP oracle, or count weights instead of areas")
     n, e = u.size, edges.shape[0]
-    jj, kk = np.meshgrid(np.arange(n_neg_i + 1), np.arange(n_pos_i + 1), indexing="ij")
-    jj, kk = jj.ravel().astype(np.float64), kk.ravel().astype(np.float64)
+    if points is None:
+        jj, kk = np.meshgrid(np.arange(n_neg_i + 1), np.arange(n_pos_i + 1), indexing="ij")
+        jj, kk = jj.ravel().astype(np.float64), kk.ravel().astype(np.float64)
+    else:
+        jj, kk = points[:, 0].copy(), points[:, 1].copy()
     deltas = np.asarray(loss(jj, kk, n_pos, n_neg), np.float64)
     # Columns: y (n), d (e), x (lattice).
     n_cols = n + e + lattice

@@ -19,6 +19,7 @@ from .cache import ArrayCache, atomic_write_bytes
 from .extraction import FeatureExtractor
 from .features import FeatureConfig
 from .methods import METHOD_HELP, METHODS
+from .oracles import DEFAULT_LP_SOLVER, LP_SOLVERS
 from .provenance import code_version
 from .ssvm import oracle_name
 from .superpixels import SuperpixelParams
@@ -258,7 +259,7 @@ def _check_loss_options(args, methods) -> None:
     if args.triangles is None:
         args.triangles = 40
     if args.lp_solver is None:
-        args.lp_solver = "decomposition"
+        args.lp_solver = DEFAULT_LP_SOLVER
 
 
 def _estimator(args, log_path=None, checkpoint_path=None):
@@ -458,12 +459,15 @@ def _add_training_options(g) -> None:
     g.add_argument("--triangles", type=int, default=None,
                    help="loss-surface triangles M of the proposed method (default 40, as "
                         "in the paper)")
-    g.add_argument("--lp-solver", choices=("decomposition", "lp"), default=None,
-                   help="proposed: solve the triangle LPs by column generation with "
-                        "graph-cut pricing (fast, same optimum) or by HiGHS on Eq. 22-26")
+    g.add_argument("--lp-solver", choices=LP_SOLVERS, default=None,
+                   help="proposed: 'envelope' (default) finds the exact maximiser of the "
+                        "true loss by branch and bound with graph cuts; 'decomposition' and "
+                        "'lp' solve the paper's triangle LPs (by column generation with "
+                        "graph-cut pricing, or by HiGHS on Eq. 22-26)")
     g.add_argument("--no-polish", action="store_true",
-                   help="proposed: skip the greedy single-node flips on the true loss that "
-                        "finish each oracle call (the paper's method as published)")
+                   help="proposed: skip the greedy single-node flips on the true loss "
+                        "(with --lp-solver decomposition or lp: the paper's method as "
+                        "published)")
     g.add_argument("--C", type=float, default=0.5,
                    help="trade-off in 1/2 ||w||^2 + C xi; 0.5 is the paper's C = 1 "
                         "(its Eq. 8 has no 1/2)")

@@ -38,6 +38,7 @@ from .cache import atomic_write_bytes
 from .extraction import FeatureExtractor
 from .losses import totals
 from .methods import METHODS, estimator_for, method_loss
+from .oracles import DEFAULT_LP_SOLVER
 from .persistence import checkpoint_path, load_model, model_paths, save_model
 from .persistence import log_path as log_file
 from .ssvm import oracle_name
@@ -62,7 +63,7 @@ class CompareSettings:
     C: float = 0.5
     weights: str = "count"
     n_triangles: int = 40
-    lp_solver: str = "decomposition"
+    lp_solver: str = DEFAULT_LP_SOLVER
     polish: bool = True
     solver: str = "oneslack"
     tol: float = 1e-3

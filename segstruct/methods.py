@@ -8,7 +8,7 @@ disagree about what "bl2" means.
 from __future__ import annotations
 
 from .losses import get_loss
-from .oracles import make_oracle
+from .oracles import DEFAULT_LP_SOLVER, make_oracle
 from .ssvm import StructuredSVM
 
 # loss None = the loss asked for (IoU by default).
@@ -36,7 +36,7 @@ def method_loss(method: str, loss: str = "iou", beta: float = 1.0):
 
 
 def estimator_for(method: str, *, loss: str = "iou", beta: float = 1.0,
-                  n_triangles: int = 40, lp_solver: str = "decomposition",
+                  n_triangles: int = 40, lp_solver: str = DEFAULT_LP_SOLVER,
                   polish: bool = True, weights: str = "count", **params) -> StructuredSVM:
     """A ``StructuredSVM`` set up for ``method``.
 

@@ -14,6 +14,7 @@ import numpy as np
 from segstruct.inference import loss_augmented
 from segstruct.inference.bl2 import bl2
 from segstruct.inference.decomposition import decomposition_oracle
+from segstruct.inference.envelope import envelope_oracle
 from segstruct.inference.graphcut import _result
 from segstruct.inference.local_search import polish
 from segstruct.inference.lp import lp_oracle
@@ -22,18 +23,24 @@ from segstruct.inference.milp import milp_oracle
 from .losses import get_loss, totals
 from .triangulation import triangulate
 
-LP_SOLVERS = ("decomposition", "lp")
+LP_SOLVERS = ("envelope", "decomposition", "lp")
+DEFAULT_LP_SOLVER = "envelope"
 
 
 class TriangleOracle:
-    """The proposed method's oracle: one LP per loss-surface triangle.
+    """The proposed method's oracle: most violated constraint of a complex loss.
 
     Parameters
     ----------
-    n_triangles : M, the number of triangles (paper: 40).
-    solver : "decomposition" (column generation with graph-cut pricing, the
-        default: the same LP optimum, far faster) or "lp" (HiGHS on the LP of
-        Eq. 22-26 as written).
+    n_triangles : M, the number of triangles (paper: 40) of the triangle-LP
+        solvers.
+    solver : "envelope" (the default: exact branch and bound over (FP, FN)
+        with graph-cut planes, ``segstruct.inference.envelope``; no triangles,
+        so M does not matter; it returns a labelling at least as good as the
+        LP solvers' and certifies it optimal on superpixel graphs),
+        "decomposition" (the paper's triangle LPs by column generation with
+        graph-cut pricing: the same LP optimum as "lp", faster on large
+        graphs) or "lp" (HiGHS on the LP of Eq. 22-26 as written).
     rule : for ``solver="lp"``: "best" (best true objective over all
         candidates) or "paper" (rounding of the largest LP value).
     polish : bool, default True
@@ -48,7 +55,7 @@ class TriangleOracle:
     scope).
     """
 
-    def __init__(self, n_triangles: int = 40, solver: str = "decomposition", rule: str = "best",
+    def __init__(self, n_triangles: int = 40, solver: str = DEFAULT_LP_SOLVER, rule: str = "best",
                  polish: bool = True):
         if solver not in LP_SOLVERS:
             raise ValueError(f"unknown LP solver {solver!r}; use one of {LP_SOLVERS}")
@@ -68,6 +75,13 @@ class TriangleOracle:
         return self._cache[key]
 
     def __call__(self, u, edges, p, t, a, loss):
+        if self.solver == "envelope":
+            # polishes inside (when asked), so that its bound can use the result
+            key = self._seed_key(u, edges, t)
+            res = envelope_oracle(u, edges, p, t, a, loss, polish=self.polish,
+                                  seed_labellings=self._seeds.get(key, ()))
+            self._seeds[key] = res.info.pop("labellings")[:8]
+            return res
         tri = self.triangulation(loss, *totals(t, a))
         if self.solver == "lp":
             res = lp_oracle(u, edges, p, t, a, loss, triangulation=tri, rule=self.rule)
@@ -75,13 +89,17 @@ class TriangleOracle:
                                   starts=res.info.pop("labellings"))
         # Cutting-plane training calls again with a slightly changed w: the
         # last call's labellings for the same graph start the columns.
-        # (a digest, not hash(): the key must survive a checkpoint and restart)
-        digest = hashlib.blake2b(np.asarray(t, np.uint8).tobytes(), digest_size=12).hexdigest()
-        key = f"{len(u)}_{len(edges)}_{digest}"
+        key = self._seed_key(u, edges, t)
         res = decomposition_oracle(u, edges, p, t, a, loss, triangulation=tri,
                                    seed_labellings=self._seeds.get(key, ()))
         self._seeds[key] = res.info.pop("labellings")
         return self._polished(res, u, edges, p, t, a, loss, starts=self._seeds[key])
+
+    @staticmethod
+    def _seed_key(u, edges, t) -> str:
+        # a digest, not hash(): the key must survive a checkpoint and restart
+        digest = hashlib.blake2b(np.asarray(t, np.uint8).tobytes(), digest_size=12).hexdigest()
+        return f"{len(u)}_{len(edges)}_{digest}"
 
     # Flips are cheap (one pass over nodes and edges each) but a data-set
     # scope graph has tens of thousands of nodes: cap them.
@@ -137,7 +155,7 @@ class TriangleOracle:
                 f"rule={self.rule!r}, polish={self.polish})")
 
 
-def make_oracle(name: str, n_triangles: int = 40, lp_solver: str = "decomposition",
+def make_oracle(name: str, n_triangles: int = 40, lp_solver: str = DEFAULT_LP_SOLVER,
                 polish: bool = True):
     """The oracle of a method: graphcut, bl2, proposed (triangles) or exact (MILP)."""
     if name == "graphcut":

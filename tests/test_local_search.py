@@ -69,11 +69,16 @@ def test_no_foreground_image_single_false_positive_is_found():
     a = np.ones(4)
     exact = milp_oracle(u, edges, p, t, a, "iou")
     assert exact.fp == 1
-    plain = TriangleOracle(6, polish=False)(u, edges, p, t, a, "iou")
-    polished = TriangleOracle(6)(u, edges, p, t, a, "iou")
+    plain = TriangleOracle(6, "decomposition", polish=False)(u, edges, p, t, a, "iou")
+    polished = TriangleOracle(6, "decomposition")(u, edges, p, t, a, "iou")
     assert plain.objective < exact.objective - 1e-6          # the case polishing is for
     assert polished.objective == pytest.approx(exact.objective)
     assert polished.bound >= exact.objective - 1e-9 and polished.info["flips"] >= 1
+    # the envelope solver needs no flips: FP = 1 is a point its planes cannot
+    # rule out, and the restricted MILP settles it
+    envelope = TriangleOracle(6, "envelope", polish=False)(u, edges, p, t, a, "iou")
+    assert envelope.objective == pytest.approx(exact.objective)
+    assert envelope.info["certified"] and envelope.bound == pytest.approx(exact.objective)
 
 
 @pytest.mark.parametrize("solver", ["decomposition", "lp"])

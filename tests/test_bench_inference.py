@@ -72,9 +72,8 @@ def run(bench):
 
 def test_case_table(bench):
     cases = bench.default_cases()
-    assert list(cases) == ["graphcut_hamming", "proposed_M15", "proposed_M40",
-                           "proposed_M40_lp", "bl2", "exact_milp",
-                           "triangulation_M15", "triangulation_M40"]
+    assert list(cases) == ["graphcut_hamming", "proposed_M40", "proposed_M40_decomposition",
+                           "proposed_M40_lp", "bl2", "exact_milp", "triangulation_M40"]
     assert [n for n, c in cases.items() if c.unary_only] == ["bl2"]
     assert all(c.timed for c in cases.values())
 
@@ -95,7 +94,8 @@ def test_per_image_schema(run):
         assert rec["ms"] == pytest.approx([float(np.median(r)) for r in rec["ms_runs"]])
         assert all(ms > 0 for ms in rec["ms"])
     assert per_image["cases"]["triangulation_M4"]["objective"] == [None] * n
-    assert per_image["cases"]["proposed_M4"]["info"][0]["method"] == "decomposition"
+    assert per_image["cases"]["proposed_M40"]["info"][0]["method"] == "envelope"
+    assert per_image["cases"]["proposed_M4_decomposition"]["info"][0]["method"] == "decomposition"
     json.dumps(per_image)                     # JSON-able as it is
 
 
@@ -114,7 +114,7 @@ def test_summary_numbers(bench, run):
     for name in ("graphcut_hamming", "exact_milp", "bl2"):
         assert summary[name]["exact_share"] == 1.0, name
         assert summary[name]["max_rel_gap"] <= 1e-6, name
-    for name in ("proposed_M4", "proposed_M4_lp"):
+    for name in ("proposed_M40", "proposed_M4_decomposition", "proposed_M4_lp"):
         row = summary[name]
         assert row["bound_checked"] == 3 and row["bound_violations"] == 0, name
         assert row["max_rel_gap"] >= -1e-9       # never better than the optimum
@@ -282,13 +282,16 @@ def test_targets_not_measured(bench):
 
 def test_target_inputs_from_measurements(bench, run):
     _, instances, per_image, _ = run
-    sp = bench.superpixel_inputs(per_image, "proposed_M4", "proposed_M4_lp")
+    sp = bench.superpixel_inputs(per_image, "proposed_M40", "proposed_M4_lp")
     cases = per_image["cases"]
     assert sp["ratios"] == pytest.approx([c / b for c, b in zip(
-        cases["proposed_M4"]["ms"], cases["graphcut_hamming"]["ms"])])
+        cases["proposed_M40"]["ms"], cases["graphcut_hamming"]["ms"])])
     assert sp["lp_objective"] == cases["proposed_M4_lp"]["objective"]
-    assert bench.superpixel_inputs(per_image) is None      # no proposed_M40 here
-    ex = bench.exactness_inputs({"a": per_image, "b": per_image}, "proposed_M4")
+    # the envelope solver is never worse than the plain LP
+    assert all(o >= q - 1e-9 for o, q in zip(sp["objective"], sp["lp_objective"]))
+    assert bench.superpixel_inputs(per_image)["lp_objective"] is None   # no proposed_M40_lp
+    assert bench.superpixel_inputs(per_image, "proposed_M15") is None   # no such case
+    ex = bench.exactness_inputs({"a": per_image, "b": per_image}, "proposed_M40")
     assert ex["n"] == 2 * len(instances) and ex["n_finite_bound"] == ex["n"]
     assert ex["n_bound_violations"] == 0 and set(ex["by_source"]) == {"a", "b"}
     poor = bench.exactness_inputs({"a": per_image}, "all_zeros")
@@ -400,7 +403,8 @@ def test_pixel_time_limit_worker(bench, monkeypatch):
     inst, _ = pixel_problem(bench, 12, 12)
     done = bench.proposed_with_time_limit(inst, timeout=120.0, n_triangles=6)
     assert not done["timed_out"] and done["objective"] is not None
-    assert done["triangulation_s"] > 0 and done["proposed_s"] < 120
+    # the default (envelope) solver builds no triangulation
+    assert done["triangulation_s"] is None and done["proposed_s"] < 120
     inst, _ = pixel_problem(bench, 60, 60)
     cut = bench.proposed_with_time_limit(inst, timeout=0.0, n_triangles=40)
     assert cut["timed_out"] and cut["proposed_s"] == 0.0 and cut["objective"] is None
@@ -417,6 +421,7 @@ def test_measure_dataset_scope(bench):
                           np.concatenate([i.a for i in insts]))
     r = bench.measure_dataset_scope(inst, repeats=2, n_triangles=6)
     assert r["n_nodes"] == 60 and r["n_edges"] == sum(len(i.edges) for i in insts)
-    assert r["proposed_s"] > 0 and r["triangulation_s"] > 0
+    assert r["proposed_s"] > 0 and r["triangulation_s"] is None     # envelope: none
     assert r["bound"] >= r["objective"] - 1e-9
+    assert r["info"]["method"] == "envelope"
     json.dumps(r)

@@ -1,0 +1,203 @@
+"""The envelope solver (exact branch and bound over (FP, FN) with graph-cut
+planes) against brute force, the MILP and the triangle-LP solvers."""
+import itertools
+
+import numpy as np
+import pytest
+
+from segstruct.inference import envelope as E
+from segstruct.inference import score
+from segstruct.inference.decomposition import decomposition_oracle
+from segstruct.inference.graphcut import _min_cut, _score
+from segstruct.inference.lp import lp_oracle
+from segstruct.inference.milp import milp_oracle
+from segstruct.losses import CallableLoss, counts, get_loss, totals
+from segstruct.oracles import TriangleOracle
+
+LOSSES = ["iou", "f1", "hamming"]
+
+
+def instance(rng, n, density=0.35, weights="ones", p_one=0.4, background=False):
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < density]
+    edges = np.array(pairs, np.int64).reshape(-1, 2)
+    p = -np.abs(rng.normal(size=len(edges)))
+    u = rng.normal(size=n)
+    t = np.zeros(n, int) if background else (rng.random(n) < p_one).astype(int)
+    a = {"ones": np.ones(n), "integer": rng.integers(0, 4, n).astype(float),
+         "real": rng.uniform(0.2, 2.5, n)}[weights]
+    return u, edges, p, t, a
+
+
+def brute(u, edges, p, t, a, loss):
+    """The exact optimum over all 2^N labellings."""
+    ys = np.array(list(itertools.product([0, 1], repeat=u.size)), np.uint8)
+    fp, fn = counts(ys, t, a)
+    values = np.asarray(get_loss(loss)(fp, fn, *totals(t, a))) + score(u, edges, p, ys)
+    return float(values.max())
+
+
+def check(res, optimum, u, edges, p, t, a, loss):
+    """The result is a labelling whose recomputed objective is the optimum,
+    and its bound is never below the optimum."""
+    fp, fn = counts(res.labels, t, a)
+    recomputed = float(get_loss(loss)(fp, fn, *totals(t, a))) + score(u, edges, p, res.labels)
+    assert res.objective == pytest.approx(recomputed, abs=1e-9)
+    assert res.bound >= optimum - 1e-9
+    if res.info["certified"]:
+        assert res.bound == pytest.approx(res.objective)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("weights", ["ones", "integer", "real"])
+def test_exact_against_brute_force(loss, weights):
+    rng = np.random.default_rng(hash((loss, weights)) % 2**32)
+    for trial in range(12):
+        inst = instance(rng, int(rng.integers(1, 11)), weights=weights,
+                        background=trial % 4 == 3)
+        res = E.envelope_oracle(*inst, loss)
+        optimum = brute(*inst, loss)
+        check(res, optimum, *inst, loss)
+        assert res.objective == pytest.approx(optimum, abs=1e-7)
+        if weights != "real":
+            # integer weights: lattice points, so the bound closes (certified)
+            assert res.info["certified"]
+
+
+@pytest.mark.parametrize("loss", ["iou", "f1"])
+def test_exact_against_the_milp_on_larger_graphs(loss):
+    rng = np.random.default_rng(7)
+    for trial in range(8):
+        inst = instance(rng, 40, density=0.1, background=trial == 7)
+        res = E.envelope_oracle(*inst, loss)
+        exact = milp_oracle(*inst, loss)
+        check(res, exact.objective, *inst, loss)
+        assert res.objective == pytest.approx(exact.objective, abs=1e-7)
+
+
+def test_never_worse_than_the_triangle_lp_solvers():
+    rng = np.random.default_rng(3)
+    for trial in range(10):
+        inst = instance(rng, int(rng.integers(6, 25)), density=0.2)
+        res = E.envelope_oracle(*inst, "iou")
+        for other in (lp_oracle(*inst, "iou", n_triangles=10),
+                      decomposition_oracle(*inst, "iou", n_triangles=10)):
+            assert res.objective >= other.objective - 1e-9
+            # the LP bound holds for the optimum, and ours is certified
+            assert other.bound >= res.objective - 1e-9
+
+
+def test_boxes_instead_of_points_stay_exact(monkeypatch):
+    # large lattices start from boxes: force that path on small graphs
+    monkeypatch.setattr(E, "MAX_POINT_LATTICE", 1)
+    monkeypatch.setattr(E, "GRID", 2)
+    rng = np.random.default_rng(11)
+    for trial in range(12):
+        loss = LOSSES[trial % 3]
+        inst = instance(rng, int(rng.integers(2, 11)), weights=("ones", "integer")[trial % 2])
+        res = E.envelope_oracle(*inst, loss)
+        optimum = brute(*inst, loss)
+        check(res, optimum, *inst, loss)
+        assert res.objective == pytest.approx(optimum, abs=1e-7)
+        # stopped early, the largest surviving box bound still covers the optimum
+        early = E.envelope_oracle(*inst, loss, max_cuts=2, polish=False,
+                                  exact_fallback=False)
+        check(early, optimum, *inst, loss)
+
+
+def test_box_bound_covers_every_point_inside():
+    rng = np.random.default_rng(9)
+    sigma = rng.normal(scale=3.0, size=(7, 2))
+    g = rng.normal(size=7)
+    lo = rng.integers(0, 6, size=(50, 2)).astype(float)
+    hi = lo + rng.integers(0, 4, size=(50, 2))
+    bounds = E._box_bounds(lo, hi, sigma, g)
+    for k in range(50):
+        fp, fn = np.meshgrid(np.arange(lo[k, 0], hi[k, 0] + 1), np.arange(lo[k, 1], hi[k, 1] + 1))
+        pts = np.stack([fp.ravel(), fn.ravel()], 1)
+        envelope = (g[None, :] - pts @ sigma.T).min(axis=1)
+        assert bounds[k] >= envelope.max() - 1e-12
+        # and it is the tightest bound of that form: some plane's box maximum
+        assert bounds[k] == pytest.approx(min((g[j] - pts @ sigma[j]).max() for j in range(7)))
+
+
+@pytest.mark.parametrize("max_cuts", [1, 3, 6])
+def test_bound_holds_when_the_cut_budget_stops_the_search(max_cuts):
+    rng = np.random.default_rng(max_cuts)
+    for trial in range(10):
+        inst = instance(rng, int(rng.integers(3, 11)), weights=("ones", "real")[trial % 2])
+        res = E.envelope_oracle(*inst, "iou", max_cuts=max_cuts, exact_fallback=False,
+                                polish=False)
+        optimum = brute(*inst, "iou")
+        check(res, optimum, *inst, "iou")
+        assert res.objective <= optimum + 1e-9
+        assert res.info["graph_cuts"] <= max(max_cuts, len(E._initial_slopes(
+            get_loss("iou"), *totals(inst[3], inst[4]), E.INITIAL_GRID)))
+
+
+def test_stuck_points_without_the_milp_keep_a_valid_bound():
+    # Np = 0: FP = 1 is optimal but no plane picks it (see test_local_search);
+    # without polish and MILP the search must say it is not certified
+    u = np.array([-0.25, -0.2, -0.2, -3.0])
+    edges = np.array([[1, 2], [2, 3]])
+    p = np.array([-0.6, -0.01])
+    t, a = np.zeros(4, np.uint8), np.ones(4)
+    exact = milp_oracle(u, edges, p, t, a, "iou")
+    res = E.envelope_oracle(u, edges, p, t, a, "iou", exact_fallback=False, polish=False)
+    assert res.info["status"] == "stuck" and not res.info["certified"]
+    assert res.objective < exact.objective - 1e-6
+    assert res.bound >= exact.objective - 1e-9
+    settled = E.envelope_oracle(u, edges, p, t, a, "iou", polish=False)
+    assert settled.info["milp"] and settled.objective == pytest.approx(exact.objective)
+
+
+def test_persistent_cutter_matches_fresh_graph_cuts():
+    rng = np.random.default_rng(5)
+    u, edges, p, t, a = instance(rng, 30, density=0.15, weights="integer")
+    fp_w, tp_w = a * (1 - t), a * t
+    cutter = E._Cutter(u, edges, p, fp_w, tp_w)
+    for s_fp, s_fn in rng.normal(scale=2.0, size=(40, 2)):
+        lin = s_fp * fp_w - s_fn * tp_w
+        y = cutter(s_fp, s_fn)
+        fresh = _min_cut(u, edges, p, lin)
+        value = lambda z: _score(u, edges, p, z) + lin @ z   # noqa: E731
+        assert value(y) == pytest.approx(value(fresh), abs=1e-9)
+
+
+def test_restricted_milp_finds_the_best_labelling_with_allowed_counts():
+    rng = np.random.default_rng(2)
+    u, edges, p, t, a = instance(rng, 9)
+    ys = np.array(list(itertools.product([0, 1], repeat=9)), np.uint8)
+    fp, fn = counts(ys, t, a)
+    values = np.asarray(get_loss("iou")(fp, fn, *totals(t, a))) + score(u, edges, p, ys)
+    allowed = np.array([[fp[k], fn[k]] for k in rng.choice(len(ys), 3, replace=False)])
+    res = milp_oracle(u, edges, p, t, a, "iou", points=allowed)
+    mask = np.zeros(len(ys), bool)
+    for q in allowed:
+        mask |= (fp == q[0]) & (fn == q[1])
+    assert res.objective == pytest.approx(values[mask].max())
+    assert any((res.fp, res.fn) == tuple(q) for q in allowed)
+    with pytest.raises(ValueError, match="integer"):
+        milp_oracle(u, edges, p, t, a, "iou", points=[[0.5, 0]])
+
+
+def test_a_loss_that_decreases_is_refused():
+    rng = np.random.default_rng(0)
+    inst = instance(rng, 5)
+    decreasing = CallableLoss(lambda fp, fn, n_pos, n_neg: 1.0 - fp / max(n_neg, 1.0))
+    with pytest.raises(ValueError, match="does not decrease"):
+        E.envelope_oracle(*inst, decreasing)
+
+
+def test_triangle_oracle_uses_it_by_default_and_reseeds():
+    rng = np.random.default_rng(4)
+    inst = instance(rng, 10)
+    oracle = TriangleOracle()
+    first = oracle(*inst, "iou")
+    assert first.info["method"] == "envelope" and "labellings" not in first.info
+    state = oracle.get_state()
+    assert state and all(v.shape[1] == 10 for v in state.values())
+    again = TriangleOracle()
+    again.set_state(state)
+    second = again(*inst, "iou")
+    assert second.objective == pytest.approx(first.objective)
+    assert second.objective == pytest.approx(brute(*inst, "iou"))

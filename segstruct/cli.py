@@ -256,10 +256,13 @@ def _check_loss_options(args, methods) -> None:
                             ("--no-polish", args.no_polish or None)):
             if value is not None:
                 raise UsageError(f"{flag} applies only to the proposed method")
-    if args.triangles is None:
-        args.triangles = 40
     if args.lp_solver is None:
         args.lp_solver = DEFAULT_LP_SOLVER
+    if args.triangles is not None and args.lp_solver == "envelope":
+        raise UsageError("--triangles applies to --lp-solver decomposition or lp; the "
+                         "envelope solver (the default) uses no triangles")
+    if args.triangles is None:
+        args.triangles = 40
 
 
 def _estimator(args, log_path=None, checkpoint_path=None):
@@ -457,8 +460,9 @@ def _add_training_options(g) -> None:
                    help="loss of bl2 / proposed / exact (default iou)")
     g.add_argument("--beta", type=float, default=None, help="beta of --loss fbeta (default 1)")
     g.add_argument("--triangles", type=int, default=None,
-                   help="loss-surface triangles M of the proposed method (default 40, as "
-                        "in the paper)")
+                   help="loss-surface triangles M of the proposed method's triangle-LP "
+                        "solvers (--lp-solver decomposition or lp; default 40, as in the "
+                        "paper)")
     g.add_argument("--lp-solver", choices=LP_SOLVERS, default=None,
                    help="proposed: 'envelope' (default) finds the exact maximiser of the "
                         "true loss by branch and bound with graph cuts; 'decomposition' and "

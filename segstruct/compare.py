@@ -281,6 +281,7 @@ class Comparison:
             "dataset": self.dataset.name, "class": class_name, "method": method,
             "loss": estimator.loss_.to_dict(), "scope": self.settings.scope,
             "C": self.settings.C, "M": self.settings.n_triangles,
+            "lp_solver": self.settings.lp_solver,
             "counts_mode": self.settings.weights, "seed": self.seed,
             "code_version": code_version(),
             "training": {"fit_seconds": estimator.fit_seconds_, "n_iter": estimator.n_iter_,
@@ -460,11 +461,15 @@ def table_markdown(results: dict) -> str:
         out.write(f"| {c} | " + " | ".join(cells) + " |\n")
     loss = s["loss"] if s["loss"] != "fbeta" else f"fbeta (beta {s['beta']:g})"
     versions = sorted({r["code_version"] for r in results["results"]})
+    solver = s.get("lp_solver", "decomposition")
+    oracle = (f"{solver} (exact)" if solver == "envelope"
+              else f"{solver}, M {s['n_triangles']}")
     out.write(
         f"\nData {results['data_root']}; trained on {results['train_split']}, scored on "
         f"{results['eval_split']} (VOC measure, pixels, void excluded). Loss of bl2/proposed "
-        f"{loss}; scope {s['scope']}; C {s['C']:g}; M {s['n_triangles']} "
-        f"({s['lp_solver']}{'' if s.get('polish', True) else ', no polish'}); weights {s['weights']}; solver {s['solver']}, tol {s['tol']:g}, "
+        f"{loss}; scope {s['scope']}; C {s['C']:g}; proposed oracle {oracle}"
+        f"{'' if s.get('polish', True) else ', no polish'}; weights {s['weights']}; "
+        f"solver {s['solver']}, tol {s['tol']:g}, "
         f"max_iter {s['max_iter']}; seed {results['seed']}; code "
         f"{', '.join(versions) or results['code_version']}.\n")
     return out.getvalue()

@@ -190,7 +190,7 @@ SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "20
 
 def _train(root, cache, out, *extra):
     return [sys.executable, "-m", "segstruct.cli", "train", "--data", str(root),
-            "--class", "car", "--method", "proposed", "--triangles", "10", "--tol", "1e-4",
+            "--class", "car", "--method", "proposed", "--tol", "1e-4",
             "--max-iter", "400", "--cache", str(cache), "--out", str(out), *SMALL, *extra]
 
 

@@ -137,8 +137,7 @@ def test_train_complex_loss_methods(method, data_root, tmp_path, capsys):
     from segstruct.persistence import load_model
     model = tmp_path / method
     assert main(["train", "--data", str(data_root), "--class", "car", "--method", method,
-                 "--loss", "iou", *(["--triangles", "6"] if method == "proposed" else []),
-                 "--out", str(model),
+                 "--loss", "iou", "--out", str(model),
                  "--cache", str(tmp_path / "c"), *SMALL]) == 0
     svm, _, _, doc = load_model(model)
     assert doc["method"] == method and doc["estimator"]["loss"] == {"name": "iou"}
@@ -189,6 +188,7 @@ def test_no_polish_gives_the_papers_oracle(data_root, tmp_path):
     from segstruct.persistence import load_model
     model = tmp_path / "paper"
     assert main(["train", "--data", str(data_root), "--class", "car", "--method", "proposed",
-                 "--triangles", "6", "--no-polish", "--out", str(model),
+                 "--lp-solver", "decomposition", "--triangles", "6", "--no-polish",
+                 "--out", str(model),
                  "--cache", str(tmp_path / "c"), *SMALL]) == 0
     assert "polish=False" in load_model(model)[3]["oracle"]

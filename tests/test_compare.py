@@ -25,7 +25,7 @@ def finished(data_root, tmp_path_factory):
     cache = ["--cache", str(base / "cache")]
     out = base / "out"
     args = ["compare", "--data", str(data_root), "--classes", "car", "person",
-            "--methods", *METHODS, "--triangles", "8", "--max-iter", "40",
+            "--methods", *METHODS, "--max-iter", "40",
             "--figure-images", "2", "--out", str(out), *cache, *SMALL]
     assert main(args) == 0
     return out, cache, args
@@ -43,7 +43,8 @@ def test_results_json_names_everything(finished, data_root):
         for key in ("dataset", "class", "method", "loss", "scope", "C", "M", "counts_mode",
                     "seed", "code_version", "training", "eval_score", "train_score"):
             assert key in r, key
-        assert r["scope"] == "dataset" and r["C"] == 0.5 and r["M"] == 8
+        assert r["scope"] == "dataset" and r["C"] == 0.5 and r["M"] == 40
+        assert r["lp_solver"] == "envelope"
         assert r["counts_mode"] == "count" and r["seed"] == 0
         assert r["training"]["fit_seconds"] > 0 and r["training"]["n_iter"] >= 1
         assert r["loss"]["name"] == ("adjusted_hamming" if r["method"] == "bl1" else "iou")
@@ -78,7 +79,7 @@ def test_tables_match_results(finished):
     assert f"| car | {iou['car']['bl1']:.2f} | {iou['car']['bl2']:.2f} |" in md
     assert f"**{means[2]:.2f}**" in md
     # the table names data, loss, scope, C, M and the code version
-    for words in (results["data_root"], "scope dataset", "C 0.5", "M 8", results["code_version"]):
+    for words in (results["data_root"], "scope dataset", "C 0.5", "oracle envelope (exact)", results["code_version"]):
         assert words in md
 
 
@@ -188,6 +189,7 @@ def test_options_that_would_be_ignored_or_leak_are_refused(data_root, tmp_path, 
         (["--methods", "bl1", "--loss", "f1"], "does not apply"),
         (["--methods", "bl1", "bl2", "--triangles", "8"], "only to the proposed"),
         (["--methods", "bl1", "bl2", "--no-polish"], "only to the proposed"),
+        (["--methods", "proposed", "--triangles", "8"], "envelope solver"),
         (["--loss", "iou", "--beta", "2"], "--beta applies only"),
     ]
     for extra, words in cases:

@@ -40,7 +40,7 @@ def test_same_command_same_model_and_seed_recorded(data_root, tmp_path):
     for k in range(2):
         out = tmp_path / f"m{k}"
         assert main(["train", "--data", str(data_root), "--class", "car", "--method",
-                     "proposed", "--triangles", "6", "--seed", "7", "--no-cache",
+                     "proposed", "--seed", "7", "--no-cache",
                      "--out", str(out), *SMALL]) == 0
         models.append(load_model(out))
     assert np.array_equal(models[0][0].w_, models[1][0].w_)

@@ -72,6 +72,8 @@ DEFAULT_MAX_CUTS = 120
 MAX_MILP_NODES = 400
 #: Greedy flips per polish, at most.
 MAX_FLIPS = 200
+#: Best labellings returned in info["labellings"] (seeds of the next call).
+MAX_SEEDS = 8
 
 
 class _Cutter:
@@ -143,7 +145,7 @@ class _HullLP:
 
 
 class _Search:
-    """The labellings, planes and boxes of one call."""
+    """The labellings and planes of one call (the boxes are in ``_Boxes``)."""
 
     def __init__(self, u, edges, p, t, a, loss, n_pos, n_neg):
         self.u, self.edges, self.p, self.t, self.a = u, edges, p, t, a
@@ -151,10 +153,12 @@ class _Search:
         self.fp_w = a * (1.0 - t)
         self.tp_w = a * t
         self.cut = _Cutter(u, edges, p, self.fp_w, self.tp_w)
-        scale = float(np.abs(u).sum() + np.abs(p).sum()) + 1.0
+        # scores are sums of N + E terms: rounding makes differences below about
+        # eps * sum |terms| meaningless, so tolerances scale with that sum too
+        self.scale = max(1.0, float(np.abs(u).sum() + np.abs(p).sum()))
         w_min = float(np.min(a[a > 0], initial=1.0))
         # slopes this steep make every weighted node follow the count term
-        self.hull = _HullLP(4.0 * scale / w_min + 1.0)
+        self.hull = _HullLP(4.0 * (self.scale + 1.0) / w_min + 1.0)
         self.labels, self.x, self.s, self.f = [], [], [], []
         self._index = {}
         self.sigma = np.zeros((0, 2))
@@ -399,9 +403,7 @@ def envelope_oracle(u, edges, p, t, a, loss, max_cuts: int | None = DEFAULT_MAX_
         u, edges, p, t, a, loss, n_triangles=None)
     _check_monotone(loss, n_pos, n_neg)
     search = _Search(u, edges, p, t, a, loss, n_pos, n_neg)
-    # scores are sums of N + E terms: rounding makes differences below about
-    # eps * sum |terms| meaningless, so tolerances scale with that sum too
-    scale = max(1.0, float(np.abs(u).sum() + np.abs(p).sum()))
+    scale = search.scale
     search.add_labelling(t.astype(np.uint8))
     for y in seed_labellings:
         if np.shape(y) == u.shape:
@@ -467,7 +469,7 @@ def envelope_oracle(u, edges, p, t, a, loss, max_cuts: int | None = DEFAULT_MAX_
         res.bound = res.objective
     else:
         res.bound = float(max(res.objective, boxes.ub.max()))
-    order = np.argsort(-np.asarray(search.f), kind="stable")[:16]
+    order = np.argsort(-np.asarray(search.f), kind="stable")[:MAX_SEEDS]
     res.info = {"method": "envelope", "certified": status == "certified", "status": status,
                 "graph_cuts": search.cut.n_cuts, "n_labellings": len(search.labels),
                 "rounds": rounds, "boxes_left": int(len(boxes.lo)),

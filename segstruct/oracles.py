@@ -80,7 +80,7 @@ class TriangleOracle:
             key = self._seed_key(u, edges, t)
             res = envelope_oracle(u, edges, p, t, a, loss, polish=self.polish,
                                   seed_labellings=self._seeds.get(key, ()))
-            self._seeds[key] = res.info.pop("labellings")[:8]
+            self._seeds[key] = res.info.pop("labellings")
             return res
         tri = self.triangulation(loss, *totals(t, a))
         if self.solver == "lp":

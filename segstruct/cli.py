@@ -337,8 +337,8 @@ def cmd_evaluate(args) -> int:
     dataset = _dataset(args)
     extractor = _extractor(args, dataset, config, codebook)
     examples = extractor.examples(args.split, doc["class"])
-    score = estimator.voc_score([ex.graph for ex in examples],
-                                [ex.counts for ex in examples]).to_dict()
+    voc = estimator.voc_score([ex.graph for ex in examples], [ex.counts for ex in examples])
+    score = voc.to_dict()
     print(f"{doc['method']} model {args.model} ({doc['class']}, trained on "
           f"{doc['dataset']}/{doc['train_split']}) on {dataset.name}/{args.split}: "
           f"VOC IoU {_fmt(score['voc_iou_percent'], '.2f')} % "
@@ -352,7 +352,11 @@ def cmd_evaluate(args) -> int:
             "class": doc["class"], "method": doc["method"], "model": str(args.model),
             "estimator": doc["estimator"], "features": doc["features"],
             "model_code_version": doc["code_version"], "code_version": code_version(),
-            "score": score})
+            "score": score,
+            # per image, so two models can be compared image by image
+            # (scripts/paired_iou.py)
+            "per_image": [{"image_id": ex.graph.image_id, "tp": tp, "fp": fp, "fn": fn}
+                          for ex, (tp, fp, fn) in zip(examples, voc.per_image)]})
         print(f"wrote {args.json}")
     return 0
 

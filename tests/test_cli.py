@@ -123,6 +123,11 @@ def test_train_then_evaluate(data_root, tmp_path, capsys):
                           progress=False, codebook=codebook).examples("val", "car")
     expect = svm.voc_score([e.graph for e in ex], [e.counts for e in ex]).to_dict()
     assert result["score"] == expect
+    # per-image counts, in split order, of the model's own predictions
+    assert [r["image_id"] for r in result["per_image"]] == VOCDataset(data_root).ids("val")
+    from segstruct.scoring import superpixel_confusion
+    for r, e, y in zip(result["per_image"], ex, svm.predict([e.graph for e in ex])):
+        assert (r["tp"], r["fp"], r["fn"]) == superpixel_confusion(y, e.fg, e.bg)
 
 
 def test_train_refuses_a_class_with_no_superpixel(data_root, tmp_path, capsys):

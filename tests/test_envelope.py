@@ -86,6 +86,25 @@ def test_never_worse_than_the_triangle_lp_solvers():
             assert other.bound >= res.objective - 1e-9
 
 
+def test_graphs_too_large_to_polish_stay_exact(monkeypatch):
+    # pixel grids skip the greedy flips: make every graph "large", so the
+    # planes and the restricted MILP must find the optimum alone
+    monkeypatch.setattr(E, "MAX_POLISH_NODES", 0)
+    calls = []
+    monkeypatch.setattr(E, "polish", lambda *a, **k: calls.append(1))
+    rng = np.random.default_rng(17)
+    for trial in range(16):
+        loss = LOSSES[trial % 3]
+        inst = instance(rng, int(rng.integers(1, 11)), weights=("ones", "integer")[trial % 2],
+                        background=trial % 4 == 3)
+        res = E.envelope_oracle(*inst, loss)
+        optimum = brute(*inst, loss)
+        check(res, optimum, *inst, loss)
+        assert res.objective == pytest.approx(optimum, abs=1e-7)
+        assert res.info["certified"]
+    assert not calls
+
+
 def test_boxes_instead_of_points_stay_exact(monkeypatch):
     # large lattices start from boxes: force that path on small graphs
     monkeypatch.setattr(E, "MAX_POINT_LATTICE", 1)

@@ -990,8 +990,8 @@ def main(argv=None) -> int:
                          "(default: " + DEFAULT_SCOPE + ")")
     ap.add_argument("--no-dataset-scope", action="store_true",
                     help="skip the data-set scope target (union of all training images)")
-    ap.add_argument("--pixel-images", type=int, default=1, metavar="N",
-                    help="images of the pixel-level target (default 1; 0: skip it)")
+    ap.add_argument("--pixel-images", type=int, default=3, metavar="N",
+                    help="images of the pixel-level target (default 3; 0: skip it)")
     ap.add_argument("--pixel-timeout", type=float, default=120.0, metavar="S",
                     help="time limit of one pixel-level proposed call, run in a worker "
                          "process (default %(default)s s; 0: in this process, no limit)")

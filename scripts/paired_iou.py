@@ -38,7 +38,7 @@ def read_report(path: Path) -> dict:
         raise ReportError(f"cannot read {path} ({err})") from err
     if not isinstance(report, dict) or "per_image" not in report:
         raise ReportError(f"{path} has no per-image counts: write it with "
-                          "`segstruct evaluate --json` (version with per_image)")
+                          "`segstruct evaluate --json` of this version")
     return report
 
 
@@ -48,14 +48,19 @@ def paired_counts(report_a: dict, report_b: dict, names=("A", "B")):
         if report_a.get(key) != report_b.get(key):
             raise ReportError(f"the reports differ in {key}: {names[0]} has "
                               f"{report_a.get(key)!r}, {names[1]} {report_b.get(key)!r}")
-    ids_a = [r["image_id"] for r in report_a["per_image"]]
-    ids_b = [r["image_id"] for r in report_b["per_image"]]
+    try:
+        ids_a = [r["image_id"] for r in report_a["per_image"]]
+        ids_b = [r["image_id"] for r in report_b["per_image"]]
+        counts = ([(r["tp"], r["fp"], r["fn"]) for r in report_a["per_image"]],
+                  [(r["tp"], r["fp"], r["fn"]) for r in report_b["per_image"]])
+    except (KeyError, TypeError) as err:
+        raise ReportError(f"a per-image entry lacks {err}: write the reports with "
+                          "`segstruct evaluate --json`") from err
     if ids_a != ids_b:
         missing = sorted(set(ids_a) ^ set(ids_b))
         detail = f"images in one only: {missing[:5]}" if missing else "same images, other order"
         raise ReportError(f"the reports are not scored on the same images ({detail})")
-    return ([(r["tp"], r["fp"], r["fn"]) for r in report_a["per_image"]],
-            [(r["tp"], r["fp"], r["fn"]) for r in report_b["per_image"]])
+    return counts
 
 
 def describe(report: dict, path: Path) -> dict:

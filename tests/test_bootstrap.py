@@ -157,6 +157,12 @@ def test_script_refuses_a_report_without_per_image_counts(script, tmp_path, caps
     rb.write_text(json.dumps({"dataset": "voc", "score": {}}))
     assert script.main([str(ra), str(rb)]) == 2
     assert "per-image" in capsys.readouterr().err
+    report(rb, [(1, 2, 3)])
+    doc = json.loads(rb.read_text())
+    del doc["per_image"][0]["fp"]
+    rb.write_text(json.dumps(doc))
+    assert script.main([str(ra), str(rb)]) == 2
+    assert "lacks" in capsys.readouterr().err
     rb.write_text("{not json")
     assert script.main([str(ra), str(rb)]) == 2
     assert "cannot read" in capsys.readouterr().err

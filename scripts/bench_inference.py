@@ -468,73 +468,72 @@ def targets_from(inputs: dict) -> list[dict]:
     -------
     list of {"name", "value", "goal", "met", "detail"}, in ``TARGET_NAMES`` order.
     """
+    measured = [("superpixel_M40_ratio", "superpixel", _superpixel_target),
+                ("exact_share", "exactness", _exactness_target),
+                ("dataset_scope_seconds", "dataset_scope", _dataset_scope_target),
+                ("pixel_level_ratio", "pixel_level", _pixel_level_target)]
     out = []
-    # 1. superpixel scope
-    name = "superpixel_M40_ratio"
-    sp = inputs.get("superpixel")
-    if not sp or not sp.get("ratios"):
-        out.append(_target(name, None, False, "not measured"))
-    else:
-        ratios = np.asarray(sp["ratios"], np.float64)
-        value = float(np.median(ratios))
-        lp = sp.get("lp_objective")
-        if lp is None:
-            n_ok, note = 0, f"no {PROPOSED_LP} case to compare with"
-        else:
-            n_ok = sum(o >= q - OBJECTIVE_RTOL * max(1.0, abs(q))
-                       for o, q in zip(sp["objective"], lp))
-            note = f"objective >= {PROPOSED_LP}'s on {n_ok} / {len(lp)} images"
-        all_ok = lp is not None and n_ok == len(ratios)
-        out.append(_target(name, value, _meets(value, name) and all_ok,
-                           f"median of {ratios.size} per-image ratios (range "
-                           f"{ratios.min():.1f}-{ratios.max():.1f}); {note}"))
-    # 2. exactness
-    name = "exact_share"
-    ex = inputs.get("exactness")
-    if not ex or not ex.get("n"):
-        out.append(_target(name, None, False, "not measured"))
-    else:
-        value = ex["n_exact"] / ex["n"]
-        bounds_ok = ex["n_finite_bound"] == ex["n"] and ex["n_bound_violations"] == 0
-        parts = ", ".join(f"{k} {v['n_exact']}/{v['n']}"
-                          for k, v in ex.get("by_source", {}).items())
-        out.append(_target(name, value, _meets(value, name) and bounds_ok,
-                           f"exact on {ex['n_exact']} / {ex['n']} ({parts}); finite bound on "
-                           f"{ex['n_finite_bound']} / {ex['n']} calls, bound below the "
-                           f"optimum on {ex['n_bound_violations']}"))
-    # 3. data-set scope
-    name = "dataset_scope_seconds"
-    ds = inputs.get("dataset_scope")
-    if not ds:
-        out.append(_target(name, None, False, "not measured"))
-    else:
-        value = float(ds["proposed_s"])
-        ratio = 1e3 * value / ds["graphcut_ms"] if ds.get("graphcut_ms") else None
-        out.append(_target(name, value, _meets(value, name),
-                           f"one call on {ds['n_nodes']} nodes / {ds['n_edges']} edges; "
-                           f"triangulation {_fmt(ds['triangulation_s'], '.2f')} s (not "
-                           "included; none for the envelope solver); "
-                           f"Hamming graph cut {ds['graphcut_ms']:.1f} ms, ratio "
-                           f"{_fmt(ratio, '.0f')}"))
-    # 4. pixel level
-    name = "pixel_level_ratio"
-    px = inputs.get("pixel_level")
-    if not px:
-        out.append(_target(name, None, False, "not measured"))
-    else:
-        ratios = np.asarray([1e3 * r["proposed_s"] / r["graphcut_ms"] for r in px])
-        value = float(np.median(ratios))
-        timed_out = sum(bool(r["timed_out"]) for r in px)
-        nodes = sorted({int(r["n_nodes"]) for r in px})
-        proposed = ", ".join(f"{r['proposed_s']:.2f}" for r in px)
-        cuts = ", ".join(f"{r['graphcut_ms']:.1f}" for r in px)
-        what = (f"{timed_out} of {len(px)} proposed call(s) hit the time limit; "
-                if timed_out else "")
-        out.append(_target(name, value, _meets(value, name) and not timed_out,
-                           f"{what}median over {len(px)} image(s) of {nodes} pixels; "
-                           f"proposed {proposed} s, graph cut {cuts} ms",
-                           lower_bound=bool(timed_out)))
+    for name, key, describe in measured:
+        found = describe(name, inputs[key]) if inputs.get(key) else None
+        out.append(found or _target(name, None, False, "not measured"))
     return out
+
+
+def _superpixel_target(name, sp) -> dict | None:
+    if not sp.get("ratios"):
+        return None
+    ratios = np.asarray(sp["ratios"], np.float64)
+    value = float(np.median(ratios))
+    lp = sp.get("lp_objective")
+    if lp is None:
+        n_ok, note = 0, f"no {PROPOSED_LP} case to compare with"
+    else:
+        n_ok = sum(o >= q - OBJECTIVE_RTOL * max(1.0, abs(q))
+                   for o, q in zip(sp["objective"], lp))
+        note = f"objective >= {PROPOSED_LP}'s on {n_ok} / {len(lp)} images"
+    all_ok = lp is not None and n_ok == len(ratios)
+    return _target(name, value, _meets(value, name) and all_ok,
+                   f"median of {ratios.size} per-image ratios (range "
+                   f"{ratios.min():.1f}-{ratios.max():.1f}); {note}")
+
+
+def _exactness_target(name, ex) -> dict | None:
+    if not ex.get("n"):
+        return None
+    value = ex["n_exact"] / ex["n"]
+    bounds_ok = ex["n_finite_bound"] == ex["n"] and ex["n_bound_violations"] == 0
+    parts = ", ".join(f"{k} {v['n_exact']}/{v['n']}"
+                      for k, v in ex.get("by_source", {}).items())
+    return _target(name, value, _meets(value, name) and bounds_ok,
+                   f"exact on {ex['n_exact']} / {ex['n']} ({parts}); finite bound on "
+                   f"{ex['n_finite_bound']} / {ex['n']} calls, bound below the "
+                   f"optimum on {ex['n_bound_violations']}")
+
+
+def _dataset_scope_target(name, ds) -> dict:
+    value = float(ds["proposed_s"])
+    ratio = 1e3 * value / ds["graphcut_ms"] if ds.get("graphcut_ms") else None
+    return _target(name, value, _meets(value, name),
+                   f"one call on {ds['n_nodes']} nodes / {ds['n_edges']} edges; "
+                   f"triangulation {_fmt(ds['triangulation_s'], '.2f')} s (not "
+                   "included; none for the envelope solver); "
+                   f"Hamming graph cut {ds['graphcut_ms']:.1f} ms, ratio "
+                   f"{_fmt(ratio, '.0f')}")
+
+
+def _pixel_level_target(name, px) -> dict:
+    ratios = np.asarray([1e3 * r["proposed_s"] / r["graphcut_ms"] for r in px])
+    value = float(np.median(ratios))
+    timed_out = sum(bool(r["timed_out"]) for r in px)
+    nodes = sorted({int(r["n_nodes"]) for r in px})
+    proposed = ", ".join(f"{r['proposed_s']:.2f}" for r in px)
+    cuts = ", ".join(f"{r['graphcut_ms']:.1f}" for r in px)
+    what = (f"{timed_out} of {len(px)} proposed call(s) hit the time limit; "
+            if timed_out else "")
+    return _target(name, value, _meets(value, name) and not timed_out,
+                   f"{what}median over {len(px)} image(s) of {nodes} pixels; "
+                   f"proposed {proposed} s, graph cut {cuts} ms",
+                   lower_bound=bool(timed_out))
 
 
 def targets_table(targets: Sequence[dict]) -> str:

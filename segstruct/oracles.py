@@ -101,8 +101,8 @@ class TriangleOracle:
         digest = hashlib.blake2b(np.asarray(t, np.uint8).tobytes(), digest_size=12).hexdigest()
         return f"{len(u)}_{len(edges)}_{digest}"
 
-    # Flips are cheap (one pass over nodes and edges each) but a data-set
-    # scope graph has tens of thousands of nodes: cap them.
+    # A flip step scans every node, and a data-set scope graph has tens of
+    # thousands of them: cap the steps.
     MAX_FLIPS = 200
 
     # Greedy flips from one start can stop at a local optimum that another

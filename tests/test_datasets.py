@@ -264,12 +264,8 @@ def test_missing_file(tmp_path, which):
     assert any("gone" in p for p in ds.check())
 
 
-def test_size_mismatch(tmp_path):
-    ds = write_voc(tmp_path, {"odd": (rgb(4, 5), labels(4, 6))})
-    with pytest.raises(DatasetError) as err:
-        ds.load("odd", "car")
-    msg = str(err.value)
-    assert "odd.jpg" in msg and "odd.png" in msg and "4x5" in msg and "4x6" in msg
+# An image and mask of different sizes: tests/test_bad_input.py
+# (test_image_mask_size_mismatch), which also checks the training path.
 
 
 def test_invalid_label_value(tmp_path):

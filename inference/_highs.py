@@ -1,4 +1,12 @@
-"""Shared set-up of the HiGHS-based oracles (LP per triangle, MILP, decomposition)."""
+"""The one HiGHS configuration of the process, and the shared set-up of the
+HiGHS-based oracles (LP per triangle, MILP, decomposition).
+
+HiGHS keeps ONE task scheduler per process, sized by the first ``run()``; a
+later model whose ``threads`` option differs is refused (``run()`` returns
+kError, model status "Not Set"). So every model of segstruct is made by
+:func:`new_highs`, with the same ``threads``, and solved by :func:`run`,
+which also recovers when code outside segstruct sized the scheduler first.
+"""
 from __future__ import annotations
 
 import highspy
@@ -7,6 +15,88 @@ import numpy as np
 from segstruct.losses import get_loss, totals
 
 from .graphcut import check_mrf
+
+
+#: Threads of every HiGHS model. Our LPs, QPs and MILPs are small (their
+#: solves take milliseconds; the data-set scope decomposition's masters have 4
+#: rows), and parallel HiGHS only pays on large ones, while joblib already
+#: runs one process per core.
+THREADS = 1
+
+OPTIMAL = highspy.HighsModelStatus.kOptimal
+INFEASIBLE = highspy.HighsModelStatus.kInfeasible
+
+
+class SolverError(RuntimeError):
+    """HiGHS gave no usable answer, even after the retries of :func:`run`."""
+
+
+def new_highs(**options) -> highspy.Highs:
+    """A silent HiGHS instance with the process-wide thread count and ``options``."""
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", THREADS)
+    for name, value in options.items():
+        h.setOptionValue(name, value)
+    return h
+
+
+def _scheduler_refused(h) -> bool:
+    return h.getModelStatus() == highspy.HighsModelStatus.kNotset
+
+
+# Safer settings tried in turn on a fresh copy of a model that failed:
+# presolve on (it removes the degenerate rows and columns that stall the
+# simplex), then the primal simplex, then the interior-point method (LPs only).
+RETRIES = ({"presolve": "on"},
+           {"presolve": "on", "simplex_strategy": 4},
+           {"presolve": "on", "solver": "ipm"})
+
+
+def run(h: highspy.Highs, what: str, accept=(OPTIMAL,), options=None,
+        retries=RETRIES) -> highspy.Highs:
+    """Solve the model in ``h``, retrying until its status is in ``accept``.
+
+    1. ``h.run()``; if HiGHS refused to start because the process-wide
+       scheduler was sized with another thread count (by code outside
+       segstruct), the scheduler is reset and ``h`` run again;
+    2. otherwise each of ``retries`` in turn: a fresh instance holding the
+       same model, with ``options`` and that retry's settings.
+
+    Parameters
+    ----------
+    h : a Highs instance holding a model.
+    what : the model's name for the error message ("the LP of triangle 3").
+    accept : model statuses that count as an answer (e.g. also INFEASIBLE).
+    options : options of the original instance, repeated on fresh ones.
+    retries : sequence of option dicts (() for none; QPs and MILPs accept
+        no "solver": "ipm").
+
+    Returns
+    -------
+    The Highs instance that holds the answer: ``h`` itself, or a fresh one.
+
+    Raises
+    ------
+    SolverError naming ``what`` and every status seen.
+    """
+    h.run()
+    if _scheduler_refused(h):
+        highspy.Highs.resetGlobalScheduler(True)
+        h.run()
+    seen = [h.modelStatusToString(h.getModelStatus())]
+    if h.getModelStatus() in accept:
+        return h
+    model = h.getModel()
+    for retry in retries:
+        fresh = new_highs(**{**(options or {}), **retry})
+        fresh.passModel(model)
+        fresh.run()
+        seen.append(fresh.modelStatusToString(fresh.getModelStatus()))
+        if fresh.getModelStatus() in accept:
+            return fresh
+    raise SolverError(f"HiGHS could not solve {what}: status {', then '.join(seen)} "
+                      f"(retried with {len(retries)} safer settings)")
 
 
 def lp_from_triplets(row, col, val, n_rows, n_cols, cost, col_bounds, row_bounds,

@@ -26,7 +26,7 @@ import time
 import highspy
 import numpy as np
 
-from ._highs import complex_loss_inputs
+from ._highs import INFEASIBLE, OPTIMAL, complex_loss_inputs, new_highs, run
 from .graphcut import InferenceResult, _min_cut, _result, _score
 
 
@@ -72,7 +72,7 @@ def _solve_small_lp(cost, a_ub, b_ub, n_free=0):
     Returns (status, objective, x, row duals of a_ub, dual of the convexity
     row), duals signed for the maximisation (>= 0 on binding <= rows);
     status is "optimal" or "Infeasible" (then the rest is None). Any other
-    HiGHS status raises RuntimeError naming it.
+    HiGHS status, after the retries of ``_highs.run``, raises SolverError.
     """
     n = cost.size
     m = n - n_free
@@ -90,17 +90,11 @@ def _solve_small_lp(cost, a_ub, b_ub, n_free=0):
     lp.a_matrix_.index_ = np.tile(np.arange(rows + 1), n).astype(np.int32)
     lp.a_matrix_.value_ = dense.T.ravel().astype(np.float64)
     lp.sense_ = highspy.ObjSense.kMaximize
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
+    h = new_highs()
     h.passModel(lp)
-    h.run()
-    status = h.getModelStatus()
-    if status == highspy.HighsModelStatus.kInfeasible:
+    h = run(h, "a master LP of the decomposition", accept=(OPTIMAL, INFEASIBLE))
+    if h.getModelStatus() == INFEASIBLE:
         return "Infeasible", None, None, None, None
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"HiGHS could not solve a master LP: "
-                           f"status {h.modelStatusToString(status)}")
     sol = h.getSolution()
     duals = np.asarray(sol.row_dual, np.float64)
     # HiGHS's row duals are d(objective)/d(bound): for this maximisation a

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import time
 
-import highspy
 import maxflow
 import numpy as np
 
@@ -114,38 +113,101 @@ class _Cutter:
         return self.graph.get_grid_segments(self.nodes).astype(np.uint8)
 
 
-class _HullLP:
-    """``min_{g, sigma} g - sigma . x*  s.t.  g - sigma . x_m >= s_m`` for the known
-    labellings m, with |sigma| <= bound: the slopes of the known points' upper
-    hull at x* (or, outside their hull, slopes pushing towards x*)."""
+class Hull:
+    """The known labellings' upper hull at a point, and its slopes there.
 
-    def __init__(self, sigma_max: float):
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
-        inf = highspy.kHighsInf
-        h.addVar(-inf, inf)                       # g
-        h.addVar(-sigma_max, sigma_max)           # sigma_fp
-        h.addVar(-sigma_max, sigma_max)           # sigma_fn
-        h.changeObjectiveSense(highspy.ObjSense.kMinimize)
-        self.h = h
-        self._cols = np.array([0, 1, 2], np.int32)
+    For points ``x_m`` (their counts) with heights ``s_m`` (their scores) and
+    a point ``x*`` this solves the three-variable LP
 
-    def add(self, x, s):
-        self.h.addRow(float(s), highspy.kHighsInf, 3, self._cols,
-                      np.array([1.0, -float(x[0]), -float(x[1])]))
+        min_{g, sigma}  g - sigma . x*   s.t.  g - sigma . x_m >= s_m  (all m),
+                                              -B <= sigma_k <= B,
+
+    whose value is the upper concave envelope of the points at ``x*`` (when
+    ``x*`` lies in their convex hull and B is large enough) and whose
+    ``sigma`` are the slopes of the envelope's facet there. No general
+    solver is needed: its dual
+
+        max_lam  sum_m lam_m s_m - B || sum_m lam_m x_m - x* ||_1,
+        lam >= 0, sum_m lam_m = 1,
+
+    has three rows (the sum, and the two coordinates, with slack variables
+    for the distance), so a basis is at most three points: the triangle of
+    known labellings whose lifted plane lies above ``x*``, or fewer points
+    and the distance terms when ``x*`` is outside their hull. The simplex
+    method on these three rows walks from triangle to triangle, swapping one
+    corner per step, until no point lies above the current triangle's plane:
+    then that plane is the hull's facet at ``x*`` (``sigma`` its slopes, read
+    off the basis as the dual values of the three rows). Every step is a
+    3x3 solve; there is no process-wide solver state.
+
+    Parameters
+    ----------
+    bound : B, the largest |slope|.
+    """
+
+    #: Pivots at most per query; Dantzig's rule, then Bland's after
+    #: ``BLAND_AFTER`` (which cannot cycle on degenerate triangles).
+    MAX_PIVOTS = 500
+    BLAND_AFTER = 50
+
+    def __init__(self, bound: float):
+        self.bound = float(bound)
+        # Columns 0-3: the distance slacks e+_fp, e-_fp, e+_fn, e-_fn
+        # (row k: sum lam x_mk - e+_k + e-_k = x*_k), cost -B; then the points.
+        self._cols = [np.array([0.0, -1.0, 0.0]), np.array([0.0, 1.0, 0.0]),
+                      np.array([0.0, 0.0, -1.0]), np.array([0.0, 0.0, 1.0])]
+        self._cost = [-self.bound] * 4
+
+    def add(self, x, s) -> None:
+        """A known labelling: counts ``x`` = (FP, FN) and score ``s``."""
+        self._cols.append(np.array([1.0, float(x[0]), float(x[1])]))
+        self._cost.append(float(s))
+
+    @property
+    def n_points(self) -> int:
+        return len(self._cols) - 4
 
     def slopes(self, point) -> tuple[float, float, float]:
-        """(hull value at ``point``, sigma_fp, sigma_fn)."""
-        h = self.h
-        h.changeColsCost(3, self._cols, np.array([1.0, -float(point[0]), -float(point[1])]))
-        h.run()
-        status = h.getModelStatus()
-        if status != highspy.HighsModelStatus.kOptimal:
-            raise RuntimeError(f"HiGHS could not solve the hull LP: "
-                               f"status {h.modelStatusToString(status)}")
-        col = h.getSolution().col_value
-        return h.getInfo().objective_function_value, float(col[1]), float(col[2])
+        """(hull value at ``point``, sigma_fp, sigma_fn).
+
+        Raises
+        ------
+        ValueError when no point is known yet.
+        """
+        if self.n_points == 0:
+            raise ValueError("the hull of no point is undefined")
+        a = np.array(self._cols).T                       # (3, 4 + m)
+        c = np.array(self._cost)
+        b = np.array([1.0, float(point[0]), float(point[1])])
+        # Start: the best single point, the distance slacks taking up the rest.
+        dist = np.abs(a[1:, 4:] - b[1:, None]).sum(axis=0)
+        m = 4 + int(np.argmax(c[4:] - self.bound * dist))
+        d = a[1:, m] - b[1:]
+        basis = [m, 0 if d[0] >= 0 else 1, 2 if d[1] >= 0 else 3]
+        # Scale of the terms of a reduced cost, for relative tolerances.
+        size = np.abs(c) + np.abs(a).sum(axis=0) * max(1.0, self.bound)
+        for step in range(self.MAX_PIVOTS):
+            basis_m = a[:, basis]
+            x_b = np.linalg.solve(basis_m, b)
+            pi = np.linalg.solve(basis_m.T, c[basis])
+            reduced = c - pi @ a
+            reduced[basis] = 0.0
+            improving = np.flatnonzero(reduced > 1e-11 * size)
+            if improving.size == 0:
+                return float(pi @ b), float(-pi[1]), float(-pi[2])
+            j = (int(improving[np.argmax(reduced[improving])]) if step < self.BLAND_AFTER
+                 else int(improving[0]))
+            direction = np.linalg.solve(basis_m, a[:, j])
+            rising = direction > 1e-12 * np.abs(direction).max()
+            if not rising.any():     # cannot happen: the dual is bounded
+                raise RuntimeError("hull: unbounded pivot (rounding)")
+            ratios = np.where(rising, np.maximum(x_b, 0.0) / np.where(rising, direction, 1.0),
+                              np.inf)
+            # among tied rows, the one whose column has the smallest index (Bland)
+            ties = np.flatnonzero(ratios <= ratios.min() * (1 + 1e-12) + 1e-300)
+            leave = int(ties[np.argmin(np.asarray(basis)[ties])])
+            basis[leave] = j
+        raise RuntimeError(f"hull: no optimal triangle after {self.MAX_PIVOTS} pivots")
 
 
 class _Search:
@@ -162,7 +224,7 @@ class _Search:
         self.scale = max(1.0, float(np.abs(u).sum() + np.abs(p).sum()))
         w_min = float(np.min(a[a > 0], initial=1.0))
         # slopes this steep make every weighted node follow the count term
-        self.hull = _HullLP(4.0 * (self.scale + 1.0) / w_min + 1.0)
+        self.hull = Hull(4.0 * (self.scale + 1.0) / w_min + 1.0)
         self.labels, self.x, self.s, self.f = [], [], [], []
         self._index = {}
         self.sigma = np.zeros((0, 2))

@@ -29,13 +29,14 @@ import time
 import highspy
 import numpy as np
 
-from ._highs import complex_loss_inputs, lp_from_triplets
+from ._highs import (INFEASIBLE, OPTIMAL, SolverError, complex_loss_inputs,
+                     lp_from_triplets, new_highs, run)
 from .graphcut import InferenceResult, _min_cut, _result
 
 RULES = ("best", "paper")
 
 
-class LPError(RuntimeError):
+class LPError(SolverError):
     """HiGHS did not solve a triangle's LP to optimality."""
 
 
@@ -104,9 +105,7 @@ class TriangleLP:
         lp = lp_from_triplets(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals),
                               n_rows, n_cols, cost, (np.zeros(n_cols), upper),
                               (lower_rows, upper_rows), offset=-float(u.sum()))
-        self.highs = highspy.Highs()
-        self.highs.setOptionValue("output_flag", False)
-        self.highs.setOptionValue("presolve", "off")
+        self.highs = new_highs(presolve="off")
         self.highs.passModel(lp)
 
     def solve(self, plane, halfplanes, label="") -> tuple[float, np.ndarray]:
@@ -132,13 +131,13 @@ class TriangleLP:
             # A little slack so a lattice point on an edge is never cut off by rounding.
             h.changeRowBounds(int(r), -highspy.kHighsInf,
                               float(cc) + 1e-9 * max(1.0, abs(cc), self.n_pos + self.n_neg))
-        h.run()
-        status = h.getModelStatus()
-        if status == highspy.HighsModelStatus.kInfeasible:
+        try:
+            h = run(h, f"the LP of triangle {label}", accept=(OPTIMAL, INFEASIBLE),
+                    options={"presolve": "off"})
+        except SolverError as err:
+            raise LPError(str(err)) from None
+        if h.getModelStatus() != OPTIMAL:
             return -np.inf, None
-        if status != highspy.HighsModelStatus.kOptimal:
-            raise LPError(f"HiGHS could not solve the LP of triangle {label}: "
-                          f"status {h.modelStatusToString(status)}")
         y = np.clip(np.asarray(h.getSolution().col_value[:self.n]), 0.0, 1.0)
         return h.getInfo().objective_function_value + gamma, y
 

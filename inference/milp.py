@@ -19,13 +19,13 @@ import time
 import highspy
 import numpy as np
 
-from ._highs import complex_loss_inputs, lp_from_triplets
+from ._highs import SolverError, complex_loss_inputs, lp_from_triplets, new_highs, run
 from .graphcut import InferenceResult, _result
 
 MAX_LATTICE = 200_000
 
 
-class MILPError(RuntimeError):
+class MILPError(SolverError):
     """HiGHS did not prove a MILP optimal."""
 
 
@@ -117,17 +117,14 @@ def milp_oracle(u, edges, p, t, a, loss, max_lattice: int = MAX_LATTICE,
                           (np.zeros(n_cols), np.ones(n_cols)), (lo, hi),
                           offset=-float(u.sum()))
     lp.integrality_ = [highspy.HighsVarType.kInteger] * n_cols
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", False)
-    highs.setOptionValue("time_limit", float(time_limit))
-    highs.setOptionValue("mip_rel_gap", 0.0)
-    highs.setOptionValue("mip_abs_gap", 1e-9)
+    options = {"time_limit": float(time_limit), "mip_rel_gap": 0.0, "mip_abs_gap": 1e-9}
+    highs = new_highs(**options)
     highs.passModel(lp)
-    highs.run()
-    status = highs.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        raise MILPError(f"HiGHS did not prove the MILP optimal: "
-                        f"status {highs.modelStatusToString(status)}")
+    try:
+        # a time limit is not cured by other settings: one retry, presolve on
+        highs = run(highs, "the MILP", options=options, retries=({"presolve": "on"},))
+    except SolverError as err:
+        raise MILPError(f"HiGHS did not prove the MILP optimal: {err}") from None
     y = (np.asarray(highs.getSolution().col_value[:n]) > 0.5).astype(np.uint8)
     res = _result(u, edges, p, y, t, a, loss, n_pos, n_neg)
     res.bound = res.objective

@@ -8,10 +8,12 @@ command line.
 from __future__ import annotations
 
 import hashlib
+import warnings
 
 import numpy as np
 
 from segstruct.inference import loss_augmented
+from segstruct.inference._highs import SolverError
 from segstruct.inference.bl2 import bl2
 from segstruct.inference.decomposition import decomposition_oracle
 from segstruct.inference.envelope import envelope_oracle
@@ -75,7 +77,19 @@ class TriangleOracle:
         return self._cache[key]
 
     def __call__(self, u, edges, p, t, a, loss):
-        if self.solver == "envelope":
+        try:
+            return self._solve(self.solver, u, edges, p, t, a, loss)
+        except SolverError as err:
+            if self.solver == "envelope":
+                raise
+            # The triangle LPs failed even after HiGHS's retries: the envelope
+            # solver needs no LP and is exact, so the step is not lost.
+            warnings.warn(f"{err}; this call used the envelope solver instead",
+                          RuntimeWarning, stacklevel=2)
+            return self._solve("envelope", u, edges, p, t, a, loss)
+
+    def _solve(self, solver, u, edges, p, t, a, loss):
+        if solver == "envelope":
             # polishes inside (when asked), so that its bound can use the result
             key = self._seed_key(u, edges, t)
             res = envelope_oracle(u, edges, p, t, a, loss, polish=self.polish,
@@ -83,7 +97,7 @@ class TriangleOracle:
             self._seeds[key] = res.info.pop("labellings")
             return res
         tri = self.triangulation(loss, *totals(t, a))
-        if self.solver == "lp":
+        if solver == "lp":
             res = lp_oracle(u, edges, p, t, a, loss, triangulation=tri, rule=self.rule)
             return self._polished(res, u, edges, p, t, a, loss,
                                   starts=res.info.pop("labellings"))

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
+from segstruct.inference._highs import SolverError, new_highs, run
+
 from .active_set import refine
 
 
@@ -243,8 +245,17 @@ class WorkingSetQP:
             if self._converged(best):
                 break
         if best is None:
-            raise QPError(f"HiGHS could not solve the working-set QP with {k} constraints "
-                          "by any route (dual with three regularisations, primal)")
+            # Every HiGHS route failed: the active-set method alone, from the
+            # last solution (or 0), which is feasible; slower, but needs no HiGHS.
+            start_z = (self._last if self._last is not None and self._last.size == k + p
+                       else np.zeros(k + p))
+            try:
+                z, _ = refine(h, cost, groups, self.caps, start_z)
+            except np.linalg.LinAlgError as err:
+                raise QPError(f"the working-set QP with {k} constraints could not be solved "
+                              f"by HiGHS (dual with two regularisations, primal) nor by the "
+                              f"active-set method ({err})") from None
+            best, best_route = self._evaluate(z), "active-set"
         self._last = np.concatenate([best.alpha, best.mu])
         self.last_route = best_route
         active = best.alpha > 1e-9 * self.caps[self.groups]
@@ -257,14 +268,12 @@ class WorkingSetQP:
 
     def _run_dual(self, model, regularization) -> np.ndarray | None:
         """Dual variables [alpha; mu] from HiGHS, or None when it did not finish."""
-        highs = highspy.Highs()
-        highs.setOptionValue("output_flag", False)
-        if regularization is not None:
-            highs.setOptionValue("qp_regularization_value", regularization)
         k, p = self.n_constraints, self.nonpositive.size
         # The unregularised active-set method can cycle on rank-deficient
         # Hessians; cap it so the next route gets its turn.
-        highs.setOptionValue("qp_iteration_limit", 100 * (k + p) + 1000)
+        highs = new_highs(qp_iteration_limit=100 * (k + p) + 1000)
+        if regularization is not None:
+            highs.setOptionValue("qp_regularization_value", regularization)
         highs.passModel(model)
         if self._last is not None and self._last.size == k + p:
             # Warm start from the previous solution padded with zeros for new
@@ -273,8 +282,10 @@ class WorkingSetQP:
             sol.col_value = list(self._last)
             sol.value_valid = True
             highs.setSolution(sol)
-        highs.run()
-        if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        try:
+            # the other routes are the retries
+            highs = run(highs, "the working-set QP", retries=())
+        except SolverError:
             return None
         return np.asarray(highs.getSolution().col_value, np.float64)
 
@@ -329,11 +340,11 @@ class WorkingSetQP:
         model = highspy.HighsModel()
         model.lp_ = lp
         model.hessian_ = hess
-        highs = highspy.Highs()
-        highs.setOptionValue("output_flag", False)
+        highs = new_highs()
         highs.passModel(model)
-        highs.run()
-        if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        try:
+            highs = run(highs, "the primal working-set QP", retries=({"presolve": "on"},))
+        except SolverError:
             return None
         sol = highs.getSolution()
         # Multipliers of ">=" rows and of the upper bounds w_d <= 0.

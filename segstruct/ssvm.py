@@ -32,15 +32,21 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from segstruct.inference import loss_augmented, maximize
+from segstruct.inference._highs import SolverError
 
 from .cache import atomic_write_bytes
 from .checkpoint import CheckpointError, fingerprint, load_checkpoint, save_checkpoint
 from .losses import AdjustedHammingLoss, Loss, get_loss
 from .model import MRFModel, disjoint_union
-from .qp import WorkingSetQP
+from .qp import QPError, WorkingSetQP
 from .scoring import VOCScore, superpixel_confusion
 
 SOLVERS = ("nslack", "oneslack")
+
+
+class TrainingError(RuntimeError):
+    """A solver failed beyond its retries and fallbacks; the message names the
+    iteration and the checkpoint that training can resume from."""
 SCOPES = ("image", "dataset")
 WEIGHT_MODES = ("count", "area")
 
@@ -277,6 +283,7 @@ class StructuredSVM:
 
         def elapsed():
             return st["elapsed"] + time.perf_counter() - start
+        iteration = st["iteration"]
         try:
             for iteration in range(st["iteration"] + 1, self.max_iter + 1):
                 if converged:
@@ -333,6 +340,8 @@ class StructuredSVM:
                 self._write_log(log)
                 bar.update()
                 bar.set_postfix(gap=f"{entry['gap']:.3g}", cons=qp.n_constraints)
+        except (SolverError, QPError) as err:
+            raise TrainingError(self._failure(iteration, err)) from err
         finally:
             bar.close()
         self.w_ = best_w
@@ -346,6 +355,16 @@ class StructuredSVM:
         self.n_features_in_ = dim
         self.fit_seconds_ = elapsed()
         return self
+
+    def _failure(self, iteration, err) -> str:
+        where = f"training failed at iteration {iteration}: {err}. "
+        if self.checkpoint_path is None:
+            return where + "No checkpoint was kept (set checkpoint_path to keep one)."
+        if iteration <= 1:
+            return where + "No iteration had finished, so there is nothing to resume."
+        return (where + f"The state after iteration {iteration - 1} is saved in "
+                f"{self.checkpoint_path}: run the same command with --resume to continue "
+                "from there.")
 
     # ------------------------------------------------------------------
     # checkpoints

@@ -16,6 +16,7 @@ from pathlib import Path
 from segstruct.datasets import DatasetError, VOCDataset, default_synthetic_root, make_synthetic_voc
 
 from .cache import ArrayCache, atomic_write_bytes
+from .diagnosis import diagnose
 from .extraction import FeatureExtractor
 from .features import FeatureConfig
 from .methods import METHOD_HELP, METHODS
@@ -44,7 +45,20 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     g.add_argument("-j", "--n-jobs", type=int, default=1,
                    help="worker processes for feature extraction (-1 = every core)")
-    g.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    out = g.add_mutually_exclusive_group()
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    out.add_argument("--progress", action="store_true",
+                     help="progress bars even when stderr is not a terminal (by default "
+                          "they are shown only on a terminal, so logs stay small)")
+
+
+def show_progress(args) -> bool:
+    """Progress bars: with --progress, or when stderr is a terminal and not -q.
+
+    A bar redrawn into a log file writes every update (measured: 117 KB for
+    one comparison), so non-terminals get none unless asked.
+    """
+    return bool(args.progress or (not args.quiet and sys.stderr.isatty()))
 
 
 def _add_feature_options(p: argparse.ArgumentParser) -> None:
@@ -130,10 +144,10 @@ def _extractor(args, dataset, config=None, codebook=None) -> FeatureExtractor:
     cache = ArrayCache(args.cache, enabled=not args.no_cache)
     if config is None:
         return FeatureExtractor(dataset, _feature_config(args), cache, n_jobs=args.n_jobs,
-                                progress=not args.quiet,
+                                progress=show_progress(args),
                                 codebook_split=_codebook_split(args))
     return FeatureExtractor(dataset, config, cache, n_jobs=args.n_jobs,
-                            progress=not args.quiet, codebook=codebook)
+                            progress=show_progress(args), codebook=codebook)
 
 
 def _codebook_split(args) -> str:
@@ -274,7 +288,7 @@ def _estimator(args, log_path=None, checkpoint_path=None):
                              n_triangles=args.triangles, lp_solver=args.lp_solver,
                              polish=not args.no_polish, weights=args.weights, C=args.C,
                              solver=args.solver, scope=args.scope, tol=args.tol,
-                             max_iter=args.max_iter, progress=not args.quiet,
+                             max_iter=args.max_iter, progress=show_progress(args),
                              log_path=log_path, checkpoint_path=checkpoint_path,
                              resume=args.resume)
     except ValueError as err:            # e.g. bl2 with area weights, M < 2
@@ -308,13 +322,14 @@ def cmd_train(args) -> int:
     estimator.fit(X, Y)
     codebook = extractor.codebook()[0] if extractor.config.sift else None
     train_score = estimator.voc_score(X, Y).to_dict()
+    diagnosis = diagnose(estimator, X, Y)
     from .persistence import save_model
     save_model(args.out, estimator, extractor.config, codebook, {
         "class": args.class_name, "method": args.method, "dataset": dataset.name,
         "oracle": oracle_name(estimator.oracle),
         "data_root": str(dataset.root), "train_split": args.split,
         "n_train_images": len(examples), "train_score": train_score,
-        "training_log": log_file.name})
+        "diagnosis": diagnosis, "training_log": log_file.name})
     if estimator.converged_:
         checkpoint.unlink(missing_ok=True)  # the model is safe: the checkpoint is spent
     # (kept when stopped at --max-iter, so --resume with a higher one continues)
@@ -324,6 +339,8 @@ def cmd_train(args) -> int:
           f"primal {estimator.primal_:.6g}, dual {estimator.dual_:.6g}, "
           f"gap {estimator.gap_:.3g}; {estimator.loss_!r}")
     print(f"training-set VOC IoU {train_score['voc_iou_percent']:.2f} %")
+    for warning in diagnosis["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {json_path} (+ .npz) and {log_file}")
     if checkpoint.exists():
         print(f"kept {checkpoint}: rerun with --resume and a higher --max-iter to continue")
@@ -387,7 +404,7 @@ def cmd_compare(args) -> int:
                                solver=args.solver, tol=args.tol, max_iter=args.max_iter)
     comparison = Comparison(extractor, classes, args.methods, settings, args.out,
                             train_split=args.split_train, eval_split=args.split_eval,
-                            seed=args.seed, progress=not args.quiet)
+                            seed=args.seed, progress=show_progress(args))
     start = time.perf_counter()
     comparison.run(figures=not args.no_figures, figure_images=args.figure_images,
                    figure_ids=args.figure_ids)

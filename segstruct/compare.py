@@ -35,6 +35,7 @@ import numpy as np
 from segstruct.datasets import VOCDataset, class_index
 
 from .cache import atomic_write_bytes
+from .diagnosis import diagnose
 from .extraction import FeatureExtractor
 from .losses import totals
 from .methods import METHODS, estimator_for, method_loss
@@ -267,12 +268,15 @@ class Comparison:
         X, Y = [ex.graph for ex in train], [ex.counts for ex in train]
         estimator.fit(X, Y)
         train_score = estimator.voc_score(X, Y).to_dict()
+        diagnosis = diagnose(estimator, X, Y)
+        for warning in diagnosis["warnings"]:
+            self.say(f"      warning: {class_name}/{method}: {warning}")
         codebook = self.extractor.codebook()[0] if self.extractor.config.sift else None
         save_model(model_path, estimator, self.extractor.config, codebook, {
             "class": class_name, "method": method, "dataset": self.dataset.name,
             "data_root": str(self.dataset.root), "train_split": self.train_split,
             "n_train_images": len(train), "train_score": train_score,
-            "training_log": log_path.name})
+            "diagnosis": diagnosis, "training_log": log_path.name})
         start = time.perf_counter()
         evaluation = self.extractor.examples(self.eval_split, class_name)
         eval_score = estimator.voc_score([ex.graph for ex in evaluation],
@@ -289,7 +293,7 @@ class Comparison:
                          "dual": estimator.dual_, "gap": estimator.gap_,
                          "oracle": oracle_name(estimator.oracle)},
             "n_train_images": len(train), "n_eval_images": len(evaluation),
-            "train_score": train_score, "eval_score": eval_score,
+            "train_score": train_score, "eval_score": eval_score, "diagnosis": diagnosis,
             "eval_seconds": time.perf_counter() - start,
             "model": str(json_path.relative_to(self.out_dir)),
             "training_log": str(log_path.relative_to(self.out_dir)),
@@ -459,6 +463,9 @@ def table_markdown(results: dict) -> str:
             cells.append("-" if t is None else
                          f"{t['fit_seconds']:.0f} s / {t['n_iter']}{'' if t['converged'] else '*'}")
         out.write(f"| {c} | " + " | ".join(cells) + " |\n")
+    for r in results["results"]:
+        for warning in r.get("diagnosis", {}).get("warnings", []):
+            out.write(f"\n- Warning, {r['class']} / {r['method']}: {warning}")
     loss = s["loss"] if s["loss"] != "fbeta" else f"fbeta (beta {s['beta']:g})"
     versions = sorted({r["code_version"] for r in results["results"]})
     solver = s.get("lp_solver", "decomposition")

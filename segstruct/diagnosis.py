@@ -1,0 +1,71 @@
+"""What a user must know about a trained model besides its score.
+
+A model that labels every training superpixel background (or foreground)
+scores 0 IoU and says nothing by itself; a run stopped at ``max_iter`` looks
+like any other. :func:`diagnose` names both, with the likely cause, for
+``train``, ``compare`` and their result files.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def foreground_share(predictions, label_specs) -> float:
+    """Share of the non-void training pixels (or superpixels) labelled foreground.
+
+    Parameters
+    ----------
+    predictions : sequence of (N_k,) labellings in {0, 1}.
+    label_specs : matching (N_k, 2) [fg, bg] pixel counts, or (N_k,) targets
+        (each superpixel then weighs 1).
+    """
+    predicted = total = 0.0
+    for y, spec in zip(predictions, label_specs):
+        spec = np.asarray(spec)
+        size = spec.sum(axis=1) if spec.ndim == 2 else np.ones(spec.shape[0])
+        predicted += float(size @ np.asarray(y, np.float64))
+        total += float(size.sum())
+    return predicted / total if total else 0.0
+
+
+def diagnose(estimator, X, Y) -> dict:
+    """Collapse and convergence of a fitted ``StructuredSVM`` on its training set.
+
+    Returns
+    -------
+    dict with
+        ``foreground_share`` : float in [0, 1], on the training set;
+        ``collapse`` : None, "no foreground" or "all foreground";
+        ``converged`` : bool; ``gap`` : primal - dual; ``relative_gap`` : gap / primal;
+        ``target_gap`` : C * tol, the gap the cutting planes certify at convergence;
+        ``warnings`` : list of sentences, empty when all is well.
+    """
+    share = foreground_share(estimator.predict(X), Y)
+    collapse = "no foreground" if share == 0 else "all foreground" if share == 1 else None
+    gap, primal = float(estimator.gap_), float(estimator.primal_)
+    report = {"foreground_share": share, "collapse": collapse,
+              "converged": bool(estimator.converged_), "gap": gap,
+              "relative_gap": gap / primal if primal > 0 else 0.0,
+              "target_gap": float(estimator.C * estimator.tol), "warnings": []}
+    if not estimator.converged_:
+        report["warnings"].append(
+            f"not converged: stopped at max_iter {estimator.max_iter} with objective "
+            f"{primal:.6g} and lower bound {estimator.dual_:.6g}, a gap of {gap:.3g} "
+            f"({100 * report['relative_gap']:.3g} % of the objective; convergence means a "
+            f"largest violation below tol {estimator.tol:g}); raise max_iter (train "
+            "--resume continues the run)")
+    if collapse:
+        report["warnings"].append(f"the model predicts {collapse} on its own training set "
+                                  f"(IoU 0 there): {_cause(estimator, collapse)}")
+    return report
+
+
+def _cause(estimator, collapse) -> str:
+    if not np.any(estimator.w_):
+        return ("its weights are all 0: no weights the learner evaluated had a lower "
+                "objective than w = 0; a larger C, or more iterations, may let it move")
+    if not estimator.converged_:
+        return "training stopped before convergence; raise max_iter first"
+    side = "foreground" if collapse == "no foreground" else "background"
+    return (f"at C = {estimator.C:g} predicting {side} nowhere costs less than the "
+            "weights it would take; try a larger C")

@@ -1,0 +1,102 @@
+"""A model that predicts no foreground, and a run stopped before convergence,
+are named in the learner's diagnosis and by train / compare."""
+import json
+
+import numpy as np
+import pytest
+
+from segstruct.cli import main, show_progress
+from segstruct.datasets import make_synthetic_voc
+from segstruct.diagnosis import diagnose, foreground_share
+from segstruct.inference import bl2
+from segstruct.model import Graph
+from segstruct.ssvm import StructuredSVM
+
+SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
+
+
+def separable(rng, n_graphs=4, n=8):
+    X, Y = [], []
+    for _ in range(n_graphs):
+        y = (rng.random(n) < 0.5).astype(np.uint8)
+        y[0] = 1
+        edges = np.array([(i, i + 1) for i in range(n - 1)], np.int64)
+        unary = np.c_[2.0 * y - 1 + 0.1 * rng.normal(size=n), np.ones(n)]
+        X.append(Graph(unary, edges, rng.random((n - 1, 2))))
+        Y.append(np.c_[10 * y, 10 * (1 - y)])          # pixel counts
+    return X, Y
+
+
+def test_foreground_share_weighs_pixels():
+    y = [np.array([1, 0]), np.array([0])]
+    counts = [np.array([[3, 1], [0, 2]]), np.array([[0, 4]])]
+    assert foreground_share(y, counts) == pytest.approx(4 / 10)
+    assert foreground_share([np.array([1, 0])], [np.array([1, 0])]) == 0.5
+
+
+def test_a_healthy_converged_model_has_no_warning():
+    X, Y = separable(np.random.default_rng(0))
+    report = diagnose(StructuredSVM(loss="hamming", C=10.0, progress=False).fit(X, Y), X, Y)
+    assert report["collapse"] is None and report["converged"]
+    assert report["warnings"] == []
+    assert 0 < report["foreground_share"] < 1
+
+
+def test_collapse_and_its_cause_are_named():
+    X, Y = separable(np.random.default_rng(1))
+    est = StructuredSVM(loss="iou", C=1.0, pairwise=False, oracle=bl2,
+                        progress=False).fit(X, Y)
+    assert diagnose(est, X, Y)["collapse"] is None
+    # weights of a model that learnt nothing, or only the bias
+    for w, collapse, cause in [([0.0, 0.0], "no foreground", "weights are all 0"),
+                               ([0.0, -1.0], "no foreground", "try a larger C"),
+                               ([0.0, 1.0], "all foreground", "try a larger C")]:
+        est.w_ = np.array(w)
+        report = diagnose(est, X, Y)
+        assert report["collapse"] == collapse
+        assert report["foreground_share"] == (1.0 if collapse == "all foreground" else 0.0)
+        text = " ".join(report["warnings"])
+        assert f"predicts {collapse} on its own training set" in text and cause in text
+
+
+def test_an_unconverged_run_says_how_far_it_is():
+    X, Y = separable(np.random.default_rng(2))
+    est = StructuredSVM(loss="hamming", C=100.0, max_iter=2, progress=False).fit(X, Y)
+    assert not est.converged_
+    report = diagnose(est, X, Y)
+    text = " ".join(report["warnings"])
+    assert "not converged: stopped at max_iter 2" in text
+    assert f"a gap of {est.gap_:.3g}" in text
+    assert report["relative_gap"] == pytest.approx(est.gap_ / est.primal_)
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
+
+
+def test_train_warns_and_records_the_collapse(data_root, tmp_path, capsys):
+    model = tmp_path / "car_bl2"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--method", "bl2",
+                 "--C", "1e-12", "--out", str(model), "--cache", str(tmp_path / "c"),
+                 *SMALL]) == 0
+    err = capsys.readouterr().err
+    assert "warning: the model predicts no foreground on its own training set" in err
+    doc = json.loads((tmp_path / "car_bl2.json").read_text())
+    assert doc["diagnosis"]["collapse"] == "no foreground"
+
+
+def test_progress_bars_only_on_a_terminal_unless_asked(data_root, tmp_path, capsys):
+    from segstruct.cli import build_parser
+    parse = build_parser().parse_args
+    args = parse(["features", "--data", str(data_root)])
+    assert not show_progress(args)                   # pytest's stderr is no terminal
+    assert show_progress(parse(["features", "--data", str(data_root), "--progress"]))
+    with pytest.raises(SystemExit):
+        parse(["features", "--data", str(data_root), "--progress", "-q"])
+    # a whole training run writes no bar into a non-terminal stderr
+    assert main(["train", "--data", str(data_root), "--class", "car", "--out",
+                 str(tmp_path / "m"), "--cache", str(tmp_path / "c"),
+                 *[a for a in SMALL if a != "-q"]]) == 0
+    err = capsys.readouterr().err
+    assert "cutting planes" not in err and "img/s" not in err and len(err) < 2000

@@ -97,7 +97,7 @@ def test_new_models_share_one_thread_setting():
 
     from segstruct.inference._highs import THREADS, new_highs
     h = new_highs(presolve="off")
-    def value(name):      # highspy >= 1.8 returns (status, value)
+    def value(name):      # highspy returns (status, value)
         got = h.getOptionValue(name)
         return got[-1] if isinstance(got, tuple) else got
     assert value("threads") == THREADS

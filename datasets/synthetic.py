@@ -62,6 +62,7 @@ _SPARE_TEXTURES = ("vstripes", "checker", "dstripes", "hstripes", "dots")
 _OBJECT_COUNT_P = (0.1, 0.4, 0.3, 0.2)  # P(0, 1, 2, 3 objects in an image)
 _AREA_RANGE = (0.03, 0.30)              # object area as a share of the image
 _BORDER_VOID_P = 0.25                    # share of images with a void border band
+_IMAGE_SIZE = ((180, 260), (220, 340))   # (height, width) ranges in pixels, inclusive
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,10 @@ def make_synthetic_voc(
     n_val: int = 20,
     seed: int = 0,
     classes: tuple[str, ...] = ("car", "person", "horse"),
+    *,
+    area_range: tuple[float, float] | None = None,
+    object_count_p: tuple[float, float, float, float] | None = None,
+    image_size: tuple[tuple[int, int], tuple[int, int]] | None = None,
 ) -> Path:
     """Write (or reuse) a synthetic data set in the PASCAL VOC layout.
 
@@ -113,6 +118,20 @@ def make_synthetic_voc(
     classes : tuple of str
         VOC class names to draw; masks use their VOC indices (car 7,
         person 15, horse 13), 0 for background and 255 for void.
+    area_range : (low, high), optional
+        Area of each object as a share of its image, drawn uniformly in
+        [low, high] (0 < low <= high <= 1); default (0.03, 0.30).
+    object_count_p : (p0, p1, p2, p3), optional
+        Probabilities of 0, 1, 2 and 3 objects in an image (p0 sets the share
+        of images without any class; summing to 1, p0 < 1); default
+        (0.1, 0.4, 0.3, 0.2).
+    image_size : ((h_low, h_high), (w_low, w_high)), optional
+        Inclusive ranges of image height and width in pixels (at least 32);
+        default ((180, 260), (220, 340)).
+
+    The three knobs left at their defaults (None, or the default values)
+    give exactly the files of earlier versions: they are recorded in
+    synthetic.json only when they differ from the defaults.
 
     Returns
     -------
@@ -125,7 +144,7 @@ def make_synthetic_voc(
         For an unknown class name, or if ``root`` exists, is not empty and is
         not a synthetic set (it is never deleted then).
     ValueError
-        For non-positive image counts.
+        For non-positive image counts, or knobs out of range.
     """
     root = Path(root).expanduser().resolve()
     classes = tuple(classes)
@@ -139,12 +158,13 @@ def make_synthetic_voc(
         raise DatasetError("'background' is not an object class to draw")
     for name in classes:
         class_index(name)
+    knobs = _check_knobs(area_range, object_count_p, image_size)
 
     meta = {
         "generator": _GENERATOR,
         "version": GENERATOR_VERSION,
         "params": {"n_train": int(n_train), "n_val": int(n_val), "seed": int(seed),
-                   "classes": list(classes)},
+                   "classes": list(classes), **knobs},
     }
     if _is_complete(root, meta):
         return root
@@ -171,6 +191,39 @@ def make_synthetic_voc(
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return root
+
+
+def _check_knobs(area_range, object_count_p, image_size) -> dict:
+    """The knobs that differ from the defaults, as JSON-ready lists (checked)."""
+    knobs = {}
+    if area_range is not None:
+        lo, hi = (float(v) for v in area_range)
+        if not 0 < lo <= hi <= 1:
+            raise ValueError(f"area_range must satisfy 0 < low <= high <= 1, got {area_range!r}")
+        if (lo, hi) != _AREA_RANGE:
+            knobs["area_range"] = [lo, hi]
+    if object_count_p is not None:
+        p = [float(v) for v in object_count_p]
+        if len(p) != 4 or min(p) < 0 or abs(sum(p) - 1) > 1e-9 or p[0] >= 1:
+            raise ValueError("object_count_p must be 4 probabilities of 0..3 objects "
+                             f"summing to 1, with p0 < 1, got {object_count_p!r}")
+        if tuple(p) != _OBJECT_COUNT_P:
+            knobs["object_count_p"] = p
+    if image_size is not None:
+        sizes = [[int(v) for v in r] for r in image_size]
+        if len(sizes) != 2 or any(len(r) != 2 or not 32 <= r[0] <= r[1] for r in sizes):
+            raise ValueError("image_size must be ((h_low, h_high), (w_low, w_high)) with "
+                             f"32 <= low <= high, got {image_size!r}")
+        if tuple(map(tuple, sizes)) != _IMAGE_SIZE:
+            knobs["image_size"] = sizes
+    return knobs
+
+
+def _knobs(params: dict) -> tuple:
+    """(area_range, object_count_p, image_size) of a set's params, defaults filled in."""
+    return (tuple(params.get("area_range", _AREA_RANGE)),
+            tuple(params.get("object_count_p", _OBJECT_COUNT_P)),
+            tuple(map(tuple, params.get("image_size", _IMAGE_SIZE))))
 
 
 # ---------------------------------------------------------------- cache logic
@@ -213,6 +266,7 @@ def _build(out: Path, meta: dict) -> None:
     """Write every file of the set into the (empty) folder ``out``."""
     params = meta["params"]
     classes = tuple(params["classes"])
+    area_range, count_p, image_size = _knobs(params)
     styles = _class_styles(classes)
     cmap = voc_colormap().ravel().tolist()
     for sub in (IMAGE_DIR, MASK_DIR, SPLIT_DIR):
@@ -221,12 +275,13 @@ def _build(out: Path, meta: dict) -> None:
     split_ids: dict[str, list[str]] = {}
     stats: dict[str, dict] = {}
     for split, n in (("train", params["n_train"]), ("val", params["n_val"])):
-        plan = _plan_split(params["seed"], split, n, classes)
+        plan = _plan_split(params["seed"], split, n, classes, count_p[0])
         ids, counts, pixels = [], {c: 0 for c in classes}, np.zeros(256, np.int64)
         for i, first_class in enumerate(plan):
             id = f"{split}_{i:04d}"
             rng = np.random.default_rng([params["seed"], _SPLIT_CODES[split], i])
-            image, labels = _make_image(rng, first_class, classes, styles)
+            image, labels = _make_image(rng, first_class, classes, styles, area_range,
+                                        count_p, image_size)
             _write_sample(out, id, image, labels, cmap)
             ids.append(id)
             present = np.bincount(labels.ravel(), minlength=256)
@@ -274,14 +329,15 @@ def _class_styles(classes: tuple[str, ...]) -> dict[str, _Style]:
     return styles
 
 
-def _plan_split(seed: int, split: str, n: int, classes: tuple[str, ...]) -> list[str | None]:
+def _plan_split(seed: int, split: str, n: int, classes: tuple[str, ...],
+                p_empty: float = _OBJECT_COUNT_P[0]) -> list[str | None]:
     """Class of the first object of each image (None: image without objects).
 
     The first objects cycle through the classes over the non-empty images, so
     every split holds every class about n / len(classes) times at least.
     """
     rng = np.random.default_rng([seed, _SPLIT_CODES[split], 1_000_000])
-    empty = rng.random(n) < _OBJECT_COUNT_P[0]
+    empty = rng.random(n) < p_empty
     start = int(rng.integers(len(classes)))
     plan, k = [], start
     for is_empty in empty:
@@ -293,7 +349,8 @@ def _plan_split(seed: int, split: str, n: int, classes: tuple[str, ...]) -> list
     return plan
 
 
-def _make_image(rng, first_class, classes, styles):
+def _make_image(rng, first_class, classes, styles, area_range=_AREA_RANGE,
+                count_p=_OBJECT_COUNT_P, image_size=_IMAGE_SIZE):
     """Draw one image and its label mask.
 
     Returns
@@ -301,7 +358,8 @@ def _make_image(rng, first_class, classes, styles):
     image : ndarray, shape (H, W, 3), dtype uint8
     labels : ndarray, shape (H, W), dtype uint8
     """
-    h, w = int(rng.integers(180, 261)), int(rng.integers(220, 341))
+    (h_lo, h_hi), (w_lo, w_hi) = image_size
+    h, w = int(rng.integers(h_lo, h_hi + 1)), int(rng.integers(w_lo, w_hi + 1))
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
     image = _background(rng, h, w)
 
@@ -314,14 +372,14 @@ def _make_image(rng, first_class, classes, styles):
     # Objects: 1-3 when the plan gives a first class, else none.
     names = []
     if first_class is not None:
-        p_more = np.array(_OBJECT_COUNT_P[1:]) / sum(_OBJECT_COUNT_P[1:])
+        p_more = np.array(count_p[1:]) / sum(count_p[1:])
         n_obj = int(rng.choice([1, 2, 3], p=p_more))
         names = [first_class] + [classes[int(rng.integers(len(classes)))] for _ in range(n_obj - 1)]
     instances = np.zeros((h, w), np.int32)
     placed = []
     for name in names:
         style = styles[name]
-        mask = _place_object(rng, style.shape, yy, xx, placed)
+        mask = _place_object(rng, style.shape, yy, xx, placed, area_range=area_range)
         placed.append(mask)
         _paint(image, mask, style.colour, style.texture, rng, yy, xx)
         instances[mask] = len(placed)
@@ -469,15 +527,16 @@ def _shape_mask(rng, shape, yy, xx, y0, x0, bh, bw):
     return _blob(rng, yy, xx, cy, cx, bh / 2, bw / 2)
 
 
-def _place_object(rng, shape, yy, xx, placed, tries=10):
-    """Draw a shape of random size (3-30 % of the image) at a random place,
+def _place_object(rng, shape, yy, xx, placed, tries=10, area_range=_AREA_RANGE):
+    """Draw a shape of random size (``area_range`` of the image, by default
+    3-30 %) at a random place,
     retrying when it would hide or be hidden by more than a quarter of
     another object."""
     h, w = yy.shape
     (lo, hi), fill = _SHAPE_BOX[shape]
     for _ in range(tries):
         aspect = rng.uniform(lo, hi)
-        area = rng.uniform(*_AREA_RANGE) * h * w / fill
+        area = rng.uniform(*area_range) * h * w / fill
         bh, bw = np.sqrt(area / aspect), np.sqrt(area * aspect)
         scale = min(1.0, 0.95 * h / bh, 0.95 * w / bw)
         bh, bw = bh * scale, bw * scale
@@ -491,12 +550,16 @@ def _place_object(rng, shape, yy, xx, placed, tries=10):
 
 def _source_text(meta: dict, styles: dict[str, _Style], stats: dict) -> str:
     p = meta["params"]
+    (a_lo, a_hi), count_p, ((h_lo, h_hi), (w_lo, w_hi)) = _knobs(p)
+    knob_text = "".join(f", {k}={p[k]}" for k in ("area_range", "object_count_p", "image_size")
+                        if k in p)
     lines = [
         "# Synthetic VOC-layout segmentation data set",
         "",
         f"Generated by `{_GENERATOR}.make_synthetic_voc` (generator version "
         f"{meta['version']}) with n_train={p['n_train']}, n_val={p['n_val']}, "
-        f"seed={p['seed']}, classes={tuple(p['classes'])}. Nothing here is real data; "
+        f"seed={p['seed']}, classes={tuple(p['classes'])}{knob_text}. Nothing here is "
+        "real data; "
         "the same arguments always give the same files.",
         "",
         "## Layout and labels",
@@ -508,12 +571,13 @@ def _source_text(meta: dict, styles: dict[str, _Style], stats: dict) -> str:
         + ", 255 void.",
         "",
         "## How images are drawn",
-        "- Size: height 180-260, width 220-340 px, random per image.",
+        f"- Size: height {h_lo}-{h_hi}, width {w_lo}-{w_hi} px, random per image.",
         "- Background: a smooth bicubic colour field from a coarse random grid, "
         "plus 3-7 distractor rectangles, ellipses and bands. A distractor copies the "
         "colour or the texture of a class (half the time, as a hard negative) but never "
         "both, so colour and texture cues are both needed.",
-        "- Objects: 0-3 per image (10 % of images have none), 3-30 % of the image area "
+        f"- Objects: 0-3 per image ({100 * count_p[0]:g} % of images have none), "
+        f"{100 * a_lo:g}-{100 * a_hi:g} % of the image area "
         "each, random position; objects overlap by at most about a quarter.",
         "- Void: a 3-5 px band centred on each object's visible outline; "
         f"{int(_BORDER_VOID_P * 100)} % of images also have a void band of 8-20 px "

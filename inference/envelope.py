@@ -154,18 +154,27 @@ class Hull:
         self.bound = float(bound)
         # Columns 0-3: the distance slacks e+_fp, e-_fp, e+_fn, e-_fn
         # (row k: sum lam x_mk - e+_k + e-_k = x*_k), cost -B; then the points.
-        self._cols = [np.array([0.0, -1.0, 0.0]), np.array([0.0, 1.0, 0.0]),
-                      np.array([0.0, 0.0, -1.0]), np.array([0.0, 0.0, 1.0])]
-        self._cost = [-self.bound] * 4
+        # Kept in arrays that grow by doubling: a query reads them whole, and
+        # rebuilding them from lists on every query cost more than its pivots.
+        self._a = np.zeros((3, 64))
+        self._c = np.zeros(64)
+        self._a[1, :2] = (-1.0, 1.0)
+        self._a[2, 2:4] = (-1.0, 1.0)
+        self._c[:4] = -self.bound
+        self._n = 4
 
     def add(self, x, s) -> None:
         """A known labelling: counts ``x`` = (FP, FN) and score ``s``."""
-        self._cols.append(np.array([1.0, float(x[0]), float(x[1])]))
-        self._cost.append(float(s))
+        if self._n == self._c.size:
+            self._a = np.concatenate([self._a, np.zeros_like(self._a)], axis=1)
+            self._c = np.concatenate([self._c, np.zeros_like(self._c)])
+        self._a[:, self._n] = (1.0, float(x[0]), float(x[1]))
+        self._c[self._n] = float(s)
+        self._n += 1
 
     @property
     def n_points(self) -> int:
-        return len(self._cols) - 4
+        return self._n - 4
 
     def slopes(self, point) -> tuple[float, float, float]:
         """(hull value at ``point``, sigma_fp, sigma_fn).
@@ -176,8 +185,8 @@ class Hull:
         """
         if self.n_points == 0:
             raise ValueError("the hull of no point is undefined")
-        a = np.array(self._cols).T                       # (3, 4 + m)
-        c = np.array(self._cost)
+        a = self._a[:, :self._n]                         # (3, 4 + m)
+        c = self._c[:self._n]
         b = np.array([1.0, float(point[0]), float(point[1])])
         # Start: the best single point, the distance slacks taking up the rest.
         dist = np.abs(a[1:, 4:] - b[1:, None]).sum(axis=0)
@@ -187,9 +196,11 @@ class Hull:
         # Scale of the terms of a reduced cost, for relative tolerances.
         size = np.abs(c) + np.abs(a).sum(axis=0) * max(1.0, self.bound)
         for step in range(self.MAX_PIVOTS):
-            basis_m = a[:, basis]
-            x_b = np.linalg.solve(basis_m, b)
-            pi = np.linalg.solve(basis_m.T, c[basis])
+            # one LU inverse of the 3x3 basis serves the three products below
+            # (three solves cost three times the per-call overhead)
+            inverse = np.linalg.inv(a[:, basis])
+            x_b = inverse @ b
+            pi = c[basis] @ inverse
             reduced = c - pi @ a
             reduced[basis] = 0.0
             improving = np.flatnonzero(reduced > 1e-11 * size)
@@ -197,7 +208,7 @@ class Hull:
                 return float(pi @ b), float(-pi[1]), float(-pi[2])
             j = (int(improving[np.argmax(reduced[improving])]) if step < self.BLAND_AFTER
                  else int(improving[0]))
-            direction = np.linalg.solve(basis_m, a[:, j])
+            direction = inverse @ a[:, j]
             rising = direction > 1e-12 * np.abs(direction).max()
             if not rising.any():     # cannot happen: the dual is bounded
                 raise RuntimeError("hull: unbounded pivot (rounding)")

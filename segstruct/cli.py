@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,8 @@ from .features import FeatureConfig
 from .methods import METHOD_HELP, METHODS
 from .oracles import DEFAULT_LP_SOLVER, LP_SOLVERS
 from .provenance import code_version
-from .ssvm import oracle_name
+from .selection import DEFAULT_FOLDS, DEFAULT_GRID
+from .ssvm import DEFAULT_MAX_ITER, oracle_name
 from .superpixels import SuperpixelParams
 
 
@@ -279,20 +281,118 @@ def _check_loss_options(args, methods) -> None:
         args.triangles = 40
 
 
+def _check_C_options(args) -> None:
+    """Read ``--C`` (a number or "auto") and its cross-validation options.
+
+    Sets ``args.C`` to a float or "auto" and ``args.cv`` to ``(grid, folds)``
+    with ``--C auto`` (defaults filled in), else None.
+
+    Raises
+    ------
+    UsageError
+        ``--C`` neither a number nor "auto"; a bad grid or fold count;
+        ``--C-grid`` / ``--folds`` without ``--C auto``.
+    ValueError
+        A number that is not positive and finite (as the estimator's own
+        check has always done: exit status 2 without the usage text).
+    """
+    from .selection import check_folds, check_grid
+    args.C = _parse_C(args.C)
+    if args.C != "auto":
+        if not (math.isfinite(args.C) and args.C > 0):
+            raise ValueError(f"--C must be positive and finite, or 'auto', got {args.C:g}")
+        given = [flag for flag, value in (("--C-grid", args.C_grid), ("--folds", args.folds))
+                 if value is not None]
+        if given:
+            raise UsageError(f"{' and '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
+                             f"only to --C auto (C is {args.C:g}); add --C auto to choose C "
+                             "by cross-validation")
+        args.cv = None
+        return
+    try:
+        grid = check_grid(DEFAULT_GRID if args.C_grid is None else args.C_grid)
+        folds = check_folds(DEFAULT_FOLDS if args.folds is None else args.folds)
+    except ValueError as err:
+        raise UsageError(f"--C auto: {err}") from err
+    args.cv = (grid, folds)
+
+
+def _parse_C(value):
+    """A float, or "auto"; anything else is a UsageError."""
+    if isinstance(value, float) or value == "auto":
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise UsageError(f"--C must be a positive number or 'auto', got {value!r}") from None
+
+
+def _check_cv_size(args, dataset, split) -> None:
+    """With --C auto, refuse (before any feature) a split with fewer images than folds."""
+    if args.cv is None:
+        return
+    n_images = len(dataset.ids(split))
+    if n_images < args.cv[1]:
+        raise UsageError(f"--C auto: split {split!r} has {n_images} training image(s), fewer "
+                         f"than the {args.cv[1]} folds; give fewer --folds or a fixed --C")
+
+
 def _estimator(args, log_path=None, checkpoint_path=None):
-    """The StructuredSVM of ``--method`` and the training options."""
-    from .methods import estimator_for
+    """The StructuredSVM of ``--method`` and the training options.
+
+    With ``--C auto`` its C is the grid's first value until the
+    cross-validation has chosen one.
+    """
     _check_loss_options(args, [args.method])
+    _check_C_options(args)
+    return _make_estimator(args, progress=show_progress(args), log_path=log_path,
+                           checkpoint_path=checkpoint_path, resume=args.resume)
+
+
+def _make_estimator(args, **io):
+    """``estimator_for`` with the checked training options; ``io`` sets progress,
+    log, checkpoint and resume."""
+    from .methods import estimator_for
+    C = args.cv[0][0] if args.cv is not None else args.C
     try:
         return estimator_for(args.method, loss=args.loss, beta=args.beta or 1.0,
                              n_triangles=args.triangles, lp_solver=args.lp_solver,
-                             polish=not args.no_polish, weights=args.weights, C=args.C,
+                             polish=not args.no_polish, weights=args.weights, C=C,
                              solver=args.solver, scope=args.scope, tol=args.tol,
-                             max_iter=args.max_iter, progress=show_progress(args),
-                             log_path=log_path, checkpoint_path=checkpoint_path,
-                             resume=args.resume)
+                             max_iter=args.max_iter, **io)
     except ValueError as err:            # e.g. bl2 with area weights, M < 2
         raise UsageError(str(err)) from err
+
+
+def _cv_figure_path(model) -> Path:
+    """Where ``train --C auto`` draws its curve: ``MODEL.cv.png``."""
+    from .persistence import model_paths
+    json_path, _ = model_paths(model)
+    return json_path.with_name(json_path.name[: -len(".json")] + ".cv.png")
+
+
+def _choose_C_for_train(args, dataset, X, Y) -> dict:
+    """Cross-validate C on the training split, print the curve, draw it next to
+    the model; returns the curve (with ``chosen_C``)."""
+    from .figures import cv_figure, save_figure
+    from .selection import format_curve, select_C
+    grid, folds = args.cv
+    # the folds' estimators: same method and options, no log, checkpoint nor bar
+    # of their own (the cross-validation has one)
+    chosen, curve = select_C(lambda: _make_estimator(args, progress=False), X, Y, grid,
+                             folds, args.seed, show_progress(args))
+    print(f"C chosen by {folds}-fold cross-validation on {dataset.name}/{args.split} "
+          f"({args.method}, {args.class_name}): {chosen:g} (pooled held-out VOC IoU, "
+          f"{curve['seconds']:.1f} s)")
+    print("\n".join(format_curve(curve)))
+    caption = (f"data {dataset.name}/{args.split}; class {args.class_name}; method "
+               f"{args.method}; {folds} folds of the training split, seed {args.seed}; "
+               f"scope {args.scope}, weights {args.weights}, tol {args.tol:g}; "
+               f"code {code_version()}")
+    path = save_figure(cv_figure({args.method: curve}, caption=caption),
+                       _cv_figure_path(args.out))
+    print(f"wrote {path}")
+    return curve
 
 
 def cmd_train(args) -> int:
@@ -311,14 +411,23 @@ def cmd_train(args) -> int:
     if args.resume and not checkpoint.exists():
         print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
     dataset = _dataset(args)
+    _check_cv_size(args, dataset, args.split)
     extractor = _extractor(args, dataset)
     examples = extractor.examples(args.split, args.class_name, with_features=False)
     problem = training_set_problem(examples, args.class_name, args.split)
     if problem:
         raise DatasetError(f"{dataset.root}: {problem}")
+    if args.cv is not None:
+        from .selection import check_cv_data
+        check_cv_data([ex.counts for ex in examples], args.cv[1])
     examples = extractor.examples(args.split, args.class_name)
     X = [ex.graph for ex in examples]
     Y = [ex.counts for ex in examples]
+    extra = {}
+    if args.cv is not None:
+        curve = _choose_C_for_train(args, dataset, X, Y)
+        estimator.C = curve["chosen_C"]       # the saved model: all of the split at that C
+        extra = {"C_selection": curve}
     estimator.fit(X, Y)
     codebook = extractor.codebook()[0] if extractor.config.sift else None
     train_score = estimator.voc_score(X, Y).to_dict()
@@ -329,7 +438,7 @@ def cmd_train(args) -> int:
         "oracle": oracle_name(estimator.oracle),
         "data_root": str(dataset.root), "train_split": args.split,
         "n_train_images": len(examples), "train_score": train_score,
-        "diagnosis": diagnosis, "training_log": log_file.name})
+        "diagnosis": diagnosis, "training_log": log_file.name, **extra})
     if estimator.converged_:
         checkpoint.unlink(missing_ok=True)  # the model is safe: the checkpoint is spent
     # (kept when stopped at --max-iter, so --resume with a higher one continues)
@@ -395,13 +504,17 @@ def cmd_compare(args) -> int:
         raise UsageError(f"--codebook-split {args.split_eval!r} is the evaluation split: "
                          "the codebook must be learnt on training data only")
     _check_loss_options(args, args.methods)
+    _check_C_options(args)
     dataset = _dataset(args)
+    _check_cv_size(args, dataset, args.split_train)
     extractor = _extractor(args, dataset)
     classes = args.classes or classes_in(dataset, args.split_train)
+    grid, folds = args.cv or (None, None)
     settings = CompareSettings(loss=args.loss, beta=args.beta or 1.0, scope=args.scope,
                                C=args.C, weights=args.weights, n_triangles=args.triangles,
                                lp_solver=args.lp_solver, polish=not args.no_polish,
-                               solver=args.solver, tol=args.tol, max_iter=args.max_iter)
+                               solver=args.solver, tol=args.tol, max_iter=args.max_iter,
+                               C_grid=grid, folds=folds)
     comparison = Comparison(extractor, classes, args.methods, settings, args.out,
                             train_split=args.split_train, eval_split=args.split_eval,
                             seed=args.seed, progress=show_progress(args))
@@ -493,9 +606,17 @@ def _add_training_options(g) -> None:
                    help="proposed: skip the greedy single-node flips on the true loss "
                         "(with --lp-solver decomposition or lp: the paper's method as "
                         "published)")
-    g.add_argument("--C", type=float, default=0.5,
+    g.add_argument("--C", default=0.5, metavar="C|auto",
                    help="trade-off in 1/2 ||w||^2 + C xi; 0.5 is the paper's C = 1 "
-                        "(its Eq. 8 has no 1/2)")
+                        "(its Eq. 8 has no 1/2). 'auto': choose C per method and class by "
+                        "k-fold cross-validation on the training split (pooled held-out VOC "
+                        "IoU, ties to the smaller C), then refit on the whole split")
+    g.add_argument("--C-grid", nargs="+", type=float, default=None, metavar="C",
+                   help="--C auto: the values of C tried (default: "
+                        f"{' '.join(f'{c:g}' for c in DEFAULT_GRID)}, log-spaced)")
+    g.add_argument("--folds", type=int, default=None, metavar="K",
+                   help="--C auto: folds of the training split, by image, drawn with "
+                        f"--seed (default {DEFAULT_FOLDS})")
     g.add_argument("--solver", choices=("oneslack", "nslack"), default="oneslack")
     g.add_argument("--scope", choices=("dataset", "image"), default="dataset",
                    help="one loss over the whole training set (the paper's setting, with "
@@ -503,7 +624,8 @@ def _add_training_options(g) -> None:
     g.add_argument("--weights", choices=("count", "area"), default="count",
                    help="FP/FN count superpixels (paper) or non-void pixels")
     g.add_argument("--tol", type=float, default=1e-3, help="cutting-plane tolerance epsilon")
-    g.add_argument("--max-iter", type=int, default=200)
+    g.add_argument("--max-iter", type=int, default=DEFAULT_MAX_ITER,
+                   help=f"cutting-plane iterations at most (default {DEFAULT_MAX_ITER})")
 
 
 def build_parser() -> argparse.ArgumentParser:

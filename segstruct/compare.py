@@ -42,8 +42,10 @@ from .methods import METHODS, estimator_for, method_loss
 from .oracles import DEFAULT_LP_SOLVER
 from .persistence import checkpoint_path, load_model, model_paths, save_model
 from .persistence import log_path as log_file
-from .ssvm import oracle_name
+from .ssvm import DEFAULT_MAX_ITER, oracle_name
 from .provenance import code_version, machine
+from .selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds, check_grid,
+                        format_curve, select_C)
 from .superpixels import paint
 
 RESULTS_FORMAT = "segstruct-comparison"
@@ -56,29 +58,75 @@ class CompareSettings:
     ``n_triangles`` and ``lp_solver`` only affect the proposed method, and
     ``loss`` / ``beta`` only bl2, proposed and exact; they are recorded for
     every pair all the same, so a record says in full how it was made.
+
+    ``C`` is a number, or "auto": each pair then gets the C that ``folds``-fold
+    cross-validation on the training split picks from ``C_grid``
+    (``segstruct.selection``; None means the defaults there). ``C_grid`` and
+    ``folds`` are recorded only with "auto" (:meth:`to_dict`), so the records
+    of a fixed C are what they were before the option existed.
     """
 
     loss: str = "iou"
     beta: float = 1.0
     scope: str = "dataset"
-    C: float = 0.5
+    C: float | str = 0.5
     weights: str = "count"
     n_triangles: int = 40
     lp_solver: str = DEFAULT_LP_SOLVER
     polish: bool = True
     solver: str = "oneslack"
     tol: float = 1e-3
-    max_iter: int = 200
+    max_iter: int = DEFAULT_MAX_ITER
+    C_grid: tuple | None = None
+    folds: int | None = None
 
-    def estimator(self, method: str, log_path=None, progress=True, checkpoint_path=None):
-        """The method's StructuredSVM; with a checkpoint path, it resumes from there."""
+    @property
+    def auto(self) -> bool:
+        """Whether C is chosen by cross-validation."""
+        return self.C == "auto"
+
+    def cv(self) -> tuple[tuple[float, ...], int]:
+        """(grid, folds) of ``C = "auto"``, defaults filled in and checked (ValueError)."""
+        return (check_grid(DEFAULT_GRID if self.C_grid is None else self.C_grid),
+                check_folds(DEFAULT_FOLDS if self.folds is None else self.folds))
+
+    def to_dict(self) -> dict:
+        """The settings as recorded (results.json, the resume identity)."""
+        out = asdict(self)
+        del out["C_grid"], out["folds"]
+        if self.auto:
+            grid, folds = self.cv()
+            out.update(C_grid=list(grid), folds=folds)
+        return out
+
+    def C_text(self) -> str:
+        """How C was set, for captions: "C 0.5" or "C auto (3-fold CV over 5 values 0.05-50)"."""
+        return c_text(self.to_dict())
+
+    def estimator(self, method: str, log_path=None, progress=True, checkpoint_path=None,
+                  C=None):
+        """The method's StructuredSVM; with a checkpoint path, it resumes from there.
+
+        ``C`` overrides the settings' C (needed with "auto": the chosen one,
+        or a grid value for the folds).
+        """
+        C = self.C if C is None else C
         return estimator_for(method, loss=self.loss, beta=self.beta,
                              n_triangles=self.n_triangles, lp_solver=self.lp_solver,
-                             polish=self.polish, weights=self.weights, C=self.C, scope=self.scope,
+                             polish=self.polish, weights=self.weights, C=C, scope=self.scope,
                              solver=self.solver, tol=self.tol, max_iter=self.max_iter,
                              progress=progress, log_path=log_path,
                              checkpoint_path=checkpoint_path,
                              resume=checkpoint_path is not None)
+
+
+def c_text(settings: dict) -> str:
+    """How C was set, from recorded settings (a dict of :meth:`CompareSettings.to_dict`)."""
+    if settings["C"] != "auto":
+        return f"C {settings['C']:g}"
+    grid = settings["C_grid"]
+    return (f"C auto ({settings['folds']}-fold CV over {len(grid)} values "
+            f"{grid[0]:g}-{grid[-1]:g})")
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -146,8 +194,10 @@ class Comparison:
         for what, items in (("class", self.classes), ("method", self.methods)):
             if len(set(items)) != len(items):
                 raise ValueError(f"a {what} is listed twice: {items}")
-        for method in self.methods:      # bad C, tol, ... fail before any training
-            self.settings.estimator(method)._check_params()
+        # bad C, grid, folds, tol, ... fail before any training
+        C = self.settings.cv()[0][0] if self.settings.auto else None
+        for method in self.methods:
+            self.settings.estimator(method, C=C)._check_params()
         train_ids = set(self.dataset.ids(self.train_split))   # DatasetError if missing
         shared = train_ids & set(self.dataset.ids(self.eval_split))
         if shared:
@@ -167,7 +217,7 @@ class Comparison:
                 "eval_split": self.eval_split,
                 "split_lists_sha256": hashlib.sha256(json.dumps(ids).encode()).hexdigest(),
                 "features": self.extractor.config.to_dict(), "codebook": codebook,
-                "settings": asdict(self.settings), "seed": self.seed}
+                "settings": self.settings.to_dict(), "seed": self.seed}
         return self._identity
 
     # ------------------------------------------------------------------ paths
@@ -225,8 +275,10 @@ class Comparison:
             self.say(f"[{k}/{len(pending)}] training {method} for {class_name} on "
                      f"{self.dataset.name}/{self.train_split}")
             record = self._train_and_score(class_name, method)
+            chosen = (f", C {record['C']:g} by cross-validation"
+                      if "C_selection" in record else "")
             self.say(f"      {method} {class_name}: {self.eval_split} VOC IoU "
-                     f"{_fmt(record['eval_score']['voc_iou_percent'])} % "
+                     f"{_fmt(record['eval_score']['voc_iou_percent'])} %{chosen} "
                      f"({record['training']['fit_seconds']:.1f} s, "
                      f"{record['training']['n_iter']} iterations"
                      f"{'' if record['training']['converged'] else ', stopped at max_iter'})")
@@ -251,6 +303,12 @@ class Comparison:
             problem = training_set_problem(examples, class_name, self.train_split)
             if problem:
                 raise DatasetError(f"{self.dataset.root}: {problem}")
+            if self.settings.auto:
+                try:
+                    check_cv_data([ex.counts for ex in examples], self.settings.cv()[1])
+                except ValueError as err:
+                    raise DatasetError(f"{self.dataset.root}, class {class_name!r}, split "
+                                       f"{self.train_split!r}: {err}") from err
 
     def _train_and_score(self, class_name, method) -> dict:
         model_path = self.model_path(class_name, method)
@@ -260,12 +318,18 @@ class Comparison:
         train = self.extractor.examples(self.train_split, class_name)
         # an interrupted pair continues from its last cutting-plane iteration
         checkpoint = checkpoint_path(model_path)
+        X, Y = [ex.graph for ex in train], [ex.counts for ex in train]
+        C, extra = self.settings.C, {}
+        if self.settings.auto:
+            # (re)done before resuming: it is deterministic, so it picks the C
+            # the checkpoint was made with
+            C, curve = self._choose_C(class_name, method, X, Y)
+            extra = {"C_selection": curve}
         if checkpoint.exists():
             self.say(f"      resuming from {checkpoint}")
         estimator = self.settings.estimator(method, log_path=log_path,
                                             progress=self.progress,
-                                            checkpoint_path=checkpoint)
-        X, Y = [ex.graph for ex in train], [ex.counts for ex in train]
+                                            checkpoint_path=checkpoint, C=C)
         estimator.fit(X, Y)
         train_score = estimator.voc_score(X, Y).to_dict()
         diagnosis = diagnose(estimator, X, Y)
@@ -276,7 +340,7 @@ class Comparison:
             "class": class_name, "method": method, "dataset": self.dataset.name,
             "data_root": str(self.dataset.root), "train_split": self.train_split,
             "n_train_images": len(train), "train_score": train_score,
-            "diagnosis": diagnosis, "training_log": log_path.name})
+            "diagnosis": diagnosis, "training_log": log_path.name, **extra})
         start = time.perf_counter()
         evaluation = self.extractor.examples(self.eval_split, class_name)
         eval_score = estimator.voc_score([ex.graph for ex in evaluation],
@@ -284,7 +348,7 @@ class Comparison:
         record = {
             "dataset": self.dataset.name, "class": class_name, "method": method,
             "loss": estimator.loss_.to_dict(), "scope": self.settings.scope,
-            "C": self.settings.C, "M": self.settings.n_triangles,
+            "C": C, **extra, "M": self.settings.n_triangles,
             "lp_solver": self.settings.lp_solver,
             "counts_mode": self.settings.weights, "seed": self.seed,
             "code_version": code_version(),
@@ -302,6 +366,20 @@ class Comparison:
         _write_json(self.record_path(class_name, method), record)
         checkpoint.unlink(missing_ok=True)      # the record is written: nothing to resume
         return record
+
+    def _choose_C(self, class_name, method, X, Y) -> tuple[float, dict]:
+        """Cross-validate C for one pair on its training examples; say the curve."""
+        grid, folds = self.settings.cv()
+        self.say(f"      choosing C by {folds}-fold cross-validation over "
+                 f"{' '.join(f'{c:g}' for c in grid)}")
+        # fold estimators: the pair's settings, no log, checkpoint nor bar of their own
+        C, curve = select_C(lambda: self.settings.estimator(method, progress=False, C=grid[0]),
+                            X, Y, grid, folds, self.seed, self.progress)
+        for line in format_curve(curve):
+            self.say(f"      {line}")
+        self.say(f"      {method} {class_name}: C {C:g} (pooled held-out VOC IoU, "
+                 f"{curve['seconds']:.1f} s); refitting on all of {self.train_split}")
+        return C, curve
 
     # ------------------------------------------------------------------ results
     def results(self) -> dict:
@@ -321,7 +399,7 @@ class Comparison:
             "dataset": self.dataset.name, "data_root": str(self.dataset.root),
             "train_split": self.train_split, "eval_split": self.eval_split,
             "classes": self.classes, "methods": self.methods,
-            "settings": asdict(self.settings), "seed": self.seed,
+            "settings": self.settings.to_dict(), "seed": self.seed,
             "features": self.extractor.config.to_dict(),
             "code_version": code_version(), "machine": machine(),
             "total_fit_seconds": sum(r["training"]["fit_seconds"] for r in records),
@@ -336,13 +414,14 @@ class Comparison:
         parts = [f"data {self.dataset.name}", f"class {class_name}" if class_name else None,
                  f"methods {', '.join(methods or self.methods)}",
                  f"train {self.train_split} / eval {self.eval_split}",
-                 f"loss {loss}, scope {s.scope}, C {s.C:g}, M {s.n_triangles}, "
+                 f"loss {loss}, scope {s.scope}, {s.C_text()}, M {s.n_triangles}, "
                  f"weights {s.weights}, seed {self.seed}", f"code {code_version()}"]
         return "; ".join(p for p in parts if p)
 
     def figures(self, n_images=4, ids=None) -> list[Path]:
-        """Training curves, qualitative grids and loss surfaces, one set per class."""
-        from .figures import loss_surface_figure, save_figure, training_figure
+        """Training curves, qualitative grids and loss surfaces, one set per class;
+        with ``C = "auto"``, the cross-validation curves too."""
+        from .figures import cv_figure, loss_surface_figure, save_figure, training_figure
         fig_dir = self.out_dir / "figures"
         written = []
         for class_name in self.classes:
@@ -354,6 +433,11 @@ class Comparison:
                 written.append(save_figure(
                     training_figure(logs, caption=self.caption(class_name)),
                     fig_dir / f"training-{class_name}.png"))
+            curves = {m: r["C_selection"] for m, r in records.items() if "C_selection" in r}
+            if curves:
+                written.append(save_figure(
+                    cv_figure(curves, caption=self.caption(class_name, list(curves))),
+                    fig_dir / f"cv-{class_name}.png"))
             models = {m: load_model(self.out_dir / r["model"])[0] for m, r in records.items()}
             if models:
                 chosen = ids or pick_images(self.dataset, self.eval_split, class_name,
@@ -463,6 +547,8 @@ def table_markdown(results: dict) -> str:
             cells.append("-" if t is None else
                          f"{t['fit_seconds']:.0f} s / {t['n_iter']}{'' if t['converged'] else '*'}")
         out.write(f"| {c} | " + " | ".join(cells) + " |\n")
+    if s["C"] == "auto":
+        _chosen_C_table(out, results)
     for r in results["results"]:
         for warning in r.get("diagnosis", {}).get("warnings", []):
             out.write(f"\n- Warning, {r['class']} / {r['method']}: {warning}")
@@ -474,12 +560,35 @@ def table_markdown(results: dict) -> str:
     out.write(
         f"\nData {results['data_root']}; trained on {results['train_split']}, scored on "
         f"{results['eval_split']} (VOC measure, pixels, void excluded). Loss of bl2/proposed "
-        f"{loss}; scope {s['scope']}; C {s['C']:g}; proposed oracle {oracle}"
+        f"{loss}; scope {s['scope']}; {c_text(s)}; proposed oracle {oracle}"
         f"{'' if s.get('polish', True) else ', no polish'}; weights {s['weights']}; "
         f"solver {s['solver']}, tol {s['tol']:g}, "
         f"max_iter {s['max_iter']}; seed {results['seed']}; code "
         f"{', '.join(versions) or results['code_version']}.\n")
     return out.getvalue()
+
+
+def _chosen_C_table(out, results: dict) -> None:
+    """With ``--C auto``: each pair's chosen C and its pooled held-out IoU."""
+    s = results["settings"]
+    methods = results["methods"]
+    by_pair = {(r["class"], r["method"]): r for r in results["results"]}
+    out.write(f"\nC chosen by {s['folds']}-fold cross-validation on {results['train_split']} "
+              f"(pooled held-out VOC IoU %, cross-validation seconds) over "
+              f"{' '.join(f'{c:g}' for c in s['C_grid'])}:\n\n")
+    out.write("| class | " + " | ".join(methods) + " |\n")
+    out.write("|---|" + "---|" * len(methods) + "\n")
+    for c in results["classes"]:
+        cells = []
+        for m in methods:
+            curve = by_pair.get((c, m), {}).get("C_selection")
+            if curve is None:
+                cells.append("-")
+                continue
+            j = curve["grid"].index(curve["chosen_C"])
+            cells.append(f"{curve['chosen_C']:g} ({_fmt(curve['pooled_iou_percent'][j])}, "
+                         f"{curve['seconds']:.0f} s)")
+        out.write(f"| {c} | " + " | ".join(cells) + " |\n")
 
 
 def table_csv(results: dict) -> str:

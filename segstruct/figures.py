@@ -14,6 +14,8 @@ and on machines without a display.
   its piecewise-linear approximations on M triangles (the paper's Fig. 1).
 - :func:`training_figure`: objectives, gap and violated constraints per
   cutting-plane iteration, from :attr:`StructuredSVM.log_`.
+- :func:`cv_figure`: pooled held-out IoU against C (log axis) of the
+  cross-validation of ``--C auto``, one line per method, the chosen C marked.
 - :func:`save_figure` writes a figure as a PNG, atomically.
 
 Every figure takes a ``caption``, printed small under it, which should name
@@ -44,6 +46,7 @@ __all__ = [
     "qualitative_figure",
     "loss_surface_figure",
     "training_figure",
+    "cv_figure",
     "save_figure",
     "BOUNDARY_COLOUR",
     "VOID_COLOUR",
@@ -459,6 +462,70 @@ def training_figure(logs, caption: str = "") -> Figure:
                   Line2D([], [], color="0.3", linestyle="--", label="dual")]
         ax_obj.legend(handles=styles, fontsize=8, loc="upper right")
         ax_gap.legend(fontsize=8, loc="upper right")
+    _add_caption(fig, caption)
+    return fig
+
+
+# --------------------------------------------------------------------------
+# Cross-validation of C
+# --------------------------------------------------------------------------
+
+def _values(seq) -> np.ndarray:
+    """Floats with NaN for None (an IoU that is undefined is not drawn)."""
+    return np.array([np.nan if v is None else v for v in seq], np.float64)
+
+
+def cv_figure(curves, caption: str = "") -> Figure:
+    """Held-out VOC IoU against C, one line per method (``--C auto``).
+
+    Each method's pooled IoU (TP, FP, FN summed over every held-out image
+    of every fold) is a line with markers over C on a log axis; its per-fold
+    IoUs are faint dots at the same C, and its chosen C is a large star on
+    the line, named in the legend.
+
+    Parameters
+    ----------
+    curves : dict of str -> dict
+        Method name -> curve of :func:`segstruct.selection.cross_validate_C`
+        with ``chosen_C`` (keys ``"grid"`` (m,), ``"pooled_iou_percent"`` (m,),
+        ``"fold_iou_percent"`` (m, k), ``"chosen_C"``, ``"folds"``); None
+        marks an undefined IoU.
+    caption : str, default ""
+        Footer naming data, class, methods, parameters and code version.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes with one pooled line per method (plus per-fold dots and a
+        star per method).
+    """
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    folds = sorted({int(c["folds"]) for c in curves.values()})
+    for k, (name, curve) in enumerate(curves.items()):
+        colour = f"C{k % 10}"
+        grid = np.asarray(curve["grid"], np.float64)
+        pooled = _values(curve["pooled_iou_percent"])
+        per_fold = np.array([_values(row) for row in curve["fold_iou_percent"]])
+        chosen = float(curve["chosen_C"])
+        ax.plot(grid, pooled, color=colour, marker="o", label=f"{name} (C = {chosen:g})")
+        if per_fold.size:
+            ax.plot(np.repeat(grid, per_fold.shape[1]), per_fold.ravel(), linestyle="none",
+                    marker=".", color=colour, alpha=0.35)
+        ax.plot([chosen], pooled[np.flatnonzero(grid == chosen)], linestyle="none",
+                marker="*", markersize=16, color=colour, markeredgecolor="black")
+    ax.set_xscale("log")
+    grid_values = sorted({float(c) for curve in curves.values() for c in curve["grid"]})
+    if grid_values:          # the values tried, not just decades
+        ax.set_xticks(grid_values, [f"{c:g}" for c in grid_values])
+        ax.minorticks_off()
+    ax.set_xlabel("C, in 1/2 ||w||^2 + C xi (log scale)")
+    ax.set_ylabel("held-out VOC IoU %")
+    ax.set_title(f"{'/'.join(map(str, folds))}-fold cross-validation of C: pooled (line), "
+                 "per fold (dots), chosen (star)", fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    if curves:
+        ax.legend(fontsize=8, loc="best")
     _add_caption(fig, caption)
     return fig
 

@@ -87,7 +87,7 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
     payload = buffer.getvalue()
     params = estimator.get_params()
     params.pop("oracle", None)       # a callable; the method name says which
-    for where in ("log_path", "checkpoint_path", "resume"):     # how it ran, not the model
+    for where in ("log_path", "checkpoint_path", "resume", "warm_start"):  # how it ran
         params.pop(where, None)
     params["loss"] = estimator.loss_.to_dict()
     doc = {

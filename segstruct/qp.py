@@ -71,9 +71,15 @@ class WorkingSetQP:
 
     # Tried in turn until the gap is closed: the dual with these Hessian
     # regularisations (None = HiGHS's default, 1e-7, which never failed in
-    # tests; without regularisation it cycled on 15 % of random working
-    # sets), then the primal form; each answer is finished by refine().
+    # tests but can leave gaps of 1e-3 relative on long runs; without
+    # regularisation it is exact there but cycled on 15 % of random working
+    # sets, hence the iteration cap), then the primal form; refine() finishes
+    # the best answer when none closed the gap.
     ROUTES = (None, 0.0, "primal")
+    # Seconds any one HiGHS run may take. With unary features scaled by 1e3 a
+    # run of the primal route never returned (measured: over 9 minutes); the
+    # routes after it and the active-set finish then take over.
+    TIME_LIMIT = 60.0
 
     def __init__(self, n_features: int, caps, nonpositive=()):
         self.n_features = int(n_features)
@@ -89,6 +95,10 @@ class WorkingSetQP:
         self._last = None
         self.last_route = None
         self.gap_tol = 1e-8
+        # An absolute gap that is small enough for the caller (the learner
+        # sets a hundredth of its own target gap): HiGHS's answers meet it
+        # without the exact, but on long runs slow, active-set finish.
+        self.abs_gap_tol = 0.0
 
     @property
     def n_constraints(self) -> int:
@@ -164,17 +174,22 @@ class WorkingSetQP:
         self._last = None if last is None else np.asarray(last, np.float64)
 
     # ------------------------------------------------------------------
-    def _hessian(self) -> np.ndarray:
+    def _scale(self) -> float:
+        """s = the largest ||g_k||: the QP is solved for g / s (see solve)."""
+        top = float(np.sqrt(np.max(np.diag(self._gram), initial=0.0)))
+        return top if np.isfinite(top) and top > 0 else 1.0
+
+    def _hessian(self, gram, G) -> np.ndarray:
         k, p = self.n_constraints, self.nonpositive.size
-        gs = self.G[:, self.nonpositive]
+        gs = G[:, self.nonpositive]
         h = np.empty((k + p, k + p))
-        h[:k, :k] = self._gram
+        h[:k, :k] = gram
         h[:k, k:] = -gs
         h[k:, :k] = -gs.T
         h[k:, k:] = np.eye(p)
         return h
 
-    def _highs_model(self, h: np.ndarray) -> highspy.HighsModel:
+    def _highs_model(self, h: np.ndarray, caps) -> highspy.HighsModel:
         """The dual QP as a HiGHS model. (Jacobi scaling of z was tried and
         made HiGHS fail more often on badly scaled constraint vectors.)"""
         k, p = self.n_constraints, self.nonpositive.size
@@ -186,7 +201,7 @@ class WorkingSetQP:
         lp.col_lower_ = np.zeros(n)
         lp.col_upper_ = np.full(n, highspy.kHighsInf)
         lp.row_lower_ = np.full(self.caps.size, -highspy.kHighsInf)
-        lp.row_upper_ = self.caps.copy()
+        lp.row_upper_ = np.array(caps, np.float64)
         # Column k of the group-sum rows has a single 1 in row groups[k].
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.start_ = np.concatenate([np.arange(k + 1), np.full(p, k)]).astype(np.int32)
@@ -209,10 +224,11 @@ class WorkingSetQP:
     def solve(self) -> QPSolution:
         """Solve the QP with HiGHS and recover w, the slacks and both objectives.
 
-        Routes are tried in turn until one's primal-dual gap is below
-        ``gap_tol`` (relative): the dual without Hessian regularisation, with
-        1e-9, with HiGHS's default 1e-7, then the primal form (see
-        ``ROUTES``); the best solution found is kept. HiGHS's solution meets
+        Routes are tried in turn until one's primal-dual gap meets the
+        tolerance (``gap_tol`` relative, or ``abs_gap_tol``): the dual with
+        HiGHS's default Hessian regularisation, without it, then the primal
+        form (see ``ROUTES``). Only when none does is the best answer
+        finished by the exact active-set method. HiGHS's solution meets
         the dual's bounds only to its tolerances, so the returned w is
         projected onto ``w[nonpositive] <= 0`` (a change within tolerance)
         and the slacks and primal objective are evaluated at that w; the dual
@@ -225,32 +241,53 @@ class WorkingSetQP:
             w = np.zeros(self.n_features)
             return QPSolution(w, np.zeros(0), np.zeros(p), np.zeros(self.caps.size),
                               0.0, 0.0, time.perf_counter() - start)
-        h = self._hessian()
-        model = self._highs_model(h)
+        # HiGHS and the active-set method solve a rescaled copy: constraint
+        # vectors g / s with s the largest ||g||, so the Hessian's entries are
+        # at most 1 and the optimal duals (which scale as 1 / ||g||^2) are of
+        # the order of the losses, whatever the scale of the features; with
+        # features scaled by 1e3 the duals fell to HiGHS's feasibility
+        # tolerance and its runs failed or never returned. In the copy
+        # alpha' = s^2 alpha, mu' = s mu, caps' = s^2 caps and w' = s w.
+        scale = self._scale()
+        caps_s = self.caps * scale ** 2
+        G_s = self.G / scale
+        h = self._hessian(self._gram / scale ** 2, G_s)
+        model = self._highs_model(h, caps_s)
         cost = np.concatenate([-self.losses, np.zeros(p)])
         groups = np.concatenate([self.groups, np.full(p, -1)])
-        best, best_route = None, None
+        unit = np.concatenate([np.full(k, scale ** 2), np.full(p, scale)])  # z' = unit * z
+        warm = (self._last * unit if self._last is not None and self._last.size == k + p
+                else None)
+        best, best_route, best_z = None, None, None
         for route in self.ROUTES:
-            z = self._solve_primal() if route == "primal" else self._run_dual(model, route)
+            z = (self._solve_primal(G_s, caps_s) if route == "primal"
+                 else self._run_dual(model, route, warm))
             if z is None:
                 continue
-            candidates = [(self._evaluate(z), route)]
-            if not self._converged(candidates[0][0]):
-                # HiGHS stops near, not at, the optimum: finish exactly.
-                z_exact, _ = refine(h, cost, groups, self.caps, z)
-                candidates.append((self._evaluate(z_exact), f"{route}+active-set"))
-            for candidate, name in candidates:
-                if best is None or candidate.primal - candidate.dual < best.primal - best.dual:
-                    best, best_route = candidate, name
+            z = z / unit
+            candidate = self._evaluate(z)
+            if best is None or candidate.primal - candidate.dual < best.primal - best.dual:
+                best, best_route, best_z = candidate, route, z
             if self._converged(best):
                 break
+        if best is not None and not self._converged(best):
+            # HiGHS stopped near, not at, the optimum on every route: finish
+            # exactly from the best answer. (Only now: with many constraints
+            # the active-set finish costs seconds, the next route milliseconds;
+            # measured on a 303-constraint set, HiGHS's default regularisation
+            # left a gap of 5e-3 and no regularisation 7e-11 in 0.1 s.)
+            z_exact, _ = refine(h, cost, groups, caps_s, best_z * unit)
+            candidate = self._evaluate(z_exact / unit)
+            if candidate.primal - candidate.dual < best.primal - best.dual:
+                best, best_route = candidate, f"{best_route}+active-set"
         if best is None:
             # Every HiGHS route failed: the active-set method alone, from the
             # last solution (or 0), which is feasible; slower, but needs no HiGHS.
             start_z = (self._last if self._last is not None and self._last.size == k + p
                        else np.zeros(k + p))
             try:
-                z, _ = refine(h, cost, groups, self.caps, start_z)
+                z, _ = refine(h, cost, groups, caps_s, start_z * unit)
+                z = z / unit
             except np.linalg.LinAlgError as err:
                 raise QPError(f"the working-set QP with {k} constraints could not be solved "
                               f"by HiGHS (dual with two regularisations, primal) nor by the "
@@ -263,23 +300,29 @@ class WorkingSetQP:
         best.seconds = time.perf_counter() - start
         return best
 
-    def _converged(self, sol: QPSolution) -> bool:
-        return sol.primal - sol.dual <= self.gap_tol * max(1.0, abs(sol.primal))
+    def converged(self, sol: QPSolution) -> bool:
+        """Whether ``sol`` meets the gap tolerance (relative or absolute)."""
+        return bool(self._converged(sol))
 
-    def _run_dual(self, model, regularization) -> np.ndarray | None:
+    def _converged(self, sol: QPSolution) -> bool:
+        return sol.primal - sol.dual <= max(self.gap_tol * max(1.0, abs(sol.primal)),
+                                            self.abs_gap_tol)
+
+    def _run_dual(self, model, regularization, warm=None) -> np.ndarray | None:
         """Dual variables [alpha; mu] from HiGHS, or None when it did not finish."""
         k, p = self.n_constraints, self.nonpositive.size
         # The unregularised active-set method can cycle on rank-deficient
         # Hessians; cap it so the next route gets its turn.
-        highs = new_highs(qp_iteration_limit=100 * (k + p) + 1000)
+        highs = new_highs(qp_iteration_limit=100 * (k + p) + 1000,
+                          time_limit=self.TIME_LIMIT)
         if regularization is not None:
             highs.setOptionValue("qp_regularization_value", regularization)
         highs.passModel(model)
-        if self._last is not None and self._last.size == k + p:
+        if warm is not None:
             # Warm start from the previous solution padded with zeros for new
             # constraints (still feasible: group sums unchanged).
             sol = highspy.HighsSolution()
-            sol.col_value = list(self._last)
+            sol.col_value = list(warm)
             sol.value_valid = True
             highs.setSolution(sol)
         try:
@@ -307,7 +350,7 @@ class WorkingSetQP:
         primal = float(0.5 * w @ w + self.caps @ xi)
         return QPSolution(w, alpha, mu, xi, primal, dual, 0.0)
 
-    def _solve_primal(self) -> np.ndarray | None:
+    def _solve_primal(self, G, caps) -> np.ndarray | None:
         """Last resort: the primal QP (Hessian I on w, so strictly convex in w).
 
         Slower for many features, but HiGHS never cycled on it in tests.
@@ -318,7 +361,7 @@ class WorkingSetQP:
         lp = highspy.HighsLp()
         lp.num_col_ = d + n_groups
         lp.num_row_ = k
-        lp.col_cost_ = np.concatenate([np.zeros(d), self.caps])
+        lp.col_cost_ = np.concatenate([np.zeros(d), caps])
         upper = np.full(d, highspy.kHighsInf)
         upper[self.nonpositive] = 0.0
         lp.col_lower_ = np.concatenate([np.full(d, -highspy.kHighsInf), np.zeros(n_groups)])
@@ -330,7 +373,7 @@ class WorkingSetQP:
         lp.a_matrix_.start_ = np.arange(0, k * (d + 1) + 1, d + 1).astype(np.int32)
         index = np.hstack([np.tile(np.arange(d), (k, 1)), d + self.groups[:, None]])
         lp.a_matrix_.index_ = index.ravel().astype(np.int32)
-        lp.a_matrix_.value_ = np.hstack([self.G, np.ones((k, 1))]).ravel()
+        lp.a_matrix_.value_ = np.hstack([G, np.ones((k, 1))]).ravel()
         hess = highspy.HighsHessian()
         hess.dim_ = d
         hess.format_ = highspy.HessianFormat.kTriangular
@@ -340,10 +383,11 @@ class WorkingSetQP:
         model = highspy.HighsModel()
         model.lp_ = lp
         model.hessian_ = hess
-        highs = new_highs()
+        highs = new_highs(qp_iteration_limit=100 * (k + d) + 1000, time_limit=self.TIME_LIMIT)
         highs.passModel(model)
         try:
-            highs = run(highs, "the primal working-set QP", retries=({"presolve": "on"},))
+            highs = run(highs, "the primal working-set QP",
+                        retries=({"presolve": "on", "time_limit": self.TIME_LIMIT},))
         except SolverError:
             return None
         sol = highs.getSolution()

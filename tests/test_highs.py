@@ -58,7 +58,7 @@ SCRIPT = textwrap.dedent('''
     for k in range(6):
         qp.add(rng.normal(size=5), 1.0 + 0.1 * k, 0)
     out["qp_dual"] = qp.solve().dual
-    out["qp_primal_route"] = qp._evaluate(qp._solve_primal()).dual
+    out["qp_primal_route"] = qp._evaluate(qp._solve_primal(qp.G, qp.caps)).dual
     X, Y = [], []
     for _ in range(4):
         y = (rng.random(n) < 0.4).astype(np.uint8)
@@ -214,8 +214,8 @@ def test_the_qp_is_solved_without_highs_when_every_highs_route_fails(monkeypatch
     expected = working_set().solve()
     rng = np.random.default_rng(2)
     qp = working_set()
-    monkeypatch.setattr(qp, "_run_dual", lambda model, regularization: None)
-    monkeypatch.setattr(qp, "_solve_primal", lambda: None)
+    monkeypatch.setattr(qp, "_run_dual", lambda model, regularization, warm=None: None)
+    monkeypatch.setattr(qp, "_solve_primal", lambda G, caps: None)
     got = qp.solve()
     assert qp.last_route == "active-set"
     assert got.primal == pytest.approx(expected.primal, rel=1e-9)

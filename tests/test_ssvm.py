@@ -154,7 +154,7 @@ def test_dataset_scope_is_one_example_over_the_union():
         best = max(best, float(IoULoss()(fp, fn, *totals(t)))
                    + model.score(union, svm.w_, y) - model.score(union, svm.w_, t))
     assert 0.5 * svm.w_ @ svm.w_ + svm.C * max(best, 0) == pytest.approx(
-        svm.log_[-1]["primal"], abs=1e-9)
+        svm.primal_, abs=1e-9)
 
 
 def _brute_force_oracle_union(u, edges, p, t, a, loss):
@@ -193,3 +193,85 @@ def test_weights_match_the_reported_objective_when_stopped_early():
         hinge.append(max(best, 0.0))
     objective = 0.5 * svm.w_ @ svm.w_ + svm.C / len(X) * sum(hinge)
     assert objective == pytest.approx(svm.primal_, abs=1e-9)
+
+
+def test_warm_start_reuses_cuts_and_reaches_the_cold_optimum():
+    # Cuts do not depend on C: a fit at C = 2 that starts from the working set
+    # of a fit at C = 0.5 must reach the exact optimum at C = 2 (full QP over
+    # every labelling) within C tol, and start with the old cuts.
+    rng = np.random.default_rng(7)
+    X, Y = random_problem(rng, n_graphs=2, n=4)
+    svm = StructuredSVM(loss="iou", scope="dataset", tol=1e-4, progress=False,
+                        warm_start=True, oracle=_brute_force_oracle)
+    svm.fit(X, Y)
+    n_cuts = svm.working_set_["G"].shape[0]
+    assert n_cuts >= 2
+    svm.C = 2.0
+    svm.fit(X, Y)
+    union, t = [disjoint_union(X)], [np.concatenate(Y)]
+    optimum = full_qp_optimum(union, t, IoULoss(), 2.0, "oneslack")
+    assert svm.converged_
+    assert optimum - 1e-9 <= svm.primal_ <= optimum + 2.0 * 1e-4 + 1e-9
+    # the first iteration already had the old cuts (plus the new ones)
+    assert svm.log_[0]["n_constraints"] > n_cuts
+    cold = StructuredSVM(loss="iou", scope="dataset", tol=1e-4, progress=False, C=2.0,
+                         oracle=_brute_force_oracle)
+    cold.fit(X, Y)
+    assert cold.log_[0]["n_constraints"] <= 2
+
+
+def test_warm_start_on_other_data_starts_afresh():
+    rng = np.random.default_rng(8)
+    X, Y = random_problem(rng, n_graphs=2, n=4)
+    X2, Y2 = random_problem(rng, n_graphs=2, n=4)
+    warm = StructuredSVM(loss="iou", tol=1e-4, progress=False, warm_start=True,
+                         oracle=_brute_force_oracle)
+    warm.fit(X, Y)
+    warm.fit(X2, Y2)
+    cold = StructuredSVM(loss="iou", tol=1e-4, progress=False,
+                         oracle=_brute_force_oracle).fit(X2, Y2)
+    np.testing.assert_array_equal(warm.w_, cold.w_)
+    assert warm.n_iter_ == cold.n_iter_
+
+
+def test_returned_weights_are_the_best_evaluated():
+    # The 1-slack loop evaluates the objective at several points an iteration
+    # (line search, cut point); w_ must be the lowest of them and primal_ its
+    # objective, recomputed here by brute force over all labellings.
+    rng = np.random.default_rng(9)
+    X, Y = random_problem(rng, n_graphs=2, n=4)
+    svm = StructuredSVM(loss="iou", scope="dataset", tol=1e-6, max_iter=6,
+                        progress=False, oracle=_brute_force_oracle).fit(X, Y)
+    union, t = disjoint_union(X), np.concatenate(Y)
+    model = MRFModel()
+
+    def objective(w):
+        best = max(float(IoULoss()(*counts(np.array(y), t), *totals(t)))
+                   + model.score(union, w, np.array(y)) - model.score(union, w, t)
+                   for y in itertools.product([0, 1], repeat=t.size))
+        return 0.5 * w @ w + svm.C * max(best, 0.0)
+    assert svm.primal_ == pytest.approx(objective(svm.w_), abs=1e-9)
+    assert svm.primal_ <= min(e["primal"] for e in svm.log_) + 1e-12
+    assert all(e["best_primal"] >= svm.primal_ - 1e-12 for e in svm.log_)
+
+
+def test_line_search_never_leaves_the_pairwise_bound():
+    # Both ends of the ray keep w_p <= 0; beyond the QP's solution (t > 1) the
+    # ray can leave that bound, where graph cuts are inexact. Here the model
+    # of the hinge falls steeply along the ray, so its minimum lies far past
+    # t = 2, where the pairwise weight (index 1) reaches 0: the search must
+    # stop there.
+    from segstruct.ssvm import _Point
+    svm = StructuredSVM(C=1.0, tol=1e-3)
+    g = np.array([10.0, 0.0])
+    best = _Point(np.array([0.0, -1.0]), g, 5.0, None, 3.0)
+    at = _Point(np.array([1.0, -0.5]), g, 5.0, None, 2.0)
+    evaluated = []
+
+    def evaluate(w):
+        evaluated.append(w.copy())
+        return _Point(w, g, 5.0, None, 1.0)
+    step = svm._line_search(best, at, evaluate, dual=-100.0, nonpositive=np.array([1]))
+    assert evaluated, "the model's minimum is not at an end: the search evaluates"
+    assert all(w[1] <= 0.0 for w in evaluated)
+    assert step == pytest.approx(2.0)

@@ -1,0 +1,662 @@
+"""Soak: train every method on every class of every real data set, at the defaults.
+
+For every data set under ``--data`` (each subfolder a VOC-layout root) and every
+class with at least ``--min-images`` training images showing it, this trains
+
+    bl1, hamming, bl2, proposed (its default oracle, envelope) and
+    proposed-decomposition (``--lp-solver decomposition``)
+
+on ``train`` and scores them on ``val``, through ``segstruct.compare.Comparison``
+(the code ``segstruct compare`` runs), at the library's default settings
+(``CompareSettings()``: data-set loss scope, C, tol and max_iter as the library
+sets them; the default features). A run that raises is recorded (error type,
+message, the traceback's last line) and the soak goes on.
+
+Outputs, under ``--out`` (default ``results/soak`` in the repository):
+
+    soak.json    every run's record, the settings, machine and code version
+    soak.md      the table (rows data set / class, columns methods) and a summary
+    models/      the comparison folders (models, training logs, per-pair records,
+                 checkpoints while training) and soak.log; git-ignored (it
+                 writes its own .gitignore), not meant to be committed
+
+Resumable: a run already in soak.json with the same settings, features, data and
+code (version string and a digest of the package's source files) is skipped;
+soak.json is rewritten atomically after every run, and a run interrupted
+mid-training continues from its checkpoint. Crashed runs are skipped too unless
+``--retry-crashed``. Records made with other code or settings stay in soak.json
+(until their run is made again) but are left out of the table and summary.
+
+A solver that never returns would stall the soak: ``--timeout SECONDS`` runs
+each training in its own process and records a run that outlives the limit as
+a crash of type Timeout (the process start, about 2 s, counts in the limit).
+
+    python scripts/soak.py --list                        # what would run, and what not
+    python scripts/soak.py --timeout 7200                # the full soak (hours)
+    python scripts/soak.py --datasets weizmann_horse_voc --methods bl1 bl2 --out /tmp/s
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from dataclasses import asdict, replace
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+import segstruct
+from segstruct.cache import ArrayCache, atomic_write_bytes
+from segstruct.compare import CompareSettings, Comparison
+from segstruct.datasets import VOC_CLASSES, VOID_LABEL, VOCDataset
+from segstruct.extraction import FeatureExtractor
+from segstruct.features import FeatureConfig
+from segstruct.inspection import training_set_problem
+from segstruct.provenance import code_version, machine
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FORMAT = "segstruct-soak"
+TRAIN_SPLIT, EVAL_SPLIT = "train", "val"
+
+# run name -> (segstruct method, proposed's lp solver or None = the library default)
+RUNS = {
+    "bl1": ("bl1", None),
+    "hamming": ("hamming", None),
+    "bl2": ("bl2", None),
+    "proposed": ("proposed", None),
+    "proposed-decomposition": ("proposed", "decomposition"),
+}
+
+
+# ---------------------------------------------------------------------- helpers
+def default_data_dir() -> Path:
+    env = os.environ.get("SEGSTRUCT_SHARED_DATA")
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+
+
+def write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(Path(path), lambda f: f.write(text.encode()))
+
+
+def digest(payload) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def source_digest() -> str:
+    """SHA-256 over the package's Python sources (segstruct, its inference and
+    datasets): it tells two working trees apart where the version string
+    (``0.1.0+g<sha>.dirty``) cannot."""
+    import segstruct.datasets as ds_pkg
+    import segstruct.inference as inf_pkg
+    h = hashlib.sha256()
+    for pkg in (segstruct, inf_pkg, ds_pkg):
+        root = Path(pkg.__file__).resolve().parent
+        for path in sorted(root.rglob("*.py")):
+            h.update(f"{pkg.__name__}/{path.relative_to(root).as_posix()}\0".encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def machine_info() -> dict:
+    info = dict(machine())
+    for dist in ("numpy", "scipy", "highspy", "PyMaxflow", "scikit-image",
+                 "opencv-python-headless"):
+        try:
+            info[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            info[dist] = None
+    info["python_implementation"] = platform.python_implementation()
+    info["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS")
+    return info
+
+
+def settings_for(run: str, base: CompareSettings) -> CompareSettings:
+    _, lp_solver = RUNS[run]
+    return base if lp_solver is None else replace(base, lp_solver=lp_solver)
+
+
+def cli_default_mismatches(base: CompareSettings) -> list[str]:
+    """Where ``segstruct compare``'s option defaults differ from CompareSettings()."""
+    from segstruct.cli import build_parser
+    try:
+        args = build_parser().parse_args(["compare"])
+    except (Exception, SystemExit) as err:     # noqa: BLE001 - a warning, not a stop
+        return [f"could not read segstruct compare's defaults: {err!r}"]
+    out = []
+    for field in ("scope", "C", "tol", "max_iter", "weights", "solver"):
+        if getattr(args, field, None) != getattr(base, field):
+            out.append(f"{field}: compare --{field} defaults to {getattr(args, field)!r}, "
+                       f"CompareSettings to {getattr(base, field)!r}")
+    return out
+
+
+def find_datasets(data: Path, names) -> list[Path]:
+    if names:
+        return [data / n for n in names]
+    return sorted(p for p in data.iterdir()
+                  if (p / "ImageSets" / "Segmentation").is_dir())
+
+
+def classes_with_images(dataset: VOCDataset, split: str) -> dict[str, int]:
+    """VOC class name -> number of ``split`` images with a (non-void) pixel of it."""
+    counts = np.zeros(256, np.int64)
+    for image_id in dataset.ids(split):
+        counts[np.unique(dataset.read_labels(image_id))] += 1
+    return {name: int(counts[v]) for v, name in enumerate(VOC_CLASSES)
+            if v != 0 and v != VOID_LABEL and counts[v] > 0}
+
+
+# ---------------------------------------------------------------------- the soak
+class Soak:
+    def __init__(self, args):
+        self.args = args
+        self.out = Path(args.out)
+        self.json_path = self.out / "soak.json"
+        self.md_path = self.out / "soak.md"
+        self.work = self.out / "models"
+        self.progress = sys.stdout.isatty() and sys.stderr.isatty()
+        base = CompareSettings()           # the library's defaults, nothing hard-coded
+        if args.max_iter is not None:
+            base = replace(base, max_iter=args.max_iter)
+        self.base = base
+        self.features = FeatureConfig()    # `segstruct compare`'s default features
+        self.code_version = code_version()
+        self.source_digest = source_digest()
+        self.doc = self._load()
+        self.doc.update({
+            "format": FORMAT, "format_version": 1,
+            "code_version": self.code_version, "source_digest": self.source_digest,
+            "machine": machine_info(),
+            "settings": {
+                "compare_settings": asdict(base),
+                "runs": {name: {"method": m, "settings": asdict(settings_for(name, base))}
+                         for name, (m, _) in RUNS.items()},
+                "library_defaults": asdict(CompareSettings()),
+                "max_iter_option": args.max_iter,
+                "features": self.features.to_dict(),
+                "train_split": TRAIN_SPLIT, "eval_split": EVAL_SPLIT,
+                "min_images": args.min_images, "data": str(Path(args.data).resolve()),
+                "seed": 0, "timeout_seconds": args.timeout,
+            },
+            "warnings": cli_default_mismatches(CompareSettings()),
+        })
+        self.log_file = None
+
+    # -- persistence ----------------------------------------------------------
+    def _load(self) -> dict:
+        if self.json_path.is_file():
+            try:
+                doc = json.loads(self.json_path.read_text())
+                if doc.get("format") == FORMAT:
+                    doc.setdefault("runs", [])
+                    doc.setdefault("skipped", {})
+                    return doc
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                pass
+            backup = self.json_path.with_suffix(f".unreadable-{int(time.time())}.json")
+            os.replace(self.json_path, backup)
+            print(f"warning: {self.json_path} is not a soak file; moved it to {backup}",
+                  file=sys.stderr)
+        return {"runs": [], "skipped": {}}
+
+    def save(self) -> None:
+        self.doc["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        write_text(self.json_path,
+                   json.dumps(finite(self.doc), indent=1, allow_nan=False) + "\n")
+        write_text(self.md_path, render_markdown(self.doc))
+
+    def say(self, line: str) -> None:
+        """Library chatter (Comparison's progress lines, warnings) goes to soak.log."""
+        if self.log_file is not None:
+            self.log_file.write(f"{time.strftime('%H:%M:%S')} {line}\n")
+            self.log_file.flush()
+
+    # -- keys ---------------------------------------------------------------
+    def run_key(self, dataset: VOCDataset, run: str) -> str:
+        """What a finished run must share with this one to be skipped."""
+        ids = {s: dataset.ids(s) for s in (TRAIN_SPLIT, EVAL_SPLIT)}
+        return digest({
+            "settings": asdict(settings_for(run, self.base)), "run": run,
+            "features": self.features.to_dict(), "data_root": str(dataset.root),
+            "split_lists": digest(ids), "code_version": self.code_version,
+            "source_digest": self.source_digest})
+
+    def find(self, dataset_name, class_name, run):
+        for r in self.doc["runs"]:
+            if (r["dataset"], r["class"], r["run"]) == (dataset_name, class_name, run):
+                return r
+        return None
+
+    def put(self, record) -> None:
+        runs = self.doc["runs"]
+        runs[:] = [r for r in runs if (r["dataset"], r["class"], r["run"]) !=
+                   (record["dataset"], record["class"], record["run"])]
+        runs.append(record)
+        runs.sort(key=lambda r: (r["dataset"], r["class"], list(RUNS).index(r["run"])
+                                 if r["run"] in RUNS else 99))
+
+    # -- main loop ------------------------------------------------------------
+    def run(self) -> int:
+        args = self.args
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.work.mkdir(parents=True, exist_ok=True)
+        gitignore = self.work / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text("# models, logs and checkpoints of the soak: not committed\n*\n")
+        self._lock = open(self.work / "soak.lock", "w")
+        try:
+            import fcntl
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:                      # not POSIX: no lock
+            pass
+        except OSError:
+            print(f"another soak is running in {self.out} (it holds {self._lock.name}); "
+                  "wait for it, or give another --out", file=sys.stderr)
+            return 2
+        self.log_file = open(self.work / "soak.log", "a", encoding="utf-8")
+        self.say(f"soak started: code {self.code_version}, source {self.source_digest[:12]}")
+        roots = find_datasets(Path(args.data), args.datasets)
+        if not roots:
+            print(f"no VOC-layout data set under {args.data}", file=sys.stderr)
+            return 2
+        plan = []          # (dataset, class, training images with the class, run)
+        for root in roots:
+            try:
+                plan += self._plan_dataset(root)
+            except Exception as err:                 # one bad data set stops no other
+                line = traceback.format_exception_only(type(err), err)[-1].strip()
+                print(f"{root.name}: skipped: {line}", flush=True)
+                self.doc["skipped"][root.name] = {"error": line}
+        todo = []
+        for item in plan:
+            dataset, class_name, _, run = item
+            old = self.find(dataset.name, class_name, run)
+            if (old is not None and old["key"] == self.run_key(dataset, run)
+                    and not (old["crashed"] and args.retry_crashed)):
+                continue
+            todo.append(item)
+        if args.list:
+            for dataset, class_name, n_images, run in plan:
+                state = "to do" if (dataset, class_name, n_images, run) in todo else "done"
+                print(f"{dataset.name}/{class_name} ({n_images} training images) {run}: "
+                      f"{state}")
+            for name, skipped in self.doc["skipped"].items():
+                for class_name, reason in skipped.items():
+                    print(f"{name}/{class_name}: not run: {reason}")
+            return 0
+        self.save()
+        print(f"soak: {len(plan)} runs planned, {len(plan) - len(todo)} already in "
+              f"{self.json_path}, {len(todo)} to do; code {self.code_version}; "
+              f"max_iter {self.base.max_iter}, tol {self.base.tol:g}, C {self.base.C:g}, "
+              f"scope {self.base.scope}", flush=True)
+        for k, (dataset, class_name, n_images, run) in enumerate(todo, 1):
+            record = self._one(dataset, class_name, n_images, run)
+            self.put(record)
+            self.save()
+            print(f"[{k}/{len(todo)}] {progress_line(record)}", flush=True)
+        print(summary_line(current_runs(self.doc)), flush=True)
+        print(f"wrote {self.json_path} and {self.md_path}; models in {self.work} "
+              f"({folder_size(self.work) / 1e6:.1f} MB)", flush=True)
+        self.log_file.close()
+        return 0
+
+    def _plan_dataset(self, root: Path):
+        args = self.args
+        dataset = VOCDataset(root)
+        extractor = FeatureExtractor(dataset, self.features, ArrayCache(), n_jobs=args.n_jobs,
+                                     progress=self.progress, codebook_split=TRAIN_SPLIT)
+        counts = classes_with_images(dataset, TRAIN_SPLIT)
+        dataset.ids(EVAL_SPLIT)                  # DatasetError now if there is no val split
+        skipped = {}
+        chosen = []
+        for class_name, n in counts.items():
+            if args.classes and class_name not in args.classes:
+                continue
+            if n < args.min_images:
+                skipped[class_name] = f"{n} training image(s) < --min-images {args.min_images}"
+                continue
+            # the check `segstruct compare` makes before training: a refusal is
+            # not a crash, so it is listed here instead of run
+            examples = extractor.examples(TRAIN_SPLIT, class_name, with_features=False)
+            problem = training_set_problem(examples, class_name, TRAIN_SPLIT)
+            if problem:
+                skipped[class_name] = f"refused by the library: {problem}"
+                continue
+            chosen.append((class_name, n))
+        self.doc["skipped"][dataset.name] = skipped
+        for class_name, reason in skipped.items():
+            self.say(f"{dataset.name}/{class_name}: skipped: {reason}")
+        return [(dataset, c, n, run) for c, n in chosen for run in args.methods]
+
+    def _one(self, dataset, class_name, n_images, run) -> dict:
+        method, _ = RUNS[run]
+        settings = settings_for(run, self.base)
+        key = self.run_key(dataset, run)
+        folder = self.work / dataset.name / f"{run}-{key[:10]}"
+        record = {
+            "dataset": dataset.name, "class": class_name, "run": run, "method": method,
+            "lp_solver": settings.lp_solver if method == "proposed" else None,
+            "key": key, "settings": asdict(settings), "code_version": self.code_version,
+            "source_digest": self.source_digest, "n_train_images_with_class": n_images,
+            "n_train_split_images": len(dataset.ids(TRAIN_SPLIT)),
+            "crashed": False, "error_type": None, "error": None, "traceback_last_line": None,
+            "work_folder": str(folder.relative_to(self.out)),
+        }
+        self.say(f"--- {dataset.name}/{class_name} {run}: {folder}")
+        self.log_file.flush()
+        job = {"root": str(dataset.root), "n_jobs": self.args.n_jobs,
+               "progress": self.progress, "class_name": class_name, "method": method,
+               "settings": asdict(settings), "folder": str(folder),
+               "log": str(self.work / "soak.log")}
+        start = time.perf_counter()
+        if self.args.timeout is None:
+            outcome = execute(job)
+        else:
+            outcome = execute_with_timeout(job, self.args.timeout)
+        record.update(outcome)
+        record["wall_seconds"] = time.perf_counter() - start
+        return record
+
+
+def execute(job: dict) -> dict:
+    """Train and score one (class, method) pair with ``Comparison``; never raises
+    (but for KeyboardInterrupt): a failure comes back as ``crashed``."""
+    with open(job["log"], "a", encoding="utf-8") as log:
+        def say(line):
+            log.write(f"{time.strftime('%H:%M:%S')} {line}\n")
+            log.flush()
+        try:
+            dataset = VOCDataset(job["root"])
+            extractor = FeatureExtractor(dataset, FeatureConfig(), ArrayCache(),
+                                         n_jobs=job["n_jobs"], progress=job["progress"],
+                                         codebook_split=TRAIN_SPLIT)
+            comparison = Comparison(extractor, [job["class_name"]], [job["method"]],
+                                    CompareSettings(**job["settings"]), job["folder"],
+                                    train_split=TRAIN_SPLIT, eval_split=EVAL_SPLIT, seed=0,
+                                    progress=job["progress"], say=say)
+            results = comparison.run(figures=False)
+            (r,) = results["results"]
+            evaluation = extractor.examples(EVAL_SPLIT, job["class_name"], with_features=False)
+            eval_pixels = int(sum(int(ex.fg.sum() + ex.bg.sum()) for ex in evaluation))
+            return summarise(r, eval_pixels)
+        except Exception as err:                        # noqa: BLE001 - the soak goes on
+            tb = traceback.format_exc()
+            say(tb)
+            return crash(type(err).__name__, str(err),
+                         traceback.format_exception_only(type(err), err)[-1].strip(), tb)
+
+
+def crash(error_type, message, last_line, tb="") -> dict:
+    return {"crashed": True, "error_type": error_type, "error": message[:2000],
+            "traceback_last_line": last_line, "traceback": tb[-6000:]}
+
+
+def _child(conn, job):
+    conn.send(execute(job))
+    conn.close()
+
+
+def execute_with_timeout(job: dict, timeout: float) -> dict:
+    """``execute`` in a fresh process, killed after ``timeout`` seconds (a hung
+    solver then costs one run, not the soak). The pair's checkpoint stays, so
+    ``--retry-crashed`` continues it."""
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, job), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if receive.poll(timeout):
+            try:
+                outcome = receive.recv()
+            except EOFError:
+                outcome = None
+        else:
+            outcome = crash("Timeout", f"no result within --timeout {timeout:g} s",
+                            f"Timeout: no result within --timeout {timeout:g} s (killed)")
+        if outcome is None:
+            proc.join(10)
+            outcome = crash("WorkerDied", f"the run's process exited with code "
+                            f"{proc.exitcode}", f"WorkerDied: exit code {proc.exitcode}")
+        return outcome
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+
+
+def summarise(r: dict, eval_pixels: int) -> dict:
+    """The soak's view of one Comparison record."""
+    t, d, ev, tr = r["training"], r["diagnosis"], r["eval_score"], r["train_score"]
+    predicted = ev["tp"] + ev["fp"]
+    val_share = predicted / eval_pixels if eval_pixels else None
+    empty = {
+        "train_no_foreground": d["collapse"] == "no foreground",
+        "train_all_foreground": d["collapse"] == "all foreground",
+        "val_no_foreground": predicted == 0,
+        "val_all_foreground": bool(eval_pixels) and predicted == eval_pixels,
+    }
+    return {
+        "converged": bool(t["converged"]), "iterations": int(t["n_iter"]),
+        "seconds": float(t["fit_seconds"]), "eval_seconds": float(r["eval_seconds"]),
+        "primal": t["primal"], "dual": t["dual"], "gap": d["gap"],
+        "relative_gap": d["relative_gap"], "target_gap": d["target_gap"],
+        "gap_within_target": bool(np.isfinite(d["gap"]) and d["gap"] <= d["target_gap"]),
+        "oracle": t["oracle"], "loss": r["loss"],
+        "train_iou_percent": tr["voc_iou_percent"], "val_iou_percent": ev["voc_iou_percent"],
+        "train_score": tr, "val_score": ev,
+        "train_foreground_share": d["foreground_share"], "val_foreground_share": val_share,
+        "empty_predictions": empty,
+        "any_empty_prediction": any(empty.values()),
+        "warnings": list(d["warnings"]),
+        "n_train_images": int(r["n_train_images"]), "n_eval_images": int(r["n_eval_images"]),
+        "model_code_version": r["code_version"],
+    }
+
+
+def finite(obj):
+    """``obj`` with every non-finite float replaced by None (strict JSON)."""
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def current_runs(doc) -> list[dict]:
+    """Records made with this code and these settings (the others are kept, not shown)."""
+    wanted = {name: v["settings"] for name, v in doc["settings"]["runs"].items()}
+    return [r for r in doc["runs"] if r.get("code_version") == doc["code_version"]
+            and r.get("source_digest") == doc["source_digest"]
+            and r.get("settings") == wanted.get(r["run"])]
+
+
+def folder_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+# ---------------------------------------------------------------------- reporting
+def _num(v, spec=".2f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def _empty_marker(r) -> str:
+    e = r.get("empty_predictions") or {}
+    parts = []
+    for side in ("train", "val"):
+        if e.get(f"{side}_no_foreground"):
+            parts.append(f"∅{side}")
+        if e.get(f"{side}_all_foreground"):
+            parts.append(f"■{side}")
+    return " " + " ".join(parts) if parts else ""
+
+
+def cell(r) -> str:
+    if r is None:
+        return ""
+    if r["crashed"]:
+        return ("**TIMEOUT** (killed)" if r["error_type"] == "Timeout"
+                else f"**CRASH** {r['error_type']}")
+    conv = "yes" if r["converged"] else "**no**"
+    star = "" if r["converged"] else " ⚠"
+    return (f"{_num(r['val_iou_percent'])} ({r['iterations']}, {r['seconds']:.1f} s, "
+            f"{conv}){star}{_empty_marker(r)}")
+
+
+def progress_line(r) -> str:
+    head = f"{r['dataset']}/{r['class']} {r['run']}:"
+    if r["crashed"]:
+        return f"{head} CRASHED after {r['wall_seconds']:.1f} s: {r['traceback_last_line']}"
+    status = "converged" if r["converged"] else "NOT converged (max_iter)"
+    warn = f"; {len(r['warnings'])} warning(s)" if r["warnings"] else ""
+    return (f"{head} val IoU {_num(r['val_iou_percent'])} %, train "
+            f"{_num(r['train_iou_percent'])} %; {status} after {r['iterations']} it, "
+            f"{r['seconds']:.1f} s; gap {_num(r['gap'], '.3g')} (target "
+            f"{_num(r['target_gap'], '.3g')}, rel {_num(r['relative_gap'], '.2g')})"
+            f"{_empty_marker(r)}{warn}")
+
+
+def summary_line(runs) -> str:
+    crashed = sum(r["crashed"] and r["error_type"] != "Timeout" for r in runs)
+    timeouts = sum(r["crashed"] and r["error_type"] == "Timeout" for r in runs)
+    ok = [r for r in runs if not r["crashed"]]
+    converged = sum(r["converged"] for r in ok)
+    empty = sum(r["any_empty_prediction"] for r in ok)
+    within = sum(r["gap_within_target"] for r in ok)
+    return (f"{len(runs)} runs: {crashed} crashed, {timeouts} timed out, "
+            f"{converged} converged, "
+            f"{len(ok) - converged} not converged, {within} with gap <= C*tol, "
+            f"{empty} with empty predictions (no foreground or all foreground, train or val)")
+
+
+def render_markdown(doc: dict) -> str:
+    current = current_runs(doc)
+    stale = len(doc["runs"]) - len(current)
+    runs = [name for name in RUNS if any(r["run"] == name for r in current)]
+    rows = sorted({(r["dataset"], r["class"]) for r in current})
+    by = {(r["dataset"], r["class"], r["run"]): r for r in current}
+    s = doc["settings"]["compare_settings"]
+    lines = [
+        "# Soak: every method on every class of the shared data",
+        "",
+        f"Trained on `{doc['settings']['train_split']}`, VOC IoU % on "
+        f"`{doc['settings']['eval_split']}`. Settings: scope {s['scope']}, C {s['C']:g}, "
+        f"tol {s['tol']:g}, max_iter {s['max_iter']}, solver {s['solver']}, weights "
+        f"{s['weights']}, loss of bl2/proposed {s['loss']}; proposed's oracle "
+        f"{s['lp_solver']}, proposed-decomposition's decomposition (M {s['n_triangles']}); "
+        "default features. Code "
+        f"`{doc['code_version']}` (source digest `{doc['source_digest'][:12]}`).",
+        "",
+        "Cells: val IoU % (cutting-plane iterations, training seconds, converged?). "
+        "⚠ = stopped at max_iter; ∅train / ∅val = no foreground predicted on the "
+        "training / validation split; ■train / ■val = foreground predicted everywhere.",
+        "",
+        "| data set | class | train images (with class / all) | " + " | ".join(runs) + " |",
+        "|---|---|---|" + "---|" * len(runs),
+    ]
+    for ds, cls in rows:
+        first = next(r for r in current if (r["dataset"], r["class"]) == (ds, cls))
+        n = f"{first.get('n_train_images_with_class')} / {first.get('n_train_split_images')}"
+        lines.append(f"| {ds} | {cls} | {n} | "
+                     + " | ".join(cell(by.get((ds, cls, m))) for m in runs) + " |")
+    lines += ["", f"**Summary:** {summary_line(current)}."]
+    if stale:
+        lines.append(f"({stale} record(s) made with other code or settings are kept in "
+                     "soak.json but "
+                     "not shown.)")
+    crashes = [r for r in current if r["crashed"]]
+    if crashes:
+        lines += ["", "## Crashes and time-outs", ""]
+        lines += [f"- {r['dataset']}/{r['class']} {r['run']}: `{r['traceback_last_line']}`"
+                  for r in crashes]
+    warned = [r for r in current if not r["crashed"] and r["warnings"]]
+    if warned:
+        lines += ["", "## Diagnosis warnings", ""]
+        for r in warned:
+            for w in r["warnings"]:
+                lines.append(f"- {r['dataset']}/{r['class']} {r['run']}: {w}")
+    skipped = {ds: v for ds, v in doc.get("skipped", {}).items() if v}
+    if skipped:
+        lines += ["", "## Not run", ""]
+        for ds, v in sorted(skipped.items()):
+            if "error" in v and isinstance(v["error"], str):
+                lines.append(f"- {ds}: {v['error']}")
+                continue
+            for cls, reason in sorted(v.items()):
+                lines.append(f"- {ds}/{cls}: {reason}")
+    m = doc["machine"]
+    lines += ["", f"Machine: {m.get('cpu_count')} cores, Python {m.get('python')}, numpy "
+              f"{m.get('numpy')}, scipy {m.get('scipy')}, highspy {m.get('highspy')}, "
+              f"PyMaxflow {m.get('PyMaxflow')}; {m.get('platform')}. Updated "
+              f"{doc.get('updated', '-')}."]
+    if doc.get("warnings"):
+        lines += [""] + [f"- Warning: {w}" for w in doc["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------- command line
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        description="Train every method on every class of every data set at the "
+                    "library's default settings and record crashes, convergence, gaps, "
+                    "scores and collapses (see the module docstring).")
+    ap.add_argument("--data", type=Path, default=default_data_dir(),
+                    help="folder whose subfolders are VOC-layout roots (default: "
+                         "$SEGSTRUCT_SHARED_DATA, else ../shared/data beside the repository)")
+    ap.add_argument("--out", type=Path, default=REPO_ROOT / "results" / "soak",
+                    help="output folder (default: results/soak in the repository)")
+    ap.add_argument("--datasets", nargs="+", metavar="NAME",
+                    help="subfolders of --data to soak (default: every VOC-layout one)")
+    ap.add_argument("--classes", nargs="+", metavar="CLASS",
+                    help="only these VOC class names (default: every class with enough "
+                         "training images)")
+    ap.add_argument("--methods", nargs="+", choices=list(RUNS), default=list(RUNS),
+                    metavar="RUN", help=f"runs to make (default: all of {', '.join(RUNS)})")
+    ap.add_argument("--min-images", type=int, default=5,
+                    help="a class needs this many training images showing it (default 5)")
+    ap.add_argument("-j", "--n-jobs", type=int, default=1,
+                    help="worker processes for feature extraction (default 1)")
+    ap.add_argument("--max-iter", type=int, default=None,
+                    help=f"cutting-plane iterations (default: the library's, "
+                         f"{CompareSettings().max_iter})")
+    ap.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                    help="run each training in its own process and kill it after this "
+                         "long, recorded as a crash of type Timeout (default: no limit, "
+                         "in this process)")
+    ap.add_argument("--list", action="store_true",
+                    help="print the planned runs (and the classes not run, with why) and "
+                         "stop; trains nothing (computes superpixels that are not cached)")
+    ap.add_argument("--retry-crashed", action="store_true",
+                    help="run crashed runs again even when recorded with this code")
+    return ap
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.n_jobs == 0:
+        raise SystemExit("--n-jobs must be positive or -1")
+    if args.classes:
+        unknown = [c for c in args.classes if c not in VOC_CLASSES[1:]]
+        if unknown:
+            raise SystemExit(f"unknown class name(s) {unknown}; use VOC names")
+    soak = Soak(args)
+    try:
+        return soak.run()
+    except KeyboardInterrupt:
+        print(f"interrupted; finished runs are in {soak.json_path}; run the same command "
+              "again to go on (the run in progress continues from its checkpoint)",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

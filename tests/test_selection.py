@@ -1,0 +1,338 @@
+"""--C auto: folds, the choice of C, the pooled score, warm starts, the commands."""
+import json
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from segstruct.cli import main
+from segstruct.datasets import make_synthetic_voc
+from segstruct.inference import maximize
+from segstruct.methods import estimator_for
+from segstruct.model import Graph, MRFModel
+from segstruct.scoring import VOCScore, superpixel_confusion
+from segstruct.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds,
+                                 check_grid, choose_C, cross_validate_C, image_strata,
+                                 make_folds, select_C)
+from segstruct.ssvm import StructuredSVM
+
+SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def chain_problem(seed, n_images=12, n=20, fg=0.3, noise=0.5, forced=6):
+    """Chains of ``n`` superpixels whose first feature is the label plus noise.
+
+    Labels are (N, 2) [fg, bg] pixel counts whose majority is the target,
+    so scores are pixel-level as in the commands; the first ``forced``
+    images show the class for sure.
+    """
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for k in range(n_images):
+        t = (rng.random(n) < fg).astype(int)
+        if k < forced:
+            t[0] = 1
+        u = rng.normal(size=(n, 4))
+        u[:, 0] = (2 * t - 1) * 0.5 + noise * rng.normal(size=n)
+        u[:, -1] = 1.0
+        edges = np.array([(i, i + 1) for i in range(n - 1)], np.int64)
+        X.append(Graph(u, edges, rng.uniform(0, 1, (n - 1, 3))))
+        fg_px = np.where(t, rng.integers(20, 60, n), rng.integers(0, 10, n))
+        bg_px = np.where(t, rng.integers(0, 10, n), rng.integers(20, 60, n))
+        Y.append(np.stack([fg_px, bg_px], axis=1))
+    return X, Y
+
+
+# --------------------------------------------------------------------------
+# folds
+
+
+def test_folds_partition_the_images_deterministically():
+    strata = np.array([2] * 7 + [1] * 3 + [0] * 10)
+    folds = make_folds(strata, 3, seed=0)
+    members = [set(np.flatnonzero(folds == k)) for k in range(3)]
+    assert set().union(*members) == set(range(20))            # covering
+    assert sum(len(m) for m in members) == 20                 # disjoint
+    assert sorted(len(m) for m in members) == [6, 7, 7]       # balanced
+    # the images showing the class are dealt out first: every fold has some
+    assert all(len(m & set(range(7))) >= 2 for m in members)
+    assert np.array_equal(folds, make_folds(strata, 3, seed=0))
+    assert not np.array_equal(folds, make_folds(strata, 3, seed=1))
+
+
+def test_folds_refuse_too_few_images_and_too_few_folds():
+    with pytest.raises(ValueError, match="2 training image.*fewer than the 3 folds"):
+        make_folds([2, 0], 3, seed=0)
+    with pytest.raises(ValueError, match="at least 2 folds"):
+        check_folds(1)
+    # a class that teaches in one image cannot reach every fold's training part
+    _, Y = chain_problem(0, n_images=6, forced=0, fg=0.0)
+    Y[0][0] = [50, 1]
+    Y[1][:, 0] = 0                 # no class pixel at all
+    assert image_strata(Y).tolist() == [2, 0, 1, 1, 1, 1]
+    with pytest.raises(ValueError, match="in 1 of the 6 training images"):
+        check_cv_data(Y, 3)
+
+
+def test_grid_checks():
+    assert check_grid([5, 0.5, 50]) == (0.5, 5.0, 50.0)       # walked increasing
+    for grid, words in (([0, 1], "positive"), ([-1, 2], "positive"),
+                        ([1, float("inf")], "finite"), ([1], "at least 2"),
+                        ([1, 1], "twice")):
+        with pytest.raises(ValueError, match=words):
+            check_grid(grid)
+    assert len(DEFAULT_GRID) == 5 and DEFAULT_GRID[0] == 0.05 and DEFAULT_GRID[-1] == 50
+    assert np.allclose(np.diff(np.log(DEFAULT_GRID)), np.log(10) * 0.75, rtol=3e-3)
+
+
+# --------------------------------------------------------------------------
+# choice and score
+
+
+def test_choose_C_is_the_argmax_with_ties_to_the_smaller_C():
+    assert choose_C({"grid": [0.1, 1, 10, 100], "pooled_iou_percent": [40, 55, 55, 30]}) == 1
+    assert choose_C({"grid": [0.1, 1, 10], "pooled_iou_percent": [40, 41, 55]}) == 10
+    # the order of the grid does not matter; undefined scores never win
+    assert choose_C({"grid": [10, 1, 0.1], "pooled_iou_percent": [50, 50, 10]}) == 1
+    assert choose_C({"grid": [0.1, 1, 10], "pooled_iou_percent": [None, 20, None]}) == 1
+    assert choose_C({"grid": [0.1, 1], "pooled_iou_percent": [float("nan"), 0.0]}) == 1
+
+
+def test_pooled_iou_is_the_voc_score_of_the_held_out_predictions():
+    X, Y = chain_problem(3)
+    index = {id(x): i for i, x in enumerate(X)}
+    fits = []
+
+    class Recording(StructuredSVM):
+        def fit(self, X_train, Y_train):
+            super().fit(X_train, Y_train)
+            fits.append((self.C, {index[id(x)] for x in X_train}, self.w_.copy()))
+            return self
+
+    grid = [0.05, 1.0, 20.0]
+    curve = cross_validate_C(lambda: Recording(loss="adjusted_hamming", progress=False),
+                             X, Y, grid, folds=3, seed=4)
+    fold_of = np.array(curve["fold_of_image"])
+    assert len(fits) == 9 and sorted({c for c, _, _ in fits}) == grid
+    model = MRFModel()
+    for j, c in enumerate(grid):
+        pooled = VOCScore()
+        for _, trained_on, w in (f for f in fits if f[0] == c):
+            held = sorted(set(range(len(X))) - trained_on)
+            assert len(set(fold_of[held])) == 1        # one fold held out, all of it
+            fold = VOCScore()
+            for i in held:                             # predictions rebuilt from w
+                u, p = model.potentials(X[i], w)
+                counts = superpixel_confusion(maximize(u, X[i].edges, p)[0],
+                                              Y[i][:, 0], Y[i][:, 1])
+                pooled.add(*counts)
+                fold.add(*counts)
+            k = int(fold_of[held[0]])
+            assert curve["fold_counts"][j][k] == list(fold.totals)
+        assert len(pooled.per_image) == len(X)         # every image held out once per C
+        assert curve["pooled_counts"][j] == list(pooled.totals)
+        assert curve["pooled_iou_percent"][j] == pytest.approx(100 * pooled.iou, abs=1e-12)
+    assert curve["pooled_iou_percent"][0] != curve["pooled_iou_percent"][-1]  # C matters
+
+
+@pytest.mark.parametrize("method", ["bl1", "bl2"])
+def test_warm_started_path_reaches_the_cold_objectives(method):
+    X, Y = chain_problem(0)
+    tol = 1e-3
+    warm = estimator_for(method, progress=False, warm_start=True, tol=tol)
+    warm_iters = cold_iters = 0
+    for c in (0.01, 0.1, 1.0, 10.0):
+        warm.C = c
+        warm.fit(X, Y)
+        cold = estimator_for(method, progress=False, C=c, tol=tol).fit(X, Y)
+        assert warm.converged_ and cold.converged_
+        # both are within C tol above the optimum (exact oracles)
+        assert abs(warm.primal_ - cold.primal_) <= c * tol + 1e-9, c
+        warm_iters += warm.n_iter_
+        cold_iters += cold.n_iter_
+    assert warm_iters < cold_iters       # the cuts were reused
+
+
+def test_auto_picks_a_larger_C_where_a_tiny_one_predicts_no_foreground():
+    # per-image scope, rare foreground: BL1 at C = 1e-3 labels nothing foreground
+    X, Y = chain_problem(1, fg=0.1)
+    make = lambda: estimator_for("bl1", scope="image", progress=False)  # noqa: E731
+    tiny = estimator_for("bl1", scope="image", C=1e-3, progress=False).fit(X, Y)
+    assert not any(y.any() for y in tiny.predict(X))
+    C, curve = select_C(make, X, Y, [1e-3, 1e-2, 1.0, 10.0], folds=3, seed=0)
+    tp, fp, fn = curve["pooled_counts"][0]
+    assert tp == 0 and fp == 0 and fn > 0 and curve["pooled_iou_percent"][0] == 0.0
+    assert C >= 1.0 and curve["chosen_C"] == C
+    assert curve["pooled_iou_percent"][curve["grid"].index(C)] > 20
+
+
+def test_fold_estimators_must_not_write_the_models_files(tmp_path):
+    X, Y = chain_problem(0, n_images=6)
+    with pytest.raises(ValueError, match="no log or checkpoint"):
+        cross_validate_C(lambda: StructuredSVM(progress=False, log_path=tmp_path / "l.json"),
+                         X, Y, [0.1, 1], folds=2)
+
+
+def test_a_failed_fit_names_its_fold_and_C():
+    X, Y = chain_problem(0, n_images=6)
+
+    class FailsAtLargeC(StructuredSVM):
+        def fit(self, X_train, Y_train):
+            if self.C > 1:
+                raise ValueError("solver broke")
+            return super().fit(X_train, Y_train)
+
+    from segstruct.selection import CrossValidationError
+    with pytest.raises(CrossValidationError,
+                       match=r"fold 1 of 2 at C 10 \(training on 3 images, warm-started from "
+                             r"C 0.1\): solver broke"):
+        cross_validate_C(lambda: FailsAtLargeC(progress=False), X, Y, [0.1, 10], folds=2)
+
+
+def test_cv_figure_draws_one_pooled_line_per_method():
+    from segstruct.figures import cv_figure
+    curve = {"grid": [0.1, 1, 10], "folds": 2, "chosen_C": 1,
+             "pooled_iou_percent": [10, 30, None], "fold_iou_percent": [[5, 15], [20, 40],
+                                                                        [None, 1]]}
+    fig = cv_figure({"bl1": curve, "bl2": {**curve, "chosen_C": 0.1}}, caption="c")
+    ax = fig.axes[0]
+    pooled = [line for line in ax.lines if line.get_marker() == "o"]
+    stars = [line for line in ax.lines if line.get_marker() == "*"]
+    assert len(pooled) == 2 and ax.get_xscale() == "log"
+    assert [float(s.get_xdata()[0]) for s in stars] == [1.0, 0.1]
+    assert [float(s.get_ydata()[0]) for s in stars] == [30.0, 10.0]
+
+
+def test_settings_of_a_fixed_C_are_recorded_as_before():
+    from segstruct.compare import CompareSettings
+    before = ["loss", "beta", "scope", "C", "weights", "n_triangles", "lp_solver", "polish",
+              "solver", "tol", "max_iter"]
+    assert list(CompareSettings().to_dict()) == before
+    assert CompareSettings().to_dict() == {k: asdict(CompareSettings())[k] for k in before}
+    auto = CompareSettings(C="auto").to_dict()
+    assert auto["C"] == "auto" and auto["C_grid"] == list(DEFAULT_GRID)
+    assert auto["folds"] == DEFAULT_FOLDS
+
+
+# --------------------------------------------------------------------------
+# the commands
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return ["--cache", str(tmp_path_factory.mktemp("cache"))]
+
+
+def test_train_auto_records_the_curve_and_refits_at_the_chosen_C(data_root, cache,
+                                                                 tmp_path, capsys):
+    from segstruct.cache import ArrayCache
+    from segstruct.datasets import VOCDataset
+    from segstruct.extraction import FeatureExtractor
+    from segstruct.persistence import load_model
+    model = tmp_path / "car"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--C", "auto",
+                 "--out", str(model), *cache, *SMALL]) == 0
+    printed = capsys.readouterr().out
+    svm, config, codebook, doc = load_model(model)
+    curve = doc["C_selection"]
+    assert curve["grid"] == list(DEFAULT_GRID) and curve["folds"] == 3 and curve["seed"] == 0
+    assert sorted(set(curve["fold_of_image"])) == [0, 1, 2] and len(curve["fold_of_image"]) == 6
+    for key in ("pooled_iou_percent", "fold_iou_percent", "n_iter", "converged", "fit_seconds"):
+        assert len(curve[key]) == 5, key
+    assert curve["chosen_C"] == choose_C(curve) == doc["estimator"]["C"]
+    assert f"C chosen by 3-fold cross-validation on voc/train (bl1, car): " \
+           f"{curve['chosen_C']:g}" in printed
+    png = tmp_path / "car.cv.png"
+    assert png.read_bytes()[:8] == PNG and png.stat().st_size > 1000
+    # the saved model is a plain fit on the whole training split at the chosen C
+    ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(cache[1]),
+                          progress=False, codebook=codebook).examples("train", "car")
+    ref = estimator_for("bl1", C=curve["chosen_C"], progress=False).fit(
+        [e.graph for e in ex], [e.counts for e in ex])
+    assert np.array_equal(svm.w_, ref.w_)
+
+
+def test_train_with_a_fixed_C_writes_no_curve(data_root, cache, tmp_path):
+    from segstruct.persistence import load_model
+    model = tmp_path / "fixed"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--out", str(model),
+                 *cache, *SMALL]) == 0
+    doc = load_model(model)[3]
+    assert "C_selection" not in doc and doc["estimator"]["C"] == 0.5
+    assert not (tmp_path / "fixed.cv.png").exists()
+
+
+def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, monkeypatch,
+                                                    capsys):
+    out = tmp_path / "cmp"
+    # bl1 and hamming: two methods, and no loss-surface figure to wait for
+    common = ["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
+              "hamming", "--seed", "3", "--figure-images", "1", "--out", str(out), *cache,
+              *SMALL]
+    args = common + ["--C", "auto", "--C-grid", "20", "0.05", "1", "--folds", "2"]
+    assert main(args) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["settings"]["C"] == "auto"
+    assert results["settings"]["C_grid"] == [0.05, 1.0, 20.0]
+    assert results["settings"]["folds"] == 2
+    for r in results["results"]:
+        curve = r["C_selection"]
+        assert curve["grid"] == [0.05, 1.0, 20.0] and curve["folds"] == 2
+        assert curve["seed"] == 3 and len(curve["fold_iou_percent"][0]) == 2
+        assert r["C"] == curve["chosen_C"] == choose_C(curve)
+        assert r["identity"]["settings"]["C"] == "auto"
+        model = json.loads((out / r["model"]).read_text())
+        assert model["estimator"]["C"] == r["C"] and model["C_selection"] == curve
+    png = out / "figures" / "cv-car.png"
+    assert png.read_bytes()[:8] == PNG and png.stat().st_size > 1000
+    md = (out / "table.md").read_text()
+    assert "C chosen by 2-fold cross-validation on train" in md
+    assert "C auto (2-fold CV over 3 values 0.05-20)" in md
+    # the same command resumes without training; a fixed C is another experiment
+    capsys.readouterr()
+
+    def no_training(self, X, Y):
+        raise AssertionError("a finished pair was trained again")
+    monkeypatch.setattr("segstruct.ssvm.StructuredSVM.fit", no_training)
+    assert main(args + ["--no-figures"]) == 0
+    assert main(common + ["--no-figures"]) == 2
+    assert "settings differ" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--C", "big"], "--C must be a positive number or 'auto', got 'big'"),
+    (["--C", "auto", "--folds", "1"], "needs at least 2 folds, got 1"),
+    (["--C", "auto", "--C-grid", "0", "1"], "every C of the grid must be positive and finite"),
+    (["--C", "auto", "--C-grid", "-1", "1"], "every C of the grid must be positive and finite"),
+    (["--C-grid", "0.1", "1"], "--C-grid applies only to --C auto"),
+    (["--folds", "3"], "--folds applies only to --C auto"),
+    (["--C", "2", "--folds", "3"], "--folds applies only to --C auto (C is 2)"),
+    (["--C", "auto", "--folds", "7"], "has 6 training image(s), fewer than the 7 folds"),
+])
+@pytest.mark.parametrize("command", ["train", "compare"])
+def test_bad_C_options_are_refused_before_anything_is_written(command, extra, words,
+                                                              data_root, cache, tmp_path,
+                                                              capsys):
+    out = tmp_path / "out"
+    target = ["--class", "car"] if command == "train" else ["--classes", "car"]
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--data", str(data_root), *target, "--out", str(out), *cache, *SMALL,
+              *extra])
+    assert exc.value.code == 2
+    assert words in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_C_that_is_not_positive_is_refused(data_root, cache, tmp_path, capsys):
+    # exit status 2 without the usage text, as before --C auto existed
+    for command, target in (("train", "--class"), ("compare", "--classes")):
+        assert main([command, "--data", str(data_root), target, "car", "--C", "0",
+                     "--out", str(tmp_path / "o"), *cache, *SMALL]) == 2
+        assert "--C must be positive and finite, or 'auto', got 0" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

@@ -76,12 +76,14 @@ class WorkingSetQP:
     # sets, hence the iteration cap), then the primal form; refine() finishes
     # the best answer when none closed the gap.
     ROUTES = (None, 0.0, "primal")
-    # Seconds any one HiGHS run may take; the routes after it and the
-    # active-set finish then take over. Solves of up to 500 constraints took
-    # 0.01-0.5 s on the shared data, but a run can stall: with unary features
-    # scaled by 1e3 (before the rescaling in solve) one never returned, and on
-    # camvid car bl1 two routes of one solve each ran to a 60 s limit.
-    TIME_LIMIT = 5.0
+    # Seconds one HiGHS run of the dual (DUAL_TIME_LIMIT) or of the primal
+    # may take; the next route then takes over. Dual solves of up to 500
+    # constraints took 0.01-0.5 s on the shared data, but a run can stall:
+    # with unary features scaled by 1e3 (before the rescaling in solve) one
+    # never returned, and on camvid car bl1 the unregularised dual and the
+    # primal ran to any limit on every solve.
+    DUAL_TIME_LIMIT = 1.0
+    TIME_LIMIT = 2.0
 
     def __init__(self, n_features: int, caps, nonpositive=()):
         self.n_features = int(n_features)
@@ -261,27 +263,30 @@ class WorkingSetQP:
         warm = (self._last * unit if self._last is not None and self._last.size == k + p
                 else None)
         best, best_route, best_z = None, None, None
-        for route in self.ROUTES:
-            z = (self._solve_primal(G_s, caps_s) if route == "primal"
-                 else self._run_dual(model, route, warm))
+
+        def consider(z, route):
+            nonlocal best, best_route, best_z
             if z is None:
-                continue
+                return
             z = z / unit
             candidate = self._evaluate(z)
             if best is None or candidate.primal - candidate.dual < best.primal - best.dual:
                 best, best_route, best_z = candidate, route, z
-            if self._converged(best):
+        # The order costs least on the working sets measured: HiGHS's dual
+        # with its default regularisation (milliseconds; can leave a gap of
+        # 1e-3 relative), without it (exact in 0.1 s on a 303-constraint set
+        # where the active-set finish took 17 s, but on a 152-constraint
+        # camvid set it ran to any time limit), then the exact active-set
+        # finish from the best answer (1 s there), and only then the primal.
+        for route in self.ROUTES[:-1]:
+            consider(self._run_dual(model, route, warm), route)
+            if best is not None and self._converged(best):
                 break
         if best is not None and not self._converged(best):
-            # HiGHS stopped near, not at, the optimum on every route: finish
-            # exactly from the best answer. (Only now: with many constraints
-            # the active-set finish costs seconds, the next route milliseconds;
-            # measured on a 303-constraint set, HiGHS's default regularisation
-            # left a gap of 5e-3 and no regularisation 7e-11 in 0.1 s.)
             z_exact, _ = refine(h, cost, groups, caps_s, best_z * unit)
-            candidate = self._evaluate(z_exact / unit)
-            if candidate.primal - candidate.dual < best.primal - best.dual:
-                best, best_route = candidate, f"{best_route}+active-set"
+            consider(z_exact, f"{best_route}+active-set")
+        if best is None or not self._converged(best):
+            consider(self._solve_primal(G_s, caps_s), "primal")
         if best is None:
             # Every HiGHS route failed: the active-set method alone, from the
             # last solution (or 0), which is feasible; slower, but needs no HiGHS.
@@ -316,7 +321,7 @@ class WorkingSetQP:
         # The unregularised active-set method can cycle on rank-deficient
         # Hessians; cap it so the next route gets its turn.
         highs = new_highs(qp_iteration_limit=100 * (k + p) + 1000,
-                          time_limit=self.TIME_LIMIT)
+                          time_limit=self.DUAL_TIME_LIMIT)
         if regularization is not None:
             highs.setOptionValue("qp_regularization_value", regularization)
         highs.passModel(model)
@@ -388,8 +393,9 @@ class WorkingSetQP:
         highs = new_highs(qp_iteration_limit=100 * (k + d) + 1000, time_limit=self.TIME_LIMIT)
         highs.passModel(model)
         try:
-            highs = run(highs, "the primal working-set QP",
-                        retries=({"presolve": "on", "time_limit": self.TIME_LIMIT},))
+            # no retry: on the sets where it fails, it fails again (it is the last
+            # route, after the active-set finish)
+            highs = run(highs, "the primal working-set QP", retries=())
         except SolverError:
             return None
         sol = highs.getSolution()

@@ -337,8 +337,10 @@ class StructuredSVM:
                 st = self._restore(fp, qp, oracle)
                 # the process may have died between the checkpoint and the log
                 self._write_log(st["log"])
-        warm_key = self._warm_key(xs, ts, ws, loss)
-        if self.warm_start and st["iteration"] == 0 and getattr(self, "_warm", None) == warm_key:
+        # hashing every feature array costs a fraction of a second: only when asked
+        warm_key = self._warm_key(xs, ts, ws, loss) if self.warm_start else None
+        if (warm_key is not None and st["iteration"] == 0
+                and getattr(self, "_warm", None) == warm_key):
             qp.set_state(self.working_set_)
             # the cut at the old best point stays exact there; its objective
             # changes with C

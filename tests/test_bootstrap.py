@@ -1,10 +1,7 @@
 """Paired bootstrap of a VOC IoU difference, and scripts/paired_iou.py."""
-import importlib.util
 import itertools
 import json
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +9,6 @@ import pytest
 from segstruct.bootstrap import bootstrap_differences, paired_bootstrap
 from segstruct.scoring import VOCScore
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "paired_iou.py"
 
 
 def exact_distribution(a, b):
@@ -100,15 +96,8 @@ def test_bad_settings_are_refused():
 
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("paired_iou", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
+def script(load_script):
+    return load_script("paired_iou")
 
 
 def report(path, counts, method="bl1", ids=None, **overrides):

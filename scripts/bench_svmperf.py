@@ -1,0 +1,565 @@
+"""MultivariateSVM (F1 loss) against SVM-perf's figures on a synthetic problem.
+
+For each training size n (``--sizes``, default 2,000 and 20,000) and each
+SVM-perf ``-c`` value c_perf (``--c``, default 0.1, 1 and 10) this fits
+
+    MultivariateSVM(loss="f1", C=25 * c_perf / n**2)
+
+with its default ``tol`` and ``max_iter`` (the C mapping of its docstring,
+"Relation to SVM-perf") and records the objective in SVM-perf's units
+(``4 n^2 * objective_``), the iterations, whether it converged, the wall
+time of ``fit`` (``time.perf_counter``), the F1 on a separate test set, and
+whether the weights are exactly 0.
+
+Reference optimum. For the sizes in ``--reference-sizes`` (default: the
+smallest size) the same problem is also solved by an independent solver that
+shares no code with segstruct: a plain cutting-plane method (BMRM, Teo et al.
+2010) in SVM-perf's units, with its own exact F1 loss-augmented inference
+(Joachims 2005: all (TP, FP) counts, top-scored points first) and its own
+working-set dual QP (accelerated projected gradient on {beta >= 0,
+sum beta <= 1}). Every dual value is a valid lower bound of the optimum and
+every evaluated point an upper bound, so the reference is certified: it stops
+when the two are within ``--reference-rtol`` (relative). Each run is then
+reported as its relative distance (%) from the reference's upper bound. The
+same independent inference also re-evaluates every run's objective at its
+returned weights (``objective_check``), a check of ``objective_`` itself.
+
+Synthetic generator (``make_problem``). The issue's own generator is not
+known; this one was chosen to resemble its description (binary, d = 50,
+imbalanced, overlapping classes, test F1 about 0.6). With a seed s:
+
+* a class-mean direction ``v`` is drawn once per seed,
+  ``v = default_rng([s, 0]).standard_normal(d)``, normalised to unit length;
+  the positive class mean is ``mu = separation * v`` (separation 1.5), the
+  negative mean is 0;
+* a split ("train" code 1, "test" code 2) of n points uses its own
+  ``rng = default_rng([s, code, n])``: exactly ``round(positive_rate * n)``
+  points (positive_rate 0.25) are positive, chosen by ``rng.permutation(n)``;
+  then ``X = rng.standard_normal((n, d)) + y[:, None] * mu``;
+* the test set is the "test" split of ``--n-test`` (10,000) points, the same
+  for every training size.
+
+Both classes are N(mean, I_d); the Bayes-optimal rule is linear (along v) and
+its best F1 at this separation and class share is 0.638 (with the threshold
+chosen for F1), so a good linear model has a test F1 near 0.6.
+
+SVM-perf's figures (``SVMPERF_ISSUE``) were measured by someone else, with
+the real SVM-perf V3 binary, on another generator and another machine; only
+the ratios to them are indicative.
+
+Each fit runs in its own child process (the data are generated there, outside
+the timed region), killed after ``--fit-timeout`` seconds (default 1800; 0
+fits in this process), so a stalled solver cannot block the benchmark; the
+child records the git commit and a digest of uncommitted changes in
+segstruct/ and inference/ that it imported (``git`` of each run). BLAS is
+limited to one thread (threadpoolctl), as the learner does during training.
+The n = 2,000 cases take about 10 s with the reference about 20 s more.
+
+    OMP_NUM_THREADS=1 python scripts/bench_svmperf.py --reference-sizes 2000 20000
+    python scripts/bench_svmperf.py --sizes 2000 --c 0.1 1 --out /tmp/bench.json
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO_ROOT / "results" / "bench_svmperf.json"
+SIZES = (2000, 20000)
+C_PERF = (0.1, 1.0, 10.0)
+D = 50
+POSITIVE_RATE = 0.25
+SEPARATION = 1.5
+N_TEST = 10000
+SEED = 0
+SPLITS = {"train": 1, "test": 2}
+
+# Quoted from the issue: SVM-perf V3 built from its source, F1 loss (-l 1),
+# its default algorithm, 20,000 examples, d = 50, on the issue's own
+# generator and machine.
+SVMPERF_ISSUE = {
+    "source": ("issue: SVM-perf V3 built from its source, F1 loss, default algorithm, "
+               "synthetic problem with 20,000 examples (d = 50); measured by someone "
+               "else on another generator and another machine: only ratios are indicative"),
+    "n": 20000,
+    "d": 50,
+    "runs": {"0.1": {"objective": 9.90, "seconds": 2.7, "test_f1": 0.60},
+             "1": {"objective": 91.99, "seconds": 5.2, "test_f1": 0.60},
+             "10": {"objective": 865.1, "seconds": 29.2, "test_f1": None}},
+    "notes": ("Also from the issue, on its problem: MultivariateSVM with the documented C "
+              "stopped at w = 0 (objective 10.0 and 100.0, F1 0.00) at -c 0.1 and 1, and at "
+              "902.6 against 865.1 at -c 10; handed the problem in SVM-perf's units it reached "
+              "SVM-perf's objectives in 7.7, 17.7 and 95.7 s; on 398 examples the objectives "
+              "agreed to 0.05 % and it was 2-3x slower."),
+}
+
+RUN_KEYS = ("n", "c_perf", "C", "objective", "objective_ours", "objective_check",
+            "n_iter", "converged", "seconds", "test_f1", "train_f1", "w_zero",
+            "w_norm_perf", "warnings", "reference_objective", "rel_diff_pct", "error", "git")
+
+
+def c_key(c: float) -> str:
+    """A JSON key for a -c value: 0.1 -> "0.1", 1.0 -> "1"."""
+    return f"{c:g}"
+
+
+# ----------------------------------------------------------------------
+# data
+def make_problem(n: int, seed: int = SEED, split: str = "train", d: int = D,
+                 positive_rate: float = POSITIVE_RATE,
+                 separation: float = SEPARATION) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, y)``: n points of the module docstring's generator.
+
+    X is (n, d) float64, y (n,) int64 in {0, 1} with exactly
+    ``round(positive_rate * n)`` ones.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {tuple(SPLITS)}, got {split!r}")
+    v = np.random.default_rng([seed, 0]).standard_normal(d)
+    mu = separation * v / np.linalg.norm(v)
+    rng = np.random.default_rng([seed, SPLITS[split], n])
+    y = np.zeros(n, np.int64)
+    y[rng.permutation(n)[:int(round(positive_rate * n))]] = 1
+    X = rng.standard_normal((n, d)) + y[:, None] * mu
+    return X, y
+
+
+def f1_score(y_true, y_pred) -> float:
+    """2 TP / (2 TP + FP + FN); 0 when there is nothing positive at all."""
+    y_true, y_pred = np.asarray(y_true).astype(bool), np.asarray(y_pred).astype(bool)
+    tp = int(np.count_nonzero(y_true & y_pred))
+    denom = 2 * tp + int(np.count_nonzero(~y_true & y_pred)) + int(
+        np.count_nonzero(y_true & ~y_pred))
+    return 2.0 * tp / denom if denom else 0.0
+
+
+# ----------------------------------------------------------------------
+# independent F1 loss-augmented inference and objective (no segstruct code)
+def f1_cut(Z: np.ndarray, y: np.ndarray, w: np.ndarray, chunk: int = 64):
+    """Most violated F1 constraint at w (our units), by enumeration of counts.
+
+    Maximises ``Delta(y, y') + w . (Psi(y') - Psi(y))`` over all y', with
+    ``Psi(y) = sum_i (2 y_i - 1) z_i`` and ``Delta = 1 - F1``. For a labelling
+    with a true positives and b false positives the best is to switch on the
+    a top-scored positives and the b top-scored negatives, so it suffices to
+    scan every (a, b).
+
+    Returns ``(delta, g, hinge)``: the loss of the maximiser, the cut
+    ``g = Psi(y) - Psi(y')`` and ``hinge = delta - g . w`` (>= 0).
+    """
+    s = Z @ w
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    pos = pos[np.argsort(-s[pos], kind="stable")]
+    neg = neg[np.argsort(-s[neg], kind="stable")]
+    P = pos.size
+    cp = np.concatenate([[0.0], np.cumsum(s[pos])])      # top-a positives' sum
+    cn = np.concatenate([[0.0], np.cumsum(s[neg])])      # top-b negatives' sum
+    b = np.arange(neg.size + 1, dtype=np.float64)
+    best, best_a, best_b = -np.inf, 0, 0
+    for a0 in range(0, P + 1, chunk):
+        a = np.arange(a0, min(P + 1, a0 + chunk), dtype=np.float64)[:, None]
+        val = -2.0 * a / (a + b + P) + 2.0 * cp[a0:a0 + a.shape[0], None] + 2.0 * cn
+        k = int(np.argmax(val))
+        if val.flat[k] > best:
+            best, best_a, best_b = float(val.flat[k]), a0 + k // b.size, k % b.size
+    delta = 1.0 - 2.0 * best_a / (best_a + best_b + P)
+    g = 2.0 * (Z[pos[best_a:]].sum(axis=0) - Z[neg[:best_b]].sum(axis=0))
+    return delta, g, max(0.0, delta - float(g @ w))
+
+
+def exact_objective(Z, y, w, C) -> float:
+    """``1/2 ||w||^2 + C max_y' [...]`` (our units) by :func:`f1_cut`."""
+    return float(0.5 * w @ w + C * f1_cut(Z, y, w)[2])
+
+
+def _capped_simplex_projection(v: np.ndarray) -> np.ndarray:
+    """Euclidean projection onto {x >= 0, sum x <= 1}."""
+    x = np.maximum(v, 0.0)
+    if x.sum() <= 1.0:
+        return x
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    k = np.arange(1, v.size + 1)
+    rho = np.flatnonzero(u - css / k > 0)[-1]
+    return np.maximum(v - css[rho] / (rho + 1.0), 0.0)
+
+
+def _dual_qp(A, b, c, beta, gap_tol, max_steps=20000):
+    """max_beta c beta.b - 1/2 ||c A^T beta||^2 over {beta >= 0, sum beta <= 1}.
+
+    FISTA with gradient restarts, from ``beta``; stops when the working-set
+    duality gap is at most ``gap_tol``. Returns ``(beta, dual value)``.
+    """
+    L = c * float(np.linalg.eigvalsh(A.T @ A)[-1]) or 1.0
+    x, z, t = beta.copy(), beta.copy(), 1.0
+    f_old = np.inf
+    dual = -np.inf
+    for step in range(max_steps):
+        grad = c * (A @ (A.T @ z)) - b              # of F = c/2 |A^T z|^2 - z.b
+        x_new = _capped_simplex_projection(z - grad / L)
+        u = c * (A.T @ x_new)
+        f_new = 0.5 * u @ u / c - x_new @ b
+        if f_new > f_old:                           # restart the momentum
+            z, t = x.copy(), 1.0
+            continue
+        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        z = x_new + ((t - 1.0) / t_new) * (x_new - x)
+        x, t, f_old = x_new, t_new, f_new
+        if step % 10 == 0:
+            dual = c * float(x @ b) - 0.5 * float(u @ u)
+            primal = 0.5 * float(u @ u) + c * max(0.0, float(np.max(b - A @ u)))
+            if primal - dual <= gap_tol:
+                break
+    u = c * (A.T @ x)
+    return x, c * float(x @ b) - 0.5 * float(u @ u)
+
+
+def reference_optimum(X, y, c_perf, rtol=1e-5, max_iter=5000, time_limit=600.0,
+                      prune_after=30) -> dict:
+    """Certified optimum of SVM-perf's problem (its units) by BMRM.
+
+    SVM-perf's problem is ``min 1/2 ||u||^2 + c_perf max_y' [100 Delta -
+    (50 / n) u . (Psi(y) - Psi(y'))]`` with u = 2 n w and an appended constant
+    feature 1 (its ``--b 1``). Returns the best objective evaluated
+    (``objective``, an upper bound), the best dual value (``lower_bound``),
+    their relative gap, iterations, seconds, whether ``rtol`` was met and the
+    weights (``coef``, ``intercept``) in our units (w = u / (2 n)).
+    """
+    start = time.perf_counter()
+    n = X.shape[0]
+    Z = np.hstack([X, np.ones((n, 1))])
+    u = np.zeros(Z.shape[1])
+    A, bs = np.zeros((0, Z.shape[1])), np.zeros(0)
+    beta, idle = np.zeros(0), np.zeros(0, np.int64)
+    upper, lower, best_u = np.inf, 0.0, u
+    it = 0
+    for it in range(1, max_iter + 1):
+        delta, g, hinge = f1_cut(Z, y, u / (2.0 * n))
+        primal = 0.5 * float(u @ u) + c_perf * 100.0 * hinge
+        if primal < upper:
+            upper, best_u = primal, u
+        if upper - lower <= rtol * upper or time.perf_counter() - start > time_limit:
+            break
+        A = np.vstack([A, (50.0 / n) * g])
+        bs = np.append(bs, 100.0 * delta)
+        idle = np.append(idle, 0)
+        beta, dual = _dual_qp(A, bs, c_perf, np.append(beta, 0.0),
+                              gap_tol=0.05 * max(upper - lower, 0.0) + 1e-3 * rtol * upper)
+        lower = max(lower, dual)
+        u = c_perf * (A.T @ beta)
+        # drop cuts unused for PRUNE_AFTER solves (every dual value stays a bound)
+        idle = np.where(beta > 0, 0, idle + 1)
+        keep = idle < prune_after
+        A, bs, beta, idle = A[keep], bs[keep], beta[keep], idle[keep]
+    w = best_u / (2.0 * n)
+    return {"objective": upper, "lower_bound": lower,
+            "gap_pct": 100.0 * (upper - lower) / upper, "n_iter": it,
+            "certified": bool(upper - lower <= rtol * upper), "rtol": rtol,
+            "seconds": time.perf_counter() - start,
+            "coef": w[:-1], "intercept": float(w[-1])}
+
+
+# ----------------------------------------------------------------------
+def fit_one(X, y, Xt, yt, c_perf: float) -> dict:
+    """One MultivariateSVM fit at SVM-perf's -c ``c_perf``, measured."""
+    from segstruct.multivariate import MultivariateSVM
+
+    n = X.shape[0]
+    C = 25.0 * c_perf / n ** 2
+    model = MultivariateSVM(loss="f1", C=C)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        start = time.perf_counter()
+        model.fit(X, y)
+        seconds = time.perf_counter() - start
+    w = np.append(model.coef_, model.intercept_)
+    Z = np.hstack([X, np.ones((n, 1))])
+    check = exact_objective(Z, y, w, C)
+    return {"n": n, "c_perf": c_perf, "C": C,
+            "objective": 4.0 * n ** 2 * model.objective_,
+            "objective_ours": model.objective_,
+            "objective_check": 4.0 * n ** 2 * check,
+            "n_iter": int(model.n_iter_), "converged": bool(model.converged_),
+            "seconds": seconds,
+            "test_f1": f1_score(yt, model.predict(Xt)),
+            "train_f1": f1_score(y, model.predict(X)),
+            "w_zero": bool(not np.any(w)),
+            "w_norm_perf": float(2.0 * n * np.linalg.norm(w)),
+            "warnings": [f"{c.category.__name__}: {c.message}" for c in caught],
+            "reference_objective": None, "rel_diff_pct": None}
+
+
+def _failed_run(n, c_perf, why: str, seconds: float | None) -> dict:
+    run = {key: None for key in RUN_KEYS}
+    run.update(n=n, c_perf=c_perf, C=25.0 * c_perf / n ** 2, seconds=seconds,
+               warnings=[], error=why, git=None)
+    return run
+
+
+def fit_timed(n: int, c_perf: float, seed: int, n_test: int, timeout: float | None) -> dict:
+    """:func:`fit_one` on the generator's data, in a child process killed after
+    ``timeout`` s (in this process when ``timeout`` is None or <= 0).
+
+    A run that times out or fails is recorded with ``error`` set and no
+    objective; its ``seconds`` is then the time until it was stopped.
+    """
+    if not timeout or timeout <= 0:
+        X, y = make_problem(n, seed, "train")
+        Xt, yt = make_problem(n_test, seed, "test")
+        return {**fit_one(X, y, Xt, yt, c_perf), "error": None, "git": None}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.json"
+        spec = json.dumps({"n": n, "c_perf": c_perf, "seed": seed, "n_test": n_test})
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker",
+                                   spec, str(out)], capture_output=True, text=True,
+                                  timeout=timeout, env=env, cwd=REPO_ROOT)
+        except subprocess.TimeoutExpired:
+            return _failed_run(n, c_perf, f"fit timed out after {timeout:g} s (process killed)",
+                               time.perf_counter() - start)
+        if proc.returncode != 0 or not out.exists():
+            tail = (proc.stderr or "").strip().splitlines()[-5:]
+            return _failed_run(n, c_perf, f"worker exit status {proc.returncode}: "
+                               + " | ".join(tail), time.perf_counter() - start)
+        return {**json.loads(out.read_text()), "error": None}
+
+
+def _worker(spec: str, out: str) -> int:
+    """Child process of :func:`fit_timed`: one fit, its record written to ``out``."""
+    from threadpoolctl import threadpool_limits
+    code = git_state()      # this process imports segstruct afresh: the code it ran
+    args = json.loads(spec)
+    with threadpool_limits(limits=1, user_api="blas"):
+        X, y = make_problem(args["n"], args["seed"], "train")
+        Xt, yt = make_problem(args["n_test"], args["seed"], "test")
+        run = fit_one(X, y, Xt, yt, args["c_perf"])
+    run["git"] = code
+    Path(out).write_text(json.dumps(run))
+    return 0
+
+
+def git_state() -> dict:
+    def git(*args):
+        try:
+            return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True,
+                                  text=True, timeout=10, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+    status = git("status", "--short", "segstruct", "inference")
+    diff = git("diff", "HEAD", "--", "segstruct", "inference")
+    untracked = git("ls-files", "--others", "--exclude-standard", "segstruct", "inference")
+    digest = None
+    if diff is not None and untracked is not None:
+        h = hashlib.sha256(diff.encode())
+        for name in sorted(untracked.split()):
+            h.update(name.encode() + (REPO_ROOT / name).read_bytes())
+        digest = h.hexdigest()[:16]
+    # taken when the run starts, before segstruct's learner is imported
+    return {"commit": git("rev-parse", "--short", "HEAD"),
+            "status_segstruct_inference": status.splitlines() if status is not None else None,
+            "uncommitted_sha256": digest}
+
+
+def machine_info() -> dict:
+    import importlib.metadata as md
+
+    from segstruct.provenance import machine
+    out = dict(machine())
+    for pkg in ("numpy", "highspy", "scipy", "threadpoolctl"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = None
+    out["cores_available"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else os.cpu_count()
+    out["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS")
+    out["blas_threads"] = 1
+    return out
+
+
+def _fmt(x, spec):
+    return "–" if x is None else format(x, spec)
+
+
+def markdown(result: dict) -> str:
+    gen, st = result["generator"], result["settings"]
+    refs = result["references"]
+    issue = SVMPERF_ISSUE["runs"]
+    lines = [
+        "# MultivariateSVM (F1) vs SVM-perf's figures",
+        "",
+        f"Generator `{gen['name']}` (scripts/bench_svmperf.py, seed {gen['seed']}): "
+        f"d = {gen['d']}, {gen['positive_rate']:.0%} positives, classes N(0, I) and "
+        f"N({gen['separation']} v, I), test set {gen['n_test']} points (Bayes F1 about 0.64). "
+        "The issue's own generator is unknown.",
+        f"MultivariateSVM(loss=\"f1\", C = 25 c_perf / n^2), tol {st['tol']}, max_iter "
+        f"{st['max_iter']} (defaults). Objectives in SVM-perf's units (4 n^2 objective_).",
+        f"Code {result['code_version']} (commit {result['git']['commit']}; uncommitted in "
+        f"segstruct/, inference/: {', '.join(result['git']['status_segstruct_inference']) or 'none'}"
+        f"; their sha256 {result['git']['uncommitted_sha256']}). "
+        f"Machine: {result['machine']['cores_available']} cores available, Python "
+        f"{result['machine']['python']}, numpy {result['machine']['numpy']}, highspy "
+        f"{result['machine']['highspy']}, BLAS 1 thread. Whole run {result['total_seconds']:.0f} s.",
+        "",
+        "| n | -c | objective | reference | diff % | iters | converged | fit s | test F1 "
+        "| w = 0 | SVM-perf objective* | SVM-perf s* | time / SVM-perf* |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["runs"]:
+        ref = issue.get(c_key(r["c_perf"])) if r["n"] == SVMPERF_ISSUE["n"] else None
+        if r.get("error"):
+            lines.append(f"| {r['n']} | {r['c_perf']:g} | – | "
+                         f"{_fmt(r['reference_objective'], '.4f')} | – | – | no | "
+                         f">= {r['seconds']:.0f} | – | – | {_fmt(ref and ref['objective'], 'g')} | "
+                         f"{_fmt(ref and ref['seconds'], 'g')} | "
+                         f"{_fmt(ref and r['seconds'] / ref['seconds'], '.0f')}+ |")
+            continue
+        lines.append(
+            f"| {r['n']} | {r['c_perf']:g} | {r['objective']:.4f} | "
+            f"{_fmt(r['reference_objective'], '.4f')} | {_fmt(r['rel_diff_pct'], '+.3f')} | "
+            f"{r['n_iter']} | {'yes' if r['converged'] else 'no'} | {r['seconds']:.2f} | "
+            f"{r['test_f1']:.3f} | {'yes' if r['w_zero'] else 'no'} | "
+            f"{_fmt(ref and ref['objective'], 'g')} | {_fmt(ref and ref['seconds'], 'g')} | "
+            f"{_fmt(ref and r['seconds'] / ref['seconds'], '.2f')} |")
+    codes = {(g["commit"], g["uncommitted_sha256"]) for g in
+             [r.get("git") or result["git"] for r in result["runs"]]}
+    if codes != {(result["git"]["commit"], result["git"]["uncommitted_sha256"])}:
+        lines += ["", "**The code changed during the run**: the fits ran on "
+                  + "; ".join(f"commit {c} (uncommitted sha256 {h})" for c, h in sorted(codes))
+                  + " (see each run's `git` in the JSON)."]
+    failed = [r for r in result["runs"] if r.get("error")]
+    if failed:
+        lines += [""] + [f"- n = {r['n']}, -c {r['c_perf']:g}: {r['error']}" for r in failed]
+    lines += ["",
+              "\\* SVM-perf's figures are the issue's (SVM-perf V3, F1 loss, 20,000 examples, "
+              "d = 50), measured by someone else on another generator and another machine: "
+              "only the ratios are indicative, and its objectives are not those of this "
+              "problem.",
+              "",
+              "diff % = 100 (objective - reference) / reference, the reference being the best "
+              "objective found by an independent cutting-plane solver (BMRM with its own F1 "
+              "inference and dual QP, no segstruct code), certified by its dual bound:",
+              "",
+              "| n | -c | reference objective | lower bound | gap % | iters | s | test F1 |",
+              "|---|---|---|---|---|---|---|---|"]
+    for n_key, by_c in refs.items():
+        for ck, ref in by_c.items():
+            lines.append(f"| {n_key} | {ck} | {ref['objective']:.4f} | {ref['lower_bound']:.4f} "
+                         f"| {ref['gap_pct']:.2e} | {ref['n_iter']} | {ref['seconds']:.1f} | "
+                         f"{ref['test_f1']:.3f} |")
+    worst = max((abs(r["objective"] - r["objective_check"]) / max(r["objective_check"], 1e-300)
+                 for r in result["runs"] if not r.get("error")), default=0.0)
+    lines += ["", f"objective_ re-evaluated at the returned weights by the independent F1 "
+              f"inference: largest relative difference {worst:.1e}.", "",
+              f"Issue notes: {SVMPERF_ISSUE['notes']}", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--worker" not in argv:
+        git = git_state()   # before the learner is imported: the code it runs
+    from threadpoolctl import threadpool_limits
+
+    from segstruct.provenance import code_version
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    ap.add_argument("--c", type=float, nargs="+", default=list(C_PERF),
+                    help="SVM-perf -c values")
+    ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--n-test", type=int, default=N_TEST)
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                    help="JSON path; the Markdown table goes beside it (.md)")
+    ap.add_argument("--reference-sizes", type=int, nargs="*", default=None,
+                    help="sizes with an independent reference optimum (default: the smallest)")
+    ap.add_argument("--reference-rtol", type=float, default=1e-5)
+    ap.add_argument("--reference-time-limit", type=float, default=600.0)
+    ap.add_argument("--fit-timeout", type=float, default=1800.0,
+                    help="each fit runs in a child process killed after this many seconds "
+                         "(0: in this process, no limit)")
+    ap.add_argument("--worker", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        return _worker(*args.worker)
+    ref_sizes = [min(args.sizes)] if args.reference_sizes is None else args.reference_sizes
+
+    from segstruct.multivariate import MultivariateSVM
+    defaults = MultivariateSVM().get_params()
+    start = time.perf_counter()
+    runs, references = [], {}
+    # the library limits BLAS inside fit; the rest of this script does too
+    with threadpool_limits(limits=1, user_api="blas"):
+        Xt, yt = make_problem(args.n_test, args.seed, "test")
+        for n in args.sizes:
+            X, y = make_problem(n, args.seed, "train")
+            for c in args.c:
+                run = fit_timed(n, c, args.seed, args.n_test, args.fit_timeout)
+                if run["error"] is not None:
+                    print(f"n={n} c={c:g}: {run['error']}", flush=True)
+                if n in ref_sizes:
+                    ref = reference_optimum(X, y, c, rtol=args.reference_rtol,
+                                            time_limit=args.reference_time_limit)
+                    ref["test_f1"] = f1_score(yt, Xt @ ref.pop("coef") + ref.pop("intercept") > 0)
+                    references.setdefault(str(n), {})[c_key(c)] = ref
+                    run["reference_objective"] = ref["objective"]
+                    if run["objective"] is not None:
+                        run["rel_diff_pct"] = 100.0 * (run["objective"] - ref["objective"]) \
+                            / ref["objective"]
+                runs.append(run)
+                if run["error"] is not None:
+                    continue
+                print(f"n={n} c={c:g}: objective {run['objective']:.4f} "
+                      f"(check {run['objective_check']:.4f}), {run['n_iter']} iterations, "
+                      f"converged {run['converged']}, {run['seconds']:.2f} s, test F1 "
+                      f"{run['test_f1']:.3f}, w=0 {run['w_zero']}"
+                      + (f"; reference {run['reference_objective']:.4f} "
+                         f"({run['rel_diff_pct']:+.3f} %)" if run["rel_diff_pct"] is not None
+                         else ""), flush=True)
+    result = {
+        "generator": {"name": "make_problem", "seed": args.seed, "d": D,
+                      "positive_rate": POSITIVE_RATE, "separation": SEPARATION,
+                      "n_test": args.n_test,
+                      "description": ("v = default_rng([seed, 0]).standard_normal(d) / its norm; "
+                                      "per split rng = default_rng([seed, code, n]) (train 1, "
+                                      "test 2); y: exactly round(0.25 n) ones at "
+                                      "rng.permutation(n)[:k]; X = rng.standard_normal((n, d)) "
+                                      "+ y[:, None] * 1.5 v. The issue's generator is unknown.")},
+        "settings": {"sizes": args.sizes, "c_perf": args.c, "loss": "f1",
+                     "C": "25 * c_perf / n**2", "tol": defaults["tol"],
+                     "max_iter": defaults["max_iter"], "fit_intercept": True,
+                     "objective_units": "SVM-perf's: 4 n^2 * objective_",
+                     "reference_sizes": ref_sizes, "reference_rtol": args.reference_rtol,
+                     "fit_timeout_s": args.fit_timeout,
+                     "fit_process": ("one child process per fit (data made there, outside "
+                                     "the timed region)" if args.fit_timeout and
+                                     args.fit_timeout > 0 else "this process")},
+        "code_version": code_version(), "git": git, "machine": machine_info(),
+        "command": " ".join(["scripts/bench_svmperf.py", *argv]),
+        "runs": runs, "references": references, "svmperf_issue": SVMPERF_ISSUE,
+        "total_seconds": time.perf_counter() - start,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    md = markdown(result)
+    args.out.with_suffix(".md").write_text(md)
+    print(md)
+    print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -91,7 +91,7 @@ def table(before_path: Path, soak_path: Path) -> str:
         b, a = before.get(key), after.get(key)
         bi, bs, bg = cell(b, "iterations", "seconds")
         ai, as_, ag = cell(a, "iterations", "seconds")
-        iou = f"{b['val_iou'] if b else ''} / {a.get('val_iou', '') if a else ''}"
+        iou = f"{b['val_iou'] if b else ''} / {a.get('val_iou_percent', '') if a else ''}"
         rows.append(f"| {key[0]} | {key[1]} | {key[2]} | {bi} | {bs} | {bg} | {ai} | {as_} "
                     f"| {ag} | {iou} |")
     note = (f"\nBefore: code {', '.join(old_versions)} (`scripts/convergence.py run`); after: "

@@ -245,26 +245,21 @@ class WorkingSetQP:
             w = np.zeros(self.n_features)
             return QPSolution(w, np.zeros(0), np.zeros(p), np.zeros(self.caps.size),
                               0.0, 0.0, time.perf_counter() - start)
-        # HiGHS and the active-set method solve a rescaled copy: constraint
-        # vectors g / s with s the largest ||g||, so the Hessian's entries are
-        # at most 1 and the optimal duals (which scale as 1 / ||g||^2) are of
-        # the order of the losses, whatever the scale of the features; with
-        # features scaled by 1e3 the duals fell to HiGHS's feasibility
-        # tolerance and its runs failed or never returned. In the copy
+        # HiGHS is tried on the QP as it is and then on a rescaled copy:
+        # constraint vectors g / s with s the largest ||g||, so the Hessian's
+        # entries are at most 1 and the optimal duals (which scale as
+        # 1 / ||g||^2) are of the order of the losses. Neither suits every
+        # working set measured: with unary features scaled by 1e3 the duals of
+        # the QP as it is fell to HiGHS's feasibility tolerance and its runs
+        # failed or never returned, while on bl1's Hamming losses (hundreds of
+        # superpixels) the copy's exact route failed on half the solves of the
+        # horse data, where the QP as it is solved them all. In the copy
         # alpha' = s^2 alpha, mu' = s mu, caps' = s^2 caps and w' = s w.
-        scale = self._scale()
-        caps_s = self.caps * scale ** 2
-        G_s = self.G / scale
-        h = self._hessian(self._gram / scale ** 2, G_s)
-        model = self._highs_model(h, caps_s)
         cost = np.concatenate([-self.losses, np.zeros(p)])
         groups = np.concatenate([self.groups, np.full(p, -1)])
-        unit = np.concatenate([np.full(k, scale ** 2), np.full(p, scale)])  # z' = unit * z
-        warm = (self._last * unit if self._last is not None and self._last.size == k + p
-                else None)
         best, best_route, best_z = None, None, None
 
-        def consider(z, route):
+        def consider(z, route, unit):
             nonlocal best, best_route, best_z
             if z is None:
                 return
@@ -276,17 +271,28 @@ class WorkingSetQP:
         # with its default regularisation (milliseconds; can leave a gap of
         # 1e-3 relative), without it (exact in 0.1 s on a 303-constraint set
         # where the active-set finish took 17 s, but on a 152-constraint
-        # camvid set it ran to any time limit), then the exact active-set
-        # finish from the best answer (1 s there), and only then the primal.
-        for route in self.ROUTES[:-1]:
-            consider(self._run_dual(model, route, warm), route)
+        # camvid set it ran to any time limit), on each scaling; then the
+        # exact active-set finish from the best answer, and only then the
+        # primal.
+        for scale in (1.0, self._scale()):
+            caps_s, G_s = self.caps * scale ** 2, self.G / scale
+            h = self._hessian(self._gram / scale ** 2, G_s)
+            unit = np.concatenate([np.full(k, scale ** 2), np.full(p, scale)])  # z' = unit z
+            warm = (self._last * unit if self._last is not None and self._last.size == k + p
+                    else None)
+            model = self._highs_model(h, caps_s)
+            name = "" if scale == 1.0 else "scaled "
+            for route in self.ROUTES[:-1]:
+                consider(self._run_dual(model, route, warm), f"{name}{route}", unit)
+                if best is not None and self._converged(best):
+                    break
             if best is not None and self._converged(best):
                 break
         if best is not None and not self._converged(best):
             z_exact, _ = refine(h, cost, groups, caps_s, best_z * unit)
-            consider(z_exact, f"{best_route}+active-set")
+            consider(z_exact, f"{best_route}+active-set", unit)
         if best is None or not self._converged(best):
-            consider(self._solve_primal(G_s, caps_s), "primal")
+            consider(self._solve_primal(G_s, caps_s), "primal", unit)
         if best is None:
             # Every HiGHS route failed: the active-set method alone, from the
             # last solution (or 0), which is feasible; slower, but needs no HiGHS.

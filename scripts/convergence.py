@@ -87,11 +87,12 @@ def table(before_path: Path, soak_path: Path) -> str:
         mark = "" if r["converged"] else "*"
         ratio = r["gap"] / r["target_gap"] if r["target_gap"] else float("nan")
         return f"{r[it_key]}{mark}", f"{r[s_key]:.0f}", f"{ratio:.2g}"
-    for key in sorted(set(before) | {k for k in after if k[2] in {m for *_, m in before}}):
+    for key in sorted(before):          # the soak's own table has the rest
         b, a = before.get(key), after.get(key)
         bi, bs, bg = cell(b, "iterations", "seconds")
         ai, as_, ag = cell(a, "iterations", "seconds")
-        iou = f"{b['val_iou'] if b else ''} / {a.get('val_iou_percent', '') if a else ''}"
+        iou = f"{b['val_iou']:.2f} / " + (f"{a['val_iou_percent']:.2f}"
+                                          if a and not a.get("crashed") else "")
         rows.append(f"| {key[0]} | {key[1]} | {key[2]} | {bi} | {bs} | {bg} | {ai} | {as_} "
                     f"| {ag} | {iou} |")
     note = (f"\nBefore: code {', '.join(old_versions)} (`scripts/convergence.py run`); after: "

@@ -41,6 +41,8 @@ def run(args) -> dict:
     val = extractor.examples("val", args.class_name)
     X, Y = [e.graph for e in train], [e.counts for e in train]
     params = {"progress": False}
+    if args.C is not None:
+        params["C"] = args.C
     if args.max_iter is not None:
         params["max_iter"] = args.max_iter
     estimator = estimator_for(args.method, **params)
@@ -110,6 +112,7 @@ def main(argv=None) -> int:
     r.add_argument("--data", required=True, help="VOC-layout data root")
     r.add_argument("--class", dest="class_name", required=True)
     r.add_argument("--method", required=True)
+    r.add_argument("--C", type=float, default=None, help="C (default: the library's)")
     r.add_argument("--max-iter", type=int, default=None,
                    help="cutting-plane iterations (default: the library's)")
     t = sub.add_parser("table", help="before / after table in Markdown")

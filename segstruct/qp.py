@@ -69,13 +69,11 @@ class WorkingSetQP:
     nonpositive : indices of weights constrained to be <= 0.
     """
 
-    # Tried in turn until the gap is closed: the dual with these Hessian
-    # regularisations (None = HiGHS's default, 1e-7, which never failed in
-    # tests but can leave gaps of 1e-3 relative on long runs; without
-    # regularisation it is exact there but cycled on 15 % of random working
-    # sets, hence the iteration cap), then the primal form; refine() finishes
-    # the best answer when none closed the gap.
-    ROUTES = (None, 0.0, "primal")
+    # HiGHS's dual is run with these Hessian regularisations in turn (None =
+    # HiGHS's default, 1e-7, which never failed in tests but can leave gaps of
+    # 1e-3 relative on long runs; without regularisation it is exact there but
+    # cycled on 15 % of random working sets, hence the iteration cap).
+    DUAL_REGULARIZATIONS = (None, 0.0)
     # Seconds one HiGHS run of the dual (DUAL_TIME_LIMIT) or of the primal
     # may take; the next route then takes over. Dual solves of up to 500
     # constraints took 0.01-0.5 s on the shared data, but a run can stall:
@@ -229,10 +227,10 @@ class WorkingSetQP:
         """Solve the QP with HiGHS and recover w, the slacks and both objectives.
 
         Routes are tried in turn until one's primal-dual gap meets the
-        tolerance (``gap_tol`` relative, or ``abs_gap_tol``): the dual with
-        HiGHS's default Hessian regularisation, without it, then the primal
-        form (see ``ROUTES``). Only when none does is the best answer
-        finished by the exact active-set method. HiGHS's solution meets
+        tolerance (``gap_tol`` relative, or ``abs_gap_tol``): HiGHS's dual
+        with each of ``DUAL_REGULARIZATIONS``, on the QP as it is and then on
+        a rescaled copy; the exact active-set method from the best answer;
+        then HiGHS on the primal form. HiGHS's solution meets
         the dual's bounds only to its tolerances, so the returned w is
         projected onto ``w[nonpositive] <= 0`` (a change within tolerance)
         and the slacks and primal objective are evaluated at that w; the dual
@@ -274,7 +272,9 @@ class WorkingSetQP:
         # camvid set it ran to any time limit), on each scaling; then the
         # exact active-set finish from the best answer, and only then the
         # primal.
-        for scale in (1.0, self._scale()):
+        def done():
+            return best is not None and self.converged(best)
+        for scale in dict.fromkeys((1.0, self._scale())):   # once if s = 1
             caps_s, G_s = self.caps * scale ** 2, self.G / scale
             h = self._hessian(self._gram / scale ** 2, G_s)
             unit = np.concatenate([np.full(k, scale ** 2), np.full(p, scale)])  # z' = unit z
@@ -282,16 +282,16 @@ class WorkingSetQP:
                     else None)
             model = self._highs_model(h, caps_s)
             name = "" if scale == 1.0 else "scaled "
-            for route in self.ROUTES[:-1]:
+            for route in self.DUAL_REGULARIZATIONS:
                 consider(self._run_dual(model, route, warm), f"{name}{route}", unit)
-                if best is not None and self._converged(best):
+                if done():
                     break
-            if best is not None and self._converged(best):
+            if done():
                 break
-        if best is not None and not self._converged(best):
+        if best is not None and not done():
             z_exact, _ = refine(h, cost, groups, caps_s, best_z * unit)
             consider(z_exact, f"{best_route}+active-set", unit)
-        if best is None or not self._converged(best):
+        if not done():
             consider(self._solve_primal(G_s, caps_s), "primal", unit)
         if best is None:
             # Every HiGHS route failed: the active-set method alone, from the
@@ -315,11 +315,8 @@ class WorkingSetQP:
 
     def converged(self, sol: QPSolution) -> bool:
         """Whether ``sol`` meets the gap tolerance (relative or absolute)."""
-        return bool(self._converged(sol))
-
-    def _converged(self, sol: QPSolution) -> bool:
-        return sol.primal - sol.dual <= max(self.gap_tol * max(1.0, abs(sol.primal)),
-                                            self.abs_gap_tol)
+        return bool(sol.primal - sol.dual <= max(self.gap_tol * max(1.0, abs(sol.primal)),
+                                                 self.abs_gap_tol))
 
     def _run_dual(self, model, regularization, warm=None) -> np.ndarray | None:
         """Dual variables [alpha; mu] from HiGHS, or None when it did not finish."""

@@ -73,6 +73,12 @@ class Loss:
     #: Name used by :func:`get_loss` and :meth:`to_dict`.
     name: str = "loss"
 
+    #: True if, for every fixed FN, Np and Nn, the loss is a concave function
+    #: of FP on 0..Nn. BL2 then finds the best FP for each FN by bisection
+    #: instead of scanning every pair; a loss that cannot promise it (any user
+    #: callable) keeps the full scan.
+    concave_in_fp: bool = False
+
     def __call__(self, fp, fn, n_pos, n_neg) -> np.ndarray:
         """Evaluate the loss.
 
@@ -126,6 +132,7 @@ class HammingLoss(Loss):
     """Hamming loss ``FP + FN`` (paper Eq. 11, weighted by ``a``)."""
 
     name = "hamming"
+    concave_in_fp = True  # linear
 
     def _evaluate(self, fp, fn, n_pos, n_neg):
         return fp + fn
@@ -147,6 +154,7 @@ class AdjustedHammingLoss(Loss):
     """
 
     name = "adjusted_hamming"
+    concave_in_fp = True  # linear
 
     def __init__(self, kappa: float):
         self.kappa = _positive_finite(kappa, "kappa")
@@ -171,6 +179,9 @@ class IoULoss(Loss):
     """
 
     name = "iou"
+    # 1 - (Np - FN) / (Np + FP): -c / (b + FP) with c, b >= 0 is concave; at
+    # Np = 0 the values 0, 1, 1, ... are concave too.
+    concave_in_fp = True
 
     def _evaluate(self, fp, fn, n_pos, n_neg):
         return _safe_ratio(fp + fn, n_pos + fp)
@@ -189,6 +200,8 @@ class FBetaLoss(Loss):
     """
 
     name = "fbeta"
+    # 1 - c / (b + FP) with c = (1+b^2) TP >= 0, b = (1+b^2) TP + b^2 FN >= 0.
+    concave_in_fp = True
 
     def __init__(self, beta: float = 1.0):
         self.beta = _positive_finite(beta, "beta")

@@ -200,3 +200,80 @@ def test_bad_inputs_rejected():
     with pytest.raises(ValueError, match="non-finite"):
         bl2(np.zeros(2), NO_EDGES, NO_P, np.array([1, 0]), None,
             lambda fp, fn, P, N: fp + np.inf)
+
+
+CONCAVE = ["iou", "f1", FBetaLoss(0.5), FBetaLoss(2.0), "hamming", "adjusted_hamming"]
+
+
+def _loss(spec):
+    return get_loss(spec, kappa=0.3) if spec == "adjusted_hamming" else get_loss(spec)
+
+
+@pytest.mark.parametrize("spec", CONCAVE)
+def test_concave_in_fp_holds(spec):
+    """The promise BL2's bisection relies on: second differences in FP are <= 0."""
+    loss = _loss(spec)
+    assert loss.concave_in_fp
+    for n_pos in range(0, 9):
+        for n_neg in range(0, 9):
+            fp = np.arange(n_neg + 1, dtype=float)[:, None]
+            fn = np.arange(n_pos + 1, dtype=float)[None, :]
+            values = loss(fp, fn, n_pos, n_neg)
+            assert np.all(np.diff(values, n=2, axis=0) <= 1e-12), (n_pos, n_neg)
+
+
+def test_callable_losses_are_not_assumed_concave():
+    assert not get_loss(wavy).concave_in_fp
+
+
+@pytest.mark.parametrize("spec", CONCAVE + [None])
+def test_bisection_matches_full_scan(spec):
+    """Same optimum as evaluating every (FP, FN) pair, and the same pair when it is unique."""
+    loss = None if spec is None else _loss(spec)
+    rng = np.random.default_rng(17)
+    for trial in range(60):
+        n = int(rng.integers(0, 400))
+        u = (rng.integers(-3, 4, n) * 0.25 if trial % 4 == 0 else rng.normal(size=n)) \
+            * rng.choice([0.01, 0.3, 3.0])
+        t = (rng.random(n) < rng.choice([0.0, 0.1, 0.5, 1.0])).astype(float)
+        gain = np.concatenate([[0.0], np.cumsum(2.0 * np.sort(u[t == 0])[::-1])])
+        cost = np.concatenate([[0.0], np.cumsum(2.0 * np.sort(u[t == 1]))])
+        n_pos, n_neg = float(t.sum()), float(n - t.sum())
+        jb, kb = bl2_module._bisect_pairs(gain, cost, loss, n_pos, n_neg)
+        js, ks = bl2_module._scan_pairs(gain, cost, loss, n_pos, n_neg)
+        value = lambda j, k: bl2_module._pair_values(  # noqa: E731
+            gain, cost, loss, np.array(j), np.array(k), n_pos, n_neg)
+        assert value(jb, kb) == pytest.approx(value(js, ks), abs=1e-9)
+        all_values = bl2_module._pair_values(
+            gain, cost, loss, np.arange(gain.size)[:, None], np.arange(cost.size)[None, :],
+            n_pos, n_neg)
+        if np.sum(all_values >= all_values.max() - 1e-9) == 1:
+            assert (jb, kb) == (js, ks)
+
+
+def test_bisection_is_used_for_named_losses(monkeypatch):
+    """The named losses never reach the O(Np Nn) scan; a user callable does."""
+    calls = []
+    scan = bl2_module._scan_pairs
+    monkeypatch.setattr(bl2_module, "_scan_pairs",
+                        lambda *args: calls.append(1) or scan(*args))
+    rng = np.random.default_rng(2)
+    u, t = rng.normal(size=50), (rng.random(50) < 0.3).astype(int)
+    for spec in ("iou", "f1", "hamming", None):
+        bl2(u, NO_EDGES, NO_P, t, None, spec)
+    assert calls == []
+    bl2(u, NO_EDGES, NO_P, t, None, wavy)
+    assert calls == [1]
+
+
+def test_bisection_tie_breaking_is_documented_rule():
+    """Every pair ties (u = 0, no loss): fewest FP, then fewest FN -> y = t on counted nodes."""
+    t = np.array([1, 0, 1, 0, 1, 0])
+    a = np.array([1.0, 1.0, 0.0, 1.0, 1.0, 1.0])
+    res = bl2(np.zeros(6), NO_EDGES, NO_P, t, a, None)
+    assert res.labels.tolist() == [1, 0, 0, 0, 1, 0]
+    # Hamming with u = -1/2 on two negatives: each FP adds 2 u + 1 = 0, a
+    # plateau FP = 0..2 that the rule settles for the fewest false positives.
+    u = np.array([-0.5, -0.5, -1.0, 2.0])
+    res = bl2(u, NO_EDGES, NO_P, np.array([0, 0, 0, 1]), None, "hamming")
+    assert res.labels.tolist() == [0, 0, 0, 1]

@@ -99,3 +99,35 @@ def test_empty_and_invalid():
         qp.add(np.ones(3), 1.0, 5)
     with pytest.raises(ValueError):
         WorkingSetQP(3, [0.0])
+
+
+def test_the_route_that_met_the_tolerance_goes_first(monkeypatch):
+    """A route that fails once is not retried first on every later solve (it
+    may run to its time limit each time), also after a restore."""
+    calls = []
+    original = WorkingSetQP._run_dual
+
+    def run_dual(self, model, regularization, warm=None):
+        scaled = np.max(np.abs(model.hessian_.value_)) <= 1.0 + 1e-9
+        calls.append(scaled)
+        # HiGHS "fails" on the QP as it is (entries ~1e4), as on badly scaled sets
+        return original(self, model, regularization, warm) if scaled else None
+
+    monkeypatch.setattr(WorkingSetQP, "_run_dual", run_dual)
+    rng = np.random.default_rng(4)
+    qp, data = random_qp(rng, d=4, k=3)
+    qp.G *= 100.0
+    qp._gram *= 1e4
+    data[3][:] *= 100.0
+    sol = qp.solve()
+    assert calls[:2] == [False, False] and all(calls[2:])
+    assert sol.primal == pytest.approx(slsqp_primal(*data), abs=1e-6)
+    calls.clear()
+    qp.add(rng.normal(size=4) * 100.0, 1.0, 0)
+    qp.solve()
+    assert calls and all(calls)
+    restored = WorkingSetQP(4, qp.caps, qp.nonpositive)
+    restored.set_state(qp.get_state())
+    calls.clear()
+    restored.solve()
+    assert calls and all(calls)

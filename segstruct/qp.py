@@ -334,8 +334,13 @@ class WorkingSetQP:
         return best
 
     def converged(self, sol: QPSolution) -> bool:
-        """Whether ``sol`` meets the gap tolerance (relative or absolute)."""
-        return bool(sol.primal - sol.dual <= max(self.gap_tol * max(1.0, abs(sol.primal)),
+        """Whether ``sol`` meets the gap tolerance (relative or absolute).
+
+        Relative to the objective itself, with no floor of 1: objectives can
+        be tiny (SVM-perf's C mapping makes them ~1e-8 at n = 20,000), and a
+        floor would accept any answer there.
+        """
+        return bool(sol.primal - sol.dual <= max(self.gap_tol * abs(sol.primal),
                                                  self.abs_gap_tol))
 
     def _run_dual(self, model, regularization, warm=None) -> np.ndarray | None:

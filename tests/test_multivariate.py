@@ -85,6 +85,24 @@ def test_objective_equals_full_qp(loss, intercept, seed, n, C):
         assert model.intercept_ == 0.0
 
 
+@pytest.mark.parametrize("loss", ["f1", "iou"])
+def test_tiny_objectives_are_not_accepted_early(loss):
+    """Features x s and C / s^2 give the same model (no intercept, whose
+    feature is not scaled) with objective / s^2.
+
+    With s = 1e4 the objective is ~1e-9, the scale of SVM-perf's C mapping at
+    n = 20,000: a QP gap test with an absolute floor took any answer there as
+    solved, and training stopped at 2.5 % from the optimum.
+    """
+    X, y = tiny_problem(0, 8)
+    s = 1e4
+    ref = full_qp(X, y, REFERENCE_LOSSES[loss], 1.0, False)
+    model = MultivariateSVM(loss=loss, C=1.0 / s ** 2, tol=1e-7,
+                            fit_intercept=False).fit(X * s, y)
+    assert model.objective_ * s ** 2 == pytest.approx(ref.primal, rel=1e-4)
+    np.testing.assert_allclose(model.coef_ * s, ref.w, atol=2e-3)
+
+
 def test_fbeta_uses_beta():
     X, y = tiny_problem(4, 7)
     model = MultivariateSVM(loss="fbeta", beta=2.0, C=2.0, tol=1e-9).fit(X, y)

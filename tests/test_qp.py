@@ -131,3 +131,17 @@ def test_the_route_that_met_the_tolerance_goes_first(monkeypatch):
     calls.clear()
     restored.solve()
     assert calls and all(calls)
+
+
+def test_gap_test_is_relative_without_a_floor():
+    """An objective of 1e-9 with a gap of half of it is not solved (a floor of 1
+    on the relative test would accept it); the caller's absolute tolerance is."""
+    from segstruct.qp import QPSolution
+    qp = WorkingSetQP(2, [1e-8])
+    sol = QPSolution(np.zeros(2), np.zeros(0), np.zeros(0), np.zeros(1), 1e-9, 0.5e-9, 0.0)
+    assert not qp.converged(sol)
+    qp.abs_gap_tol = 1e-9
+    assert qp.converged(sol)
+    exact = QPSolution(np.zeros(2), np.zeros(0), np.zeros(0), np.zeros(1), 1e-9, 1e-9, 0.0)
+    qp.abs_gap_tol = 0.0
+    assert qp.converged(exact)

@@ -195,6 +195,7 @@ class Hull:
         basis = [m, 0 if d[0] >= 0 else 1, 2 if d[1] >= 0 else 3]
         # Scale of the terms of a reduced cost, for relative tolerances.
         size = np.abs(c) + np.abs(a).sum(axis=0) * max(1.0, self.bound)
+        zero = 1e-9 * (1.0 + np.abs(b).max())
         for step in range(self.MAX_PIVOTS):
             # one LU inverse of the 3x3 basis serves the three products below
             # (three solves cost three times the per-call overhead)
@@ -212,13 +213,29 @@ class Hull:
             rising = direction > 1e-12 * np.abs(direction).max()
             if not rising.any():     # cannot happen: the dual is bounded
                 raise RuntimeError("hull: unbounded pivot (rounding)")
-            ratios = np.where(rising, np.maximum(x_b, 0.0) / np.where(rising, direction, 1.0),
-                              np.inf)
+            # Basic values within rounding of 0 count as 0: at a degenerate
+            # vertex (x* on a known point) noise of 1e-17 against exact zeros
+            # broke the ratio ties, and with them Bland's rule, which then cycled.
+            x_b = np.where(x_b > zero, x_b, 0.0)
+            ratios = np.where(rising, x_b / np.where(rising, direction, 1.0), np.inf)
             # among tied rows, the one whose column has the smallest index (Bland)
             ties = np.flatnonzero(ratios <= ratios.min() * (1 + 1e-12) + 1e-300)
             leave = int(ties[np.argmin(np.asarray(basis)[ties])])
             basis[leave] = j
-        raise RuntimeError(f"hull: no optimal triangle after {self.MAX_PIVOTS} pivots")
+        return self._slopes_by_lp(a[:, 4:], c[4:], b)
+
+    def _slopes_by_lp(self, points, heights, b) -> tuple[float, float, float]:
+        """The primal LP by a general solver: the fallback should the walk
+        still not settle (none seen since degenerate ties are exact)."""
+        from scipy.optimize import linprog
+        m = heights.size
+        res = linprog([1.0, -b[1], -b[2]], A_ub=np.c_[-np.ones(m), points[1:].T],
+                      b_ub=-heights, method="highs",
+                      bounds=[(None, None), (-self.bound, self.bound), (-self.bound, self.bound)])
+        if res.status != 0:
+            raise RuntimeError(f"hull: no optimal triangle after {self.MAX_PIVOTS} pivots, "
+                               f"and the LP failed too: {res.message}")
+        return float(res.fun), float(res.x[1]), float(res.x[2])
 
 
 class _Search:

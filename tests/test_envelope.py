@@ -2,9 +2,11 @@
 planes) against brute force, the MILP and the triangle-LP solvers."""
 import itertools
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.optimize import linprog
 
 from segstruct.inference import envelope as E
 from segstruct.inference import score
@@ -283,3 +285,58 @@ def test_hull_inside_the_points_is_their_concave_envelope():
     assert hull.slopes((2, 2))[0] == pytest.approx(10.0)
     with pytest.raises(ValueError, match="no point"):
         E.Hull(1.0).slopes((0, 0))
+
+
+def test_hull_at_a_degenerate_vertex_does_not_cycle():
+    """Recorded from a horse training run (43 known labellings, x* one of them):
+    the simplex cycled for 500 pivots when rounding noise on zero basic values
+    broke the ratio-test ties that Bland's rule relies on."""
+    case = np.load(Path(__file__).parent / "data" / "hull_degenerate_vertex.npz")
+    xs, ss, bound, point = case["x"], case["s"], float(case["bound"]), case["point"]
+    hull = E.Hull(bound)
+    for x, s in zip(xs, ss):
+        hull.add(x, s)
+    value, s_fp, s_fn = hull.slopes(point)
+    assert value == pytest.approx(hull_by_enumeration(xs, ss, point, bound), rel=1e-9)
+    attained = np.max(ss + (xs - point) @ np.array([s_fp, s_fn]))
+    assert attained == pytest.approx(value, rel=1e-9, abs=1e-9)
+
+
+def test_hull_at_known_points_of_many_lattice_points():
+    """x* on a known point, among many integer points: degenerate vertices."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        m = int(rng.integers(10, 40))
+        xs = rng.integers(0, 30, (m, 2)).astype(float)
+        ss = rng.normal(size=m) * rng.choice([0.01, 1.0, 100.0])
+        point = xs[int(rng.integers(m))]
+        bound = float(rng.choice([1.0, 25.0, 1e4]))
+        hull = E.Hull(bound)
+        for x, s in zip(xs, ss):
+            hull.add(x, s)
+        value, s_fp, s_fn = hull.slopes(point)
+        attained = np.max(ss + (xs - point) @ np.array([s_fp, s_fn]))
+        assert attained == pytest.approx(value, rel=1e-9, abs=1e-9)
+        # the LP itself, min g - sigma . x* s.t. g - sigma . x_m >= s_m, by HiGHS
+        ref = linprog([1.0, -point[0], -point[1]], A_ub=np.c_[-np.ones(m), xs], b_ub=-ss,
+                      bounds=[(None, None), (-bound, bound), (-bound, bound)], method="highs")
+        assert value == pytest.approx(ref.fun, rel=1e-7, abs=1e-7)
+
+
+def test_hull_falls_back_to_a_general_lp(monkeypatch):
+    """Should the walk not settle within its pivots, the LP gives the same value."""
+    rng = np.random.default_rng(8)
+    for _ in range(30):
+        m = int(rng.integers(1, 12))
+        xs, ss = rng.integers(0, 9, (m, 2)).astype(float), rng.normal(size=m)
+        point, bound = rng.integers(0, 9, 2).astype(float), float(rng.choice([1.0, 50.0]))
+        hull = E.Hull(bound)
+        for x, s in zip(xs, ss):
+            hull.add(x, s)
+        walked = hull.slopes(point)
+        monkeypatch.setattr(E.Hull, "MAX_PIVOTS", 0)
+        value, s_fp, s_fn = hull.slopes(point)
+        monkeypatch.undo()
+        assert value == pytest.approx(walked[0], rel=1e-7, abs=1e-7)
+        attained = np.max(ss + (xs - point) @ np.array([s_fp, s_fn]))
+        assert attained == pytest.approx(value, rel=1e-7, abs=1e-7)

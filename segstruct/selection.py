@@ -44,7 +44,7 @@ DEFAULT_FOLDS = 3
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "CrossValidationError", "check_grid",
            "check_folds", "check_cv_data", "image_strata", "make_folds", "cross_validate_C",
-           "choose_C", "select_C", "format_curve"]
+           "choose_C", "edge_warning", "select_C", "format_curve"]
 
 
 class CrossValidationError(RuntimeError):
@@ -304,7 +304,30 @@ def select_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid=DEFAULT_GR
     """
     curve = cross_validate_C(make_estimator, X, Y, grid, folds, seed, progress)
     curve["chosen_C"] = choose_C(curve)
+    curve["warning"] = edge_warning(curve)
     return curve["chosen_C"], curve
+
+
+def edge_warning(curve: dict) -> str | None:
+    """A warning when the chosen C is the best at an end of the grid.
+
+    Held-out IoU still rising towards the end means that a C beyond it may be
+    better (on the shared data bl1 chose the largest C of 0.05 0.5 5 and the
+    IoU methods the smallest). None when the choice is inside the grid, or
+    ties with its inner neighbour.
+    """
+    pairs = sorted((float(c), -math.inf if v is None or math.isnan(v) else float(v))
+                   for c, v in zip(curve["grid"], curve["pooled_iou_percent"]))
+    grid, scores = [c for c, _ in pairs], [v for _, v in pairs]
+    chosen = float(curve["chosen_C"])
+    if chosen == grid[0] and scores[0] > scores[1]:
+        end, beyond = "smallest", f"below {grid[0]:g}"
+    elif chosen == grid[-1] and scores[-1] > scores[-2]:
+        end, beyond = "largest", f"above {grid[-1]:g}"
+    else:
+        return None
+    return (f"the chosen C {chosen:g} is the {end} of the grid and held-out IoU was still "
+            f"rising towards it: a C {beyond} may be better; extend --C-grid")
 
 
 def format_curve(curve: dict) -> list[str]:
@@ -324,4 +347,6 @@ def format_curve(curve: dict) -> list[str]:
                        for n, ok in zip(curve["n_iter"][j], curve["converged"][j]))
         lines.append(f"{mark} {c:>8g}  {pct(curve['pooled_iou_percent'][j]):>12}  "
                      f"{folds:<{7 * k}}  {its:<{5 * k}}  {sum(curve['fit_seconds'][j]):>7.1f}")
+    if curve.get("warning"):
+        lines.append(f"  warning: {curve['warning']}")
     return lines

@@ -12,8 +12,8 @@ from segstruct.methods import estimator_for
 from segstruct.model import Graph, MRFModel
 from segstruct.scoring import VOCScore, superpixel_confusion
 from segstruct.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds,
-                                 check_grid, choose_C, cross_validate_C, image_strata,
-                                 make_folds, select_C)
+                                 check_grid, choose_C, cross_validate_C, edge_warning,
+                                 format_curve, image_strata, make_folds, select_C)
 from segstruct.ssvm import StructuredSVM
 
 SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
@@ -97,6 +97,24 @@ def test_choose_C_is_the_argmax_with_ties_to_the_smaller_C():
     assert choose_C({"grid": [10, 1, 0.1], "pooled_iou_percent": [50, 50, 10]}) == 1
     assert choose_C({"grid": [0.1, 1, 10], "pooled_iou_percent": [None, 20, None]}) == 1
     assert choose_C({"grid": [0.1, 1], "pooled_iou_percent": [float("nan"), 0.0]}) == 1
+
+
+def test_a_choice_at_an_end_of_the_grid_is_warned_about():
+    def warning(grid, scores):
+        curve = {"grid": grid, "pooled_iou_percent": scores}
+        curve["chosen_C"] = choose_C(curve)
+        return edge_warning(curve)
+    assert "smallest" in warning([0.05, 0.5, 5], [51, 48, 47])
+    assert "below 0.05" in warning([5, 0.5, 0.05], [47, 48, 51])     # any order
+    assert "above 5" in warning([0.05, 0.5, 5], [19, 46, 50])
+    assert warning([0.05, 0.5, 5], [40, 55, 50]) is None              # inside
+    assert warning([0.05, 0.5, 5], [50, 50, 10]) is None              # a plateau: no trend
+    assert warning([0.05, 0.5], [None, 3.0]) is not None
+    lines = format_curve({"grid": [0.05, 0.5], "folds": 1, "chosen_C": 0.5,
+                          "pooled_iou_percent": [1.0, 2.0], "fold_iou_percent": [[1.0], [2.0]],
+                          "n_iter": [[3], [4]], "converged": [[True], [True]],
+                          "fit_seconds": [[0.1], [0.1]], "warning": "extend it"})
+    assert lines[-1] == "  warning: extend it"
 
 
 def test_pooled_iou_is_the_voc_score_of_the_held_out_predictions():

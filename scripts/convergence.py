@@ -75,7 +75,9 @@ def table(before_path: Path, soak_path: Path) -> str:
             r = json.loads(line)
             before[(r["dataset"], r["class"], r["method"])] = r
     soak = json.loads(soak_path.read_text())
-    after = {(r["dataset"], r["class"], r["run"]): r for r in soak["runs"]}
+    # the soak keeps records of older code too: only its current code's runs
+    after = {(r["dataset"], r["class"], r["run"]): r for r in soak["runs"]
+             if r.get("code_version") == soak["code_version"]}
     old_versions = sorted({r["code_version"] for r in before.values()})
     rows = ["| data set | class | method | before: iterations | before: s | before: gap / C tol "
             "| after: iterations | after: s | after: gap / C tol | val IoU before / after |",

@@ -265,15 +265,18 @@ class WorkingSetQP:
         cost = np.concatenate([-self.losses, np.zeros(p)])
         groups = np.concatenate([self.groups, np.full(p, -1)])
         best, best_route, best_z = None, None, None
+        preferred = None      # index of the HiGHS route whose answer is best so far
 
-        def consider(z, route, unit):
-            nonlocal best, best_route, best_z
+        def consider(z, route, unit, index=None):
+            nonlocal best, best_route, best_z, preferred
             if z is None:
                 return
             z = z / unit
             candidate = self._evaluate(z)
             if best is None or candidate.primal - candidate.dual < best.primal - best.dual:
                 best, best_route, best_z = candidate, route, z
+                if index is not None:
+                    preferred = index
         # The order costs least on the working sets measured: HiGHS's dual
         # with its default regularisation (milliseconds; can leave a gap of
         # 1e-3 relative), without it (exact in 0.1 s on a 303-constraint set
@@ -283,10 +286,12 @@ class WorkingSetQP:
         # primal.
         def done():
             return best is not None and self.converged(best)
-        # The route that met the tolerance last time goes first: one that fails
-        # on a problem tends to fail on every solve of it, up to its time limit
-        # (the QP as it is on MultivariateSVM's F1 problem at n = 2000: 39
-        # solves x 2 routes x 1 s, where the rescaled copy took 10 ms).
+        # The route whose answer was best last time (the one that met the
+        # tolerance, or else the one the active-set finish started from) goes
+        # first: a route that fails on a problem tends to fail on every solve of
+        # it, up to its time limit (the QP as it is on MultivariateSVM's F1
+        # problem at n = 2000: 39 solves x 2 routes x 1 s, where the rescaled
+        # copy took 10 ms).
         scales = tuple(dict.fromkeys((1.0, self._scale())))   # once if s = 1
         routes = [(i, reg) for i in range(len(scales)) for reg in self.DUAL_REGULARIZATIONS]
         if self._preferred is not None and self._preferred < len(routes):
@@ -303,11 +308,12 @@ class WorkingSetQP:
                 models[i] = (caps_s, G_s, h, unit, warm, self._highs_model(h, caps_s))
             caps_s, G_s, h, unit, warm, model = models[i]
             name = "" if scale == 1.0 else "scaled "
-            consider(self._run_dual(model, reg, warm), f"{name}{reg}", unit)
+            index = i * len(self.DUAL_REGULARIZATIONS) + self.DUAL_REGULARIZATIONS.index(reg)
+            consider(self._run_dual(model, reg, warm), f"{name}{reg}", unit, index)
             if done():
-                self._preferred = (i * len(self.DUAL_REGULARIZATIONS)
-                                   + self.DUAL_REGULARIZATIONS.index(reg))
                 break
+        if preferred is not None:
+            self._preferred = preferred
         if best is not None and not done():
             z_exact, _ = refine(h, cost, groups, caps_s, best_z * unit)
             consider(z_exact, f"{best_route}+active-set", unit)

@@ -32,10 +32,11 @@ from .graphcut import InferenceResult, _result, check_mrf
 
 __all__ = ["bl2"]
 
-# (FP, FN) pairs evaluated per numpy batch. Evaluating a named loss makes a
-# handful of float64 temporaries of the batch's size, so 2^20 pairs (8 MB per
-# array) keeps the peak far below 200 MB even for the data-set scope
-# (Np * Nn ~ 1e8 pairs then takes ~100 batches).
+# (FP, FN) pairs evaluated per numpy batch by the full scan (losses that are
+# not concave in FP). Evaluating a loss makes a handful of float64 temporaries
+# of the batch's size, so 2^20 pairs (8 MB per array) keeps the peak far below
+# 200 MB even for the data-set scope (Np * Nn ~ 1e8 pairs then takes ~100
+# batches).
 _CHUNK = 1 << 20
 
 

@@ -96,9 +96,9 @@ class WorkingSetQP:
         self._gram = np.zeros((0, 0))
         self._last = None
         self.last_route = None
-        # Index into the (scaling, regularisation) routes of the one that last
-        # met the tolerance; saved with the working set, so a resumed run
-        # tries the routes in the same order.
+        # Index into the (scaling, regularisation) routes of the one whose
+        # answer was best in the last solve (see solve); saved with the
+        # working set, so a resumed run tries the routes in the same order.
         self._preferred = None
         self.gap_tol = 1e-8
         # An absolute gap that is small enough for the caller (the learner

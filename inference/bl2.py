@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from segstruct.losses import get_loss, totals
+from .losses import get_loss, totals
 
-from .graphcut import InferenceResult, _result, check_mrf
+from ._mrf import InferenceResult, check_mrf, exact_result
 
 __all__ = ["bl2"]
 
@@ -138,7 +138,7 @@ def bl2(u, edges, p, t, a=None, loss=None) -> InferenceResult:
     y[neg[:best_j]] = 1
     void = ~counted
     y[void] = u[void] > 0
-    return _result(u, edges, p, y, t, a, loss, n_pos, n_neg, method="bl2")
+    return exact_result(u, edges, p, y, t, a, loss, n_pos, n_neg, method="bl2")
 
 
 def _pair_values(gain, cost, loss, j, k, n_pos, n_neg):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from segstruct.losses import get_loss, totals
+from .losses import get_loss, totals
 
-from .graphcut import InferenceResult, _result, check_mrf
+from ._mrf import InferenceResult, check_mrf, count_weights, exact_result
 
 __all__ = ["brute_force"]
 
@@ -72,7 +72,7 @@ def brute_force(u, edges, p, t=None, a=None, loss=None, max_nodes: int = 16) -> 
         n_pos, n_neg = totals(t, a)  # also validates t and a
         t = np.asarray(t, dtype=np.float64)
         a = np.ones(n) if a is None else np.asarray(a, dtype=np.float64)
-        neg_weight, pos_weight = a * (1.0 - t), a * t
+        neg_weight, pos_weight = count_weights(t, a)
 
     bits = np.arange(n, dtype=np.int64)
     best_value, best_k = -np.inf, 0
@@ -94,6 +94,6 @@ def brute_force(u, edges, p, t=None, a=None, loss=None, max_nodes: int = 16) -> 
 
     labels = ((best_k >> bits) & 1).astype(np.uint8)
     if t is None:
-        return _result(u, edges, p, labels, method="brute_force", n_labellings=n_labellings)
-    return _result(u, edges, p, labels, t, a, loss, n_pos, n_neg, method="brute_force",
+        return exact_result(u, edges, p, labels, method="brute_force", n_labellings=n_labellings)
+    return exact_result(u, edges, p, labels, t, a, loss, n_pos, n_neg, method="brute_force",
                    n_labellings=n_labellings)

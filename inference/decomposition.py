@@ -26,8 +26,9 @@ import time
 import highspy
 import numpy as np
 
-from ._highs import INFEASIBLE, OPTIMAL, complex_loss_inputs, new_highs, run
-from .graphcut import InferenceResult, _min_cut, _result, _score
+from ._mrf import InferenceResult, complex_loss_inputs, count_weights, exact_result, raw_score
+from .graphcut import min_cut
+from .highs import INFEASIBLE, OPTIMAL, new_highs, run
 
 
 class _Columns:
@@ -35,8 +36,7 @@ class _Columns:
 
     def __init__(self, u, edges, p, t, a):
         self.u, self.edges, self.p = u, edges, p
-        self.fp_w = a * (1.0 - t)          # FP = fp_w . y
-        self.tp_w = a * t                  # FN = Np - tp_w . y
+        self.fp_w, self.tp_w = count_weights(t, a)   # FP = fp_w . y, FN = Np - tp_w . y
         self.n_pos = float(self.tp_w.sum())
         self.labels, self.stats, self._index = [], [], {}
         self.cuts = 0
@@ -44,7 +44,7 @@ class _Columns:
     def price(self, s_fp, s_fn) -> int:
         """Graph cut of s_fp FP + s_fn FN + score; returns the column index."""
         self.cuts += 1
-        y = _min_cut(self.u, self.edges, self.p, s_fp * self.fp_w - s_fn * self.tp_w)
+        y = min_cut(self.u, self.edges, self.p, s_fp * self.fp_w - s_fn * self.tp_w)
         return self.add(y)
 
     def add(self, y) -> int:
@@ -54,7 +54,7 @@ class _Columns:
         self._index[key] = len(self.labels)
         fp = float(self.fp_w @ y)
         fn = self.n_pos - float(self.tp_w @ y)
-        s = float(_score(self.u, self.edges, self.p, y))
+        s = float(raw_score(self.u, self.edges, self.p, y))
         self.labels.append(y)
         self.stats.append((fp, fn, s))
         return len(self.labels) - 1
@@ -205,7 +205,7 @@ def decomposition_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangle
     stats = columns.array()
     true = np.asarray(loss(stats[:, 0], stats[:, 1], n_pos, n_neg)) + stats[:, 2]
     best = int(np.argmax(true))
-    res = _result(u, edges, p, columns.labels[best], t, a, loss, n_pos, n_neg)
+    res = exact_result(u, edges, p, columns.labels[best], t, a, loss, n_pos, n_neg)
     res.bound = float(max(values.max(), true.max())) + float(triangulation.max_error)
     # Keep the labellings that carry the LP solutions (the master's support)
     # and the best ones, for seeding the next call.

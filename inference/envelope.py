@@ -47,8 +47,7 @@ import time
 import maxflow
 import numpy as np
 
-from ._highs import complex_loss_inputs
-from .graphcut import InferenceResult, _result, _score
+from ._mrf import InferenceResult, complex_loss_inputs, count_weights, exact_result, raw_score
 from .local_search import polish
 
 __all__ = ["envelope_oracle", "MAX_POINT_LATTICE", "DEFAULT_MAX_CUTS"]
@@ -103,7 +102,7 @@ class _Cutter:
         self.n_cuts += 1
         if not self.w.size:
             return np.zeros(0, np.uint8)
-        # Sink side = label 1 (see graphcut._min_cut): node i pays max(w_i, 0)
+        # Sink side = label 1 (see graphcut.min_cut): node i pays max(w_i, 0)
         # as label 0 and max(-w_i, 0) as label 1; add the difference only.
         w = self.base + s_fp * self.fp_w - s_fn * self.tp_w
         d = w - self.w
@@ -244,8 +243,7 @@ class _Search:
     def __init__(self, u, edges, p, t, a, loss, n_pos, n_neg):
         self.u, self.edges, self.p, self.t, self.a = u, edges, p, t, a
         self.loss, self.n_pos, self.n_neg = loss, n_pos, n_neg
-        self.fp_w = a * (1.0 - t)
-        self.tp_w = a * t
+        self.fp_w, self.tp_w = count_weights(t, a)
         self.cut = _Cutter(u, edges, p, self.fp_w, self.tp_w)
         # scores are sums of N + E terms: rounding makes differences below about
         # eps * sum |terms| meaningless, so tolerances scale with that sum too
@@ -268,7 +266,7 @@ class _Search:
         k = self._index[key] = len(self.labels)
         fp = float(self.fp_w @ y)
         fn = self.n_pos - float(self.tp_w @ y)
-        s = float(_score(self.u, self.edges, self.p, y))
+        s = float(raw_score(self.u, self.edges, self.p, y))
         f = float(self.loss(fp, fn, self.n_pos, self.n_neg)) + s
         self.labels.append(y)
         self.x.append((fp, fn))
@@ -561,7 +559,7 @@ def envelope_oracle(u, edges, p, t, a, loss, max_cuts: int | None = DEFAULT_MAX_
         search.add_labelling(milp_oracle(u, edges, p, t, a, loss, points=allowed).labels)
         milp_used, status = True, "certified"
     best = search.best
-    res = _result(u, edges, p, search.labels[best], t, a, loss, n_pos, n_neg)
+    res = exact_result(u, edges, p, search.labels[best], t, a, loss, n_pos, n_neg)
     if status == "certified":
         res.bound = res.objective
     else:

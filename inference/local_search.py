@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from segstruct.losses import totals
+from ._mrf import count_weights
+from .losses import totals
 
 __all__ = ["flip_gains", "polish"]
 
@@ -45,8 +46,9 @@ def flip_gains(u, edges, p, t, a, loss, y, n_pos=None, n_neg=None) -> np.ndarray
         differ = y[i] != y[j]
         change = np.where(differ, -p, p)
         gain += np.bincount(i, change, len(u)) + np.bincount(j, change, len(u))
-    fp = (a * (1.0 - t)) @ y
-    fn = (a * t) @ (1.0 - y)
+    fp_w, tp_w = count_weights(t, a)
+    fp = fp_w @ y
+    fn = tp_w @ (1.0 - y)
     fp_new = fp + sign * a * (1.0 - t)
     fn_new = fn - sign * a * t
     gain += np.asarray(loss(fp_new, fn_new, n_pos, n_neg), np.float64) - loss(fp, fn, n_pos,
@@ -105,8 +107,9 @@ def polish(u, edges, p, t, a, loss, y, max_steps=None, tol=1e-12):
     k_sign = np.tile([1.0, -1.0], 2 * len(weights))     # label 0 -> 1 adds, 1 -> 0 removes
     d_fp = k_weight * (1.0 - k_target) * k_sign
     d_fn = -k_weight * k_target * k_sign
-    fp = float((a * (1.0 - t)) @ y)
-    fn = float((a * t) @ (1.0 - y))
+    fp_w, tp_w = count_weights(t, a)
+    fp = float(fp_w @ y)
+    fn = float(tp_w @ (1.0 - y))
     for n_flips in range(steps):
         base = float(loss(fp, fn, n_pos, n_neg))
         l_gain = np.asarray(loss(fp + d_fp, fn + d_fn, n_pos, n_neg), np.float64) - base

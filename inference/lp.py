@@ -29,9 +29,9 @@ import time
 import highspy
 import numpy as np
 
-from ._highs import (INFEASIBLE, OPTIMAL, SolverError, complex_loss_inputs,
-                     lp_from_triplets, new_highs, run)
-from .graphcut import InferenceResult, _min_cut, _result
+from ._mrf import InferenceResult, complex_loss_inputs, exact_result
+from .graphcut import min_cut
+from .highs import INFEASIBLE, OPTIMAL, SolverError, lp_from_triplets, new_highs, run
 
 RULES = ("best", "paper")
 
@@ -150,7 +150,7 @@ def _plane_cut(u, edges, p, t, a, alpha, beta, fixed=None):
         big = 4.0 * (np.abs(u).sum() + np.abs(p).sum() + np.abs(linear).sum()) + 1.0
         ones, zeros = fixed == 1, fixed == 0
         linear = linear + big * ones - big * zeros
-    return _min_cut(u, edges, p, linear)
+    return min_cut(u, edges, p, linear)
 
 
 def lp_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
@@ -195,7 +195,7 @@ def lp_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
         if np.any(integral < 0):
             candidates.append(_plane_cut(u, edges, p, t, a, alpha, beta, fixed=integral))
         for y in candidates:
-            res = _result(u, edges, p, y, t, a, loss, n_pos, n_neg)
+            res = exact_result(u, edges, p, y, t, a, loss, n_pos, n_neg)
             seen[res.labels.tobytes()] = (res.objective, res.labels)
             if best is None or res.objective > best.objective + 1e-12:
                 best, best_k = res, k
@@ -208,7 +208,7 @@ def lp_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
                       "triangles infeasible (status Infeasible)")
     if rule == "paper":
         best_k = paper[0]
-        best = _result(u, edges, p, paper[1], t, a, loss, n_pos, n_neg)
+        best = exact_result(u, edges, p, paper[1], t, a, loss, n_pos, n_neg)
     best.bound = float(values.max()) + float(triangulation.max_error)
     best.info = {"method": "lp", "rule": rule, "triangle": int(best_k),
                  "lp_values": values.tolist(), "n_triangles": len(triangulation),

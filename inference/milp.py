@@ -19,8 +19,8 @@ import time
 import highspy
 import numpy as np
 
-from ._highs import SolverError, complex_loss_inputs, lp_from_triplets, new_highs, run
-from .graphcut import InferenceResult, _result
+from ._mrf import InferenceResult, complex_loss_inputs, exact_result
+from .highs import SolverError, lp_from_triplets, new_highs, run
 
 MAX_LATTICE = 200_000
 
@@ -126,7 +126,7 @@ def milp_oracle(u, edges, p, t, a, loss, max_lattice: int = MAX_LATTICE,
     except SolverError as err:
         raise MILPError(f"HiGHS did not prove the MILP optimal: {err}") from None
     y = (np.asarray(highs.getSolution().col_value[:n]) > 0.5).astype(np.uint8)
-    res = _result(u, edges, p, y, t, a, loss, n_pos, n_neg)
+    res = exact_result(u, edges, p, y, t, a, loss, n_pos, n_neg)
     res.bound = res.objective
     res.info = {"method": "milp", "lattice": lattice,
                 "milp_objective": highs.getInfo().objective_function_value,

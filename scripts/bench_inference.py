@@ -137,14 +137,14 @@ def _proposed(n_triangles, solver=None):
 
 def _fresh_oracle(n_triangles, solver=None):
     """A new TriangleOracle (no seeds from earlier calls); None: default solver."""
-    from segstruct.oracles import TriangleOracle
+    from segstruct.inference.proposed import TriangleOracle
     return TriangleOracle(n_triangles) if solver is None else TriangleOracle(n_triangles,
                                                                              solver=solver)
 
 
 def _prepare(oracle, loss, t, a):
     """Build the triangulation a triangle-LP solver needs; seconds taken, or None."""
-    from segstruct.losses import totals
+    from segstruct.inference.losses import totals
     if oracle.solver == "envelope":
         return None
     return _timed(lambda: oracle.triangulation(loss, *totals(t, a)))[0]
@@ -153,7 +153,7 @@ def _prepare(oracle, loss, t, a):
 def _triangulation(n_triangles):
     def make(u, edges, p, t, a, loss):
         from segstruct import triangulation as tri
-        from segstruct.losses import totals
+        from segstruct.inference.losses import totals
         n_pos, n_neg = totals(t, a)
         cache = getattr(tri, "_CACHE", None)
         if cache is not None:       # time a cold build, not a cache hit
@@ -253,7 +253,7 @@ def bench_images(instances: Sequence[Instance], cases: dict[str, Case], repeats:
     """
     from tqdm.auto import tqdm
 
-    from segstruct.losses import totals
+    from segstruct.inference.losses import totals
     if exact is None:
         from segstruct.inference.milp import milp_oracle as exact
     if repeats < 1:
@@ -601,8 +601,8 @@ def measure_dataset_scope(inst: Instance, repeats: int = 3, n_triangles: int = T
     """One proposed call (fresh oracle, triangulation built first) and the Hamming
     graph cut (aggregate: median of ``repeats``) on one big instance."""
     from segstruct.inference import loss_augmented
-    from segstruct.losses import totals
-    from segstruct.oracles import TriangleOracle
+    from segstruct.inference.losses import totals
+    from segstruct.inference.proposed import TriangleOracle
 
     n_pos, n_neg = totals(inst.t, inst.a)
     gc_ms = [1e3 * _timed(lambda: loss_augmented(inst.u, inst.edges, inst.p, inst.t,
@@ -714,7 +714,7 @@ def _proposed_worker(conn, u, edges, p, t, a, loss, n_triangles):
     try:
         from threadpoolctl import threadpool_limits
         with threadpool_limits(limits=1):
-            from segstruct.oracles import TriangleOracle
+            from segstruct.inference.proposed import TriangleOracle
             # warm-up on a tiny problem: imports and first-call costs stay untimed
             TriangleOracle(4)(np.array([0.5, -0.5, 0.2]), np.array([[0, 1], [1, 2]]),
                               np.array([-0.1, -0.1]), np.array([1, 0, 1], np.uint8),
@@ -793,7 +793,7 @@ def measure_pixel(inst: Instance, params: dict, repeats: int = 3, timeout: float
                   n_triangles: int = TARGET_M) -> dict:
     """Hamming graph cut (median of ``repeats``) and one proposed IoU call on a grid."""
     from segstruct.inference import loss_augmented
-    from segstruct.losses import totals
+    from segstruct.inference.losses import totals
 
     n_pos, n_neg = totals(inst.t, inst.a)
     gc_ms = [1e3 * _timed(lambda: loss_augmented(inst.u, inst.edges, inst.p, inst.t,

@@ -21,7 +21,7 @@ import argparse
 from pathlib import Path
 
 from segstruct.figures import loss_surface_figure, save_figure
-from segstruct.losses import get_loss
+from segstruct.inference.losses import get_loss
 from segstruct.provenance import code_version
 
 FORMULAS = {

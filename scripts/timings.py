@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     from segstruct.features import dense_opponent_sift
     from segstruct.inference import maximize
     from segstruct.model import MRFModel, disjoint_union
-    from segstruct.oracles import TriangleOracle
+    from segstruct.inference.proposed import TriangleOracle
     from segstruct.provenance import code_version, machine
     from segstruct.ssvm import StructuredSVM, targets_and_weights
 

@@ -21,7 +21,7 @@ from .diagnosis import diagnose
 from .extraction import FeatureExtractor
 from .features import FeatureConfig
 from .methods import METHOD_HELP, METHODS
-from .oracles import DEFAULT_LP_SOLVER, LP_SOLVERS
+from segstruct.inference.proposed import DEFAULT_LP_SOLVER, LP_SOLVERS
 from .provenance import code_version
 from .selection import DEFAULT_FOLDS, DEFAULT_GRID
 from .ssvm import DEFAULT_MAX_ITER, oracle_name

@@ -37,9 +37,9 @@ from segstruct.datasets import VOCDataset, class_index
 from .cache import atomic_write_bytes
 from .diagnosis import diagnose
 from .extraction import FeatureExtractor
-from .losses import totals
+from segstruct.inference.losses import totals
 from .methods import METHODS, estimator_for, method_loss
-from .oracles import DEFAULT_LP_SOLVER
+from segstruct.inference.proposed import DEFAULT_LP_SOLVER
 from .persistence import checkpoint_path, load_model, model_paths, save_model
 from .persistence import log_path as log_file
 from .ssvm import DEFAULT_MAX_ITER, oracle_name

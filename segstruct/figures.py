@@ -37,8 +37,8 @@ from matplotlib.ticker import MaxNLocator
 from skimage.segmentation import find_boundaries
 
 from segstruct.cache import atomic_write_bytes
-from segstruct.losses import get_loss
-from segstruct.triangulation import triangulate
+from segstruct.inference.losses import get_loss
+from segstruct.inference.triangulation import triangulate
 
 __all__ = [
     "overlay",
@@ -310,7 +310,7 @@ def loss_surface_figure(loss, n_pos, n_neg, n_triangles=(40, 15),
     Parameters
     ----------
     loss : str, Loss or callable
-        Anything :func:`segstruct.losses.get_loss` accepts; pass
+        Anything :func:`segstruct.inference.losses.get_loss` accepts; pass
         ``get_loss("fbeta", beta=b)`` for a parametrised loss.
     n_pos, n_neg : float
         Np and Nn (the FN and FP ranges), >= 0.

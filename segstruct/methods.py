@@ -7,8 +7,11 @@ disagree about what "bl2" means.
 """
 from __future__ import annotations
 
-from .losses import get_loss
-from .oracles import DEFAULT_LP_SOLVER, make_oracle
+from segstruct.inference import bl2, loss_augmented
+from segstruct.inference.losses import get_loss
+from segstruct.inference.milp import milp_oracle
+from segstruct.inference.proposed import DEFAULT_LP_SOLVER, TriangleOracle
+
 from .ssvm import StructuredSVM
 
 # loss None = the loss asked for (IoU by default).
@@ -33,6 +36,20 @@ def method_loss(method: str, loss: str = "iou", beta: float = 1.0):
     if spec is not None:
         return spec
     return get_loss(loss, **({"beta": beta} if loss == "fbeta" else {}))
+
+
+def make_oracle(name: str, n_triangles: int = 40, lp_solver: str = DEFAULT_LP_SOLVER,
+                polish: bool = True):
+    """The oracle of a method: graphcut, bl2, proposed (triangles) or exact (MILP)."""
+    if name == "graphcut":
+        return loss_augmented
+    if name == "bl2":
+        return bl2
+    if name == "proposed":
+        return TriangleOracle(n_triangles, lp_solver, polish=polish)
+    if name == "exact":
+        return milp_oracle
+    raise ValueError(f"unknown oracle {name!r}")
 
 
 def estimator_for(method: str, *, loss: str = "iou", beta: float = 1.0,

@@ -20,7 +20,7 @@ import numpy as np
 
 from segstruct.inference import bl2
 
-from .losses import FBetaLoss, IoULoss, Loss, get_loss
+from segstruct.inference.losses import FBetaLoss, IoULoss, Loss, get_loss
 from .model import Graph
 from .ssvm import StructuredSVM
 
@@ -47,8 +47,8 @@ class MultivariateSVM:
     ----------
     loss : str, Loss or callable, default "f1"
         "f1", "fbeta" (with ``beta``), "iou", "hamming", a
-        :class:`segstruct.losses.Loss`, or a function
-        ``f(fp, fn, n_pos, n_neg)`` (see :func:`segstruct.losses.get_loss`).
+        :class:`segstruct.inference.losses.Loss`, or a function
+        ``f(fp, fn, n_pos, n_neg)`` (see :func:`segstruct.inference.losses.get_loss`).
         Losses are fractions (F1 loss = 1 - F1), not percent.
     C : float, default 1.0
         Trade-off between ``1/2 ||w||^2`` and the single slack ``xi``; see

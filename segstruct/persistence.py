@@ -24,7 +24,7 @@ from segstruct.datasets.voc import class_index
 
 from .cache import atomic_write_bytes
 from .features import OPPONENT_DIM, FeatureConfig
-from .losses import loss_from_dict
+from segstruct.inference.losses import loss_from_dict
 from .provenance import code_version
 
 FORMAT = "segstruct-model"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
-from segstruct.inference._highs import SolverError, new_highs, run
+from segstruct.inference.highs import SolverError, new_highs, run
 
 from .active_set import refine
 

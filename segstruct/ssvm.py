@@ -46,12 +46,12 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from segstruct.inference import loss_augmented, maximize
-from segstruct.inference._highs import SolverError
+from segstruct.inference.highs import SolverError
 
 from .cache import atomic_write_bytes
 from .checkpoint import CheckpointError, fingerprint, load_checkpoint, save_checkpoint
 from .linesearch import minimize_model
-from .losses import AdjustedHammingLoss, Loss, get_loss
+from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
 from .model import MRFModel, disjoint_union
 from .qp import QPError, WorkingSetQP
 from .scoring import VOCScore, superpixel_confusion
@@ -152,7 +152,7 @@ class StructuredSVM:
     Parameters
     ----------
     loss : str, Loss or callable, default "adjusted_hamming"
-        The loss Delta(FP, FN) (see ``segstruct.losses.get_loss``).
+        The loss Delta(FP, FN) (see ``segstruct.inference.losses.get_loss``).
     kappa : float or None, default None
         For ``loss="adjusted_hamming"``: the FP weight; None means the
         foreground / background ratio of the training set, counted with the

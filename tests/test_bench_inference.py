@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from segstruct.inference.graphcut import _result
-from segstruct.losses import get_loss, totals
+from segstruct.inference._mrf import exact_result
+from segstruct.inference.losses import get_loss, totals
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_inference.py"
 
@@ -53,7 +53,7 @@ def all_zeros_case(bench):
     def make(u, edges, p, t, a, loss):
         def call():
             n_pos, n_neg = totals(t, a)
-            res = _result(u, edges, p, np.zeros(u.size, np.uint8), t.astype(float), a,
+            res = exact_result(u, edges, p, np.zeros(u.size, np.uint8), t.astype(float), a,
                           get_loss(loss), n_pos, n_neg)
             res.bound = res.objective - 1.0
             return res
@@ -385,7 +385,7 @@ def pixel_problem(bench, h=24, w=24, seed=0):
 
 
 def test_measure_pixel_in_process(bench):
-    from segstruct.oracles import TriangleOracle
+    from segstruct.inference.proposed import TriangleOracle
     inst, params = pixel_problem(bench, 12, 12)
     r = bench.measure_pixel(inst, params, repeats=2, timeout=None, n_triangles=6)
     assert not r["timed_out"] and r["proposed_s"] > 0 and len(r["graphcut_ms_runs"]) == 2

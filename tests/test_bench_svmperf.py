@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from segstruct.inference import bl2
-from segstruct.losses import get_loss
+from segstruct.inference.losses import get_loss
 from segstruct.multivariate import MultivariateSVM
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from segstruct.inference import bl2, brute_force, loss_augmented
-from segstruct.losses import FBetaLoss, get_loss
+from segstruct.inference.losses import FBetaLoss, get_loss
 
 bl2_module = importlib.import_module("segstruct.inference.bl2")
 

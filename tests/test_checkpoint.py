@@ -14,7 +14,7 @@ from segstruct.checkpoint import CheckpointError, load_checkpoint, save_checkpoi
 from segstruct.datasets import make_synthetic_voc
 from segstruct.inference import loss_augmented
 from segstruct.model import Graph
-from segstruct.oracles import TriangleOracle
+from segstruct.inference.proposed import TriangleOracle
 from segstruct.ssvm import StructuredSVM, oracle_name
 
 

@@ -11,11 +11,12 @@ from scipy.optimize import linprog
 from segstruct.inference import envelope as E
 from segstruct.inference import score
 from segstruct.inference.decomposition import decomposition_oracle
-from segstruct.inference.graphcut import _min_cut, _score
+from segstruct.inference._mrf import raw_score
+from segstruct.inference.graphcut import min_cut
 from segstruct.inference.lp import lp_oracle
 from segstruct.inference.milp import milp_oracle
-from segstruct.losses import CallableLoss, counts, get_loss, totals
-from segstruct.oracles import TriangleOracle
+from segstruct.inference.losses import CallableLoss, counts, get_loss, totals
+from segstruct.inference.proposed import TriangleOracle
 
 LOSSES = ["iou", "f1", "hamming"]
 
@@ -181,8 +182,8 @@ def test_persistent_cutter_matches_fresh_graph_cuts():
     for s_fp, s_fn in rng.normal(scale=2.0, size=(40, 2)):
         lin = s_fp * fp_w - s_fn * tp_w
         y = cutter(s_fp, s_fn)
-        fresh = _min_cut(u, edges, p, lin)
-        value = lambda z: _score(u, edges, p, z) + lin @ z   # noqa: E731
+        fresh = min_cut(u, edges, p, lin)
+        value = lambda z: raw_score(u, edges, p, z) + lin @ z   # noqa: E731
         assert value(y) == pytest.approx(value(fresh), abs=1e-9)
 
 

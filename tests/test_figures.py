@@ -166,7 +166,7 @@ def test_loss_surface_figure(tmp_path):
 
 
 def test_loss_surface_figure_takes_a_loss_object():
-    from segstruct.losses import get_loss
+    from segstruct.inference.losses import get_loss
     fig, tris = loss_surface_figure(get_loss("fbeta", beta=2.0), 4, 5, n_triangles=3)
     assert [len(t) for t in tris] == [3]
     assert "beta" in fig.axes[0].get_title()

@@ -24,15 +24,15 @@ from PIL import Image
 from segstruct.datasets import VOC_CLASSES, VOCDataset, voc_colormap
 from segstruct.inference import bl2, brute_force, loss_augmented, maximize
 from segstruct.inference.milp import milp_oracle
-from segstruct.losses import (
+from segstruct.inference.losses import (
     AdjustedHammingLoss,
     FBetaLoss,
     HammingLoss,
     IoULoss,
 )
-from segstruct.oracles import TriangleOracle
+from segstruct.inference.proposed import TriangleOracle
 from segstruct.superpixels import majority_targets, paint, pixel_counts
-from segstruct.triangulation import triangulate
+from segstruct.inference.triangulation import triangulate
 
 FUZZ = settings(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -18,7 +18,7 @@ from segstruct.inference import (
     maximize,
     score,
 )
-from segstruct.losses import AdjustedHammingLoss, FBetaLoss, HammingLoss, IoULoss
+from segstruct.inference.losses import AdjustedHammingLoss, FBetaLoss, HammingLoss, IoULoss
 
 TOL = 1e-9
 

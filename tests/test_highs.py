@@ -95,7 +95,7 @@ def test_every_highs_user_survives_a_scheduler_sized_elsewhere(tmp_path):
 def test_new_models_share_one_thread_setting():
     import highspy
 
-    from segstruct.inference._highs import THREADS, new_highs
+    from segstruct.inference.highs import THREADS, new_highs
     h = new_highs(presolve="off")
     def value(name):      # highspy returns (status, value)
         got = h.getOptionValue(name)
@@ -119,7 +119,7 @@ def small_lp(h, feasible=True):
 
 
 def test_run_retries_on_a_fresh_model_with_safer_settings():
-    from segstruct.inference._highs import OPTIMAL, new_highs, run
+    from segstruct.inference.highs import OPTIMAL, new_highs, run
     h = small_lp(new_highs(simplex_iteration_limit=0, presolve="off"))
     h.run()
     assert h.getModelStatus() != OPTIMAL            # the limit stops it
@@ -129,7 +129,7 @@ def test_run_retries_on_a_fresh_model_with_safer_settings():
 
 
 def test_run_names_the_model_and_every_status_when_all_retries_fail():
-    from segstruct.inference._highs import INFEASIBLE, SolverError, new_highs, run
+    from segstruct.inference.highs import INFEASIBLE, SolverError, new_highs, run
     with pytest.raises(SolverError, match=r"could not solve a test LP: status Infeasible"):
         run(small_lp(new_highs(), feasible=False), "a test LP")
     # an accepted status is an answer
@@ -140,20 +140,20 @@ def test_run_names_the_model_and_every_status_when_all_retries_fail():
 def test_triangle_oracle_falls_back_to_the_envelope_when_its_lps_fail(monkeypatch):
     import numpy as np
 
-    import segstruct.oracles as oracles
-    from segstruct.inference._highs import SolverError
+    import segstruct.inference.proposed as proposed
+    from segstruct.inference.highs import SolverError
     from segstruct.inference.envelope import envelope_oracle
 
     def failing(*args, **kwargs):
         raise SolverError("HiGHS could not solve a master LP: status Unknown")
-    monkeypatch.setattr(oracles, "decomposition_oracle", failing)
+    monkeypatch.setattr(proposed, "decomposition_oracle", failing)
     rng = np.random.default_rng(0)
     n = 10
     edges = np.array([(i, i + 1) for i in range(n - 1)], np.int64)
     u, p = rng.normal(size=n), -np.abs(rng.normal(size=n - 1))
     t = (rng.random(n) < 0.5).astype(np.uint8)
     with pytest.warns(RuntimeWarning, match="master LP.*envelope solver instead"):
-        res = oracles.TriangleOracle(solver="decomposition")(u, edges, p, t, None, "iou")
+        res = proposed.TriangleOracle(solver="decomposition")(u, edges, p, t, None, "iou")
     assert res.objective == pytest.approx(envelope_oracle(u, edges, p, t, None, "iou").objective)
 
 
@@ -165,7 +165,7 @@ class FlakyOracle:
 
     def __call__(self, u, edges, p, t, a, loss):
         from segstruct.inference import loss_augmented
-        from segstruct.inference._highs import SolverError
+        from segstruct.inference.highs import SolverError
         self.calls += 1
         if self.calls == self.fail_on:
             raise SolverError("HiGHS could not solve a test LP: status Unknown")

@@ -5,11 +5,11 @@ import pytest
 
 from segstruct.inference import loss_augmented
 from segstruct.inference.brute_force import brute_force
-from segstruct.inference.graphcut import score
+from segstruct.inference import score
 from segstruct.inference.local_search import flip_gains, polish
 from segstruct.inference.milp import milp_oracle
-from segstruct.losses import counts, get_loss, totals
-from segstruct.oracles import TriangleOracle
+from segstruct.inference.losses import counts, get_loss, totals
+from segstruct.inference.proposed import TriangleOracle
 
 
 def instance(rng, n=9, background_only=False):

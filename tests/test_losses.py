@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from segstruct.losses import (
+from segstruct.inference.losses import (
     LOSS_NAMES,
     AdjustedHammingLoss,
     CallableLoss,

@@ -9,9 +9,9 @@ from segstruct.inference import brute_force, score
 from segstruct.inference.decomposition import decomposition_oracle
 from segstruct.inference.lp import lp_oracle
 from segstruct.inference.milp import milp_oracle
-from segstruct.losses import FBetaLoss, IoULoss, counts, get_loss, totals
-from segstruct.oracles import TriangleOracle
-from segstruct.triangulation import triangulate
+from segstruct.inference.losses import FBetaLoss, IoULoss, counts, get_loss, totals
+from segstruct.inference.proposed import TriangleOracle
+from segstruct.inference.triangulation import triangulate
 
 
 def instance(rng, n, density=0.35, pairwise=True, weights=False):

@@ -11,7 +11,7 @@ import pytest
 
 from segstruct.inference import maximize
 from segstruct.model import Graph
-from segstruct.oracles import make_oracle
+from segstruct.methods import make_oracle
 from segstruct.ssvm import StructuredSVM
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import segstruct.qp as qp_module
-from segstruct.losses import AdjustedHammingLoss, HammingLoss, IoULoss, counts, totals
+from segstruct.inference.losses import AdjustedHammingLoss, HammingLoss, IoULoss, counts, totals
 from segstruct.model import Graph, MRFModel, disjoint_union
 from segstruct.qp import WorkingSetQP
 from segstruct.ssvm import StructuredSVM, targets_and_weights

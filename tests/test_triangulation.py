@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from segstruct.losses import FBetaLoss, HammingLoss, IoULoss, get_loss
-from segstruct.triangulation import Triangulation, approximation_error, triangulate
+from segstruct.inference.losses import FBetaLoss, HammingLoss, IoULoss, get_loss
+from segstruct.inference.triangulation import Triangulation, approximation_error, triangulate
 
 def scale(tri):
     return max(tri.n_neg, tri.n_pos, tri.vertices.max(), 1e-300)

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from segstruct.losses import CallableLoss, Loss, get_loss
+from .losses import CallableLoss, Loss, get_loss
 
 __all__ = [
     "Triangulation",

@@ -1,9 +1,11 @@
-"""Loss-augmented inference oracles as the learner sees them.
+"""The proposed method's loss-augmented oracle (paper Sec. 4), with its state.
 
-Every oracle is a callable ``oracle(u, edges, p, t, a, loss) ->
-InferenceResult`` on plain arrays; this module names them and adds the state
-some need (a triangulation cache), so methods can be chosen by name from the
-command line.
+:class:`TriangleOracle` is a callable ``oracle(u, edges, p, t, a, loss) ->
+InferenceResult`` on plain arrays, like every oracle of this package. It
+chooses a solver for a loss that is not linear in (FP, FN) (the exact envelope
+solver, or the paper's triangle LPs solved as written or by decomposition),
+finishes with greedy flips, and keeps what repeated calls during training can
+reuse: triangulations per (loss, Np, Nn) and warm-start labellings per graph.
 """
 from __future__ import annotations
 
@@ -12,19 +14,16 @@ import warnings
 
 import numpy as np
 
-from segstruct.inference import loss_augmented
-from segstruct.inference._highs import SolverError
-from segstruct.inference.bl2 import bl2
-from segstruct.inference.decomposition import decomposition_oracle
-from segstruct.inference.envelope import envelope_oracle
-from segstruct.inference.graphcut import _result
-from segstruct.inference.local_search import polish
-from segstruct.inference.lp import lp_oracle
-from segstruct.inference.milp import milp_oracle
-
+from ._mrf import exact_result
+from .decomposition import decomposition_oracle
+from .envelope import envelope_oracle
+from .highs import SolverError
+from .local_search import polish
 from .losses import get_loss, totals
+from .lp import lp_oracle
 from .triangulation import triangulate
 
+#: Solvers of the proposed oracle (``--lp-solver``); the first is the default.
 LP_SOLVERS = ("envelope", "decomposition", "lp")
 DEFAULT_LP_SOLVER = "envelope"
 
@@ -143,7 +142,7 @@ class TriangleOracle:
             y, n = polish(u64, e64, p64, t64, a64, loss, start, max_steps=self.MAX_FLIPS)
             if n == 0:
                 continue        # an unflipped start is a candidate already scored
-            cand = _result(u64, e64, p64, y, t64, a64, loss, *totals_, **res.info)
+            cand = exact_result(u64, e64, p64, y, t64, a64, loss, *totals_, **res.info)
             if cand.objective > best.objective + 1e-12 * max(1.0, abs(best.objective)):
                 best, n_flips = cand, n
         if best is res:
@@ -167,17 +166,3 @@ class TriangleOracle:
     def __repr__(self):
         return (f"TriangleOracle(n_triangles={self.n_triangles}, solver={self.solver!r}, "
                 f"rule={self.rule!r}, polish={self.polish})")
-
-
-def make_oracle(name: str, n_triangles: int = 40, lp_solver: str = DEFAULT_LP_SOLVER,
-                polish: bool = True):
-    """The oracle of a method: graphcut, bl2, proposed (triangles) or exact (MILP)."""
-    if name == "graphcut":
-        return loss_augmented
-    if name == "bl2":
-        return bl2
-    if name == "proposed":
-        return TriangleOracle(n_triangles, lp_solver, polish=polish)
-    if name == "exact":
-        return milp_oracle
-    raise ValueError(f"unknown oracle {name!r}")

@@ -12,9 +12,6 @@ from __future__ import annotations
 import highspy
 import numpy as np
 
-from segstruct.losses import get_loss, totals
-
-from .graphcut import check_mrf
 
 
 #: Threads of every HiGHS model. Our LPs, QPs and MILPs are small (their
@@ -128,28 +125,3 @@ def lp_from_triplets(row, col, val, n_rows, n_cols, cost, col_bounds, row_bounds
     lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
     lp.offset_ = float(offset)
     return lp
-
-
-def complex_loss_inputs(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
-                        submodular=True):
-    """Validated arrays, the loss, totals and a matching triangulation.
-
-    Returns
-    -------
-    loss, u, edges, p, t (float64), a (float64), n_pos, n_neg, triangulation
-    (None when ``n_triangles`` is None and none was given).
-    """
-    from segstruct.triangulation import triangulate
-
-    loss = get_loss(loss)
-    u, edges, p = check_mrf(u, edges, p, submodular=submodular)
-    t = np.asarray(t, np.float64)
-    a = np.ones(u.size) if a is None else np.asarray(a, np.float64)
-    n_pos, n_neg = totals(t, a)
-    if triangulation is None and n_triangles is not None:
-        triangulation = triangulate(loss, n_pos, n_neg, n_triangles=n_triangles)
-    elif triangulation is not None and not (np.isclose(triangulation.n_pos, n_pos)
-                                            and np.isclose(triangulation.n_neg, n_neg)):
-        raise ValueError(f"triangulation is for Np={triangulation.n_pos}, Nn="
-                         f"{triangulation.n_neg}, but the targets give Np={n_pos}, Nn={n_neg}")
-    return loss, u, edges, p, t, a, n_pos, n_neg, triangulation

@@ -146,13 +146,33 @@ def _min_height(p0, p1, p2) -> float:
     return twice_area / longest if longest > 0 else 0.0
 
 
+def _plane_slopes(d1, d2, g1, g2):
+    """Slopes of the planes through the origin, ``(d1, g1)`` and ``(d2, g2)``.
+
+    Parameters
+    ----------
+    d1, d2 : ndarray of float, shape (..., 2)
+        Two corners of a triangle relative to its third (planes are solved
+        about a corner, for accuracy).
+    g1, g2 : ndarray of float, shape (...)
+        Their heights relative to the third corner's.
+
+    Returns
+    -------
+    alpha, beta : ndarray of float, shape (...)
+        The planes' slopes along FP and FN.
+    """
+    det = d1[..., 0] * d2[..., 1] - d1[..., 1] * d2[..., 0]
+    alpha = (g1 * d2[..., 1] - g2 * d1[..., 1]) / det
+    beta = (d1[..., 0] * g2 - d2[..., 0] * g1) / det
+    return alpha, beta
+
+
 def _fit_plane(p: np.ndarray, z: np.ndarray) -> np.ndarray:
     """(alpha, beta, gamma) of the plane through ``(p[i], z[i])``, i = 0..2."""
-    d = p[1:] - p[0]                                    # solved about corner 0 for accuracy
-    det = d[0, 0] * d[1, 1] - d[0, 1] * d[1, 0]
+    d = p[1:] - p[0]
     dz = z[1:] - z[0]
-    alpha = (dz[0] * d[1, 1] - dz[1] * d[0, 1]) / det
-    beta = (d[0, 0] * dz[1] - d[1, 0] * dz[0]) / det
+    alpha, beta = _plane_slopes(d[0], d[1], dz[0], dz[1])
     return np.array([alpha, beta, z[0] - alpha * p[0, 0] - beta * p[0, 1]])
 
 
@@ -718,11 +738,7 @@ class _Builder:
             errs = []
             for (q1, z1), (q2, z2) in (((pa, za), (pm, zm)), ((pm, zm), (pb, zb))):
                 # Plane through (q1, z1), (q2, z2), (pc, zc), relative to pc.
-                d1, d2 = q1 - pc, q2 - pc
-                det = d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0]
-                g1, g2 = z1 - zc, z2 - zc
-                alpha = (g1 * d2[:, 1] - g2 * d1[:, 1]) / det
-                beta = (d1[:, 0] * g2 - d2[:, 0] * g1) / det
+                alpha, beta = _plane_slopes(q1 - pc, q2 - pc, z1 - zc, z2 - zc)
                 approx = (zc[:, None] + alpha[:, None] * (x[None] - pc[:, :1])
                           + beta[:, None] * (y[None] - pc[:, 1:]))
                 errs.append(np.abs(z[None] - approx))
@@ -910,11 +926,8 @@ class _Builder:
             if xs.size == 0:
                 stats[node] = (np.zeros(S), np.zeros(S), q.mean(axis=1))
                 continue
-            d1, d2 = q[:, 1] - q[:, 0], q[:, 2] - q[:, 0]
-            det = d1[:, 0] * d2[:, 1] - d1[:, 1] * d2[:, 0]
-            g1, g2 = zq[:, 1] - zq[:, 0], zq[:, 2] - zq[:, 0]
-            alpha = (g1 * d2[:, 1] - g2 * d1[:, 1]) / det
-            beta = (d1[:, 0] * g2 - d2[:, 0] * g1) / det
+            alpha, beta = _plane_slopes(q[:, 1] - q[:, 0], q[:, 2] - q[:, 0],
+                                        zq[:, 1] - zq[:, 0], zq[:, 2] - zq[:, 0])
             approx = (zq[:, :1] + alpha[:, None] * (xs[None] - q[:, 0, :1])
                       + beta[:, None] * (ys[None] - q[:, 0, 1:]))
             err = np.where(mask, np.abs(zs[None] - approx), -1.0)

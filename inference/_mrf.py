@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .losses import Loss, get_loss, totals
-from .triangulation import triangulate
+from .triangulation import N_TRIANGLES, triangulate
 
 __all__ = [
     "NotSubmodularError",
@@ -226,7 +226,7 @@ def exact_result(u, edges, p, y, t=None, a=None, loss: Loss | None = None,
                            loss=delta, score=s, fp=fp, fn=fn, bound=objective, info=info)
 
 
-def complex_loss_inputs(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
+def complex_loss_inputs(u, edges, p, t, a, loss, triangulation=None, n_triangles=N_TRIANGLES,
                         submodular=True):
     """Validated arrays, the loss, totals and a matching triangulation.
 

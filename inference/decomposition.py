@@ -29,6 +29,7 @@ import numpy as np
 from ._mrf import InferenceResult, complex_loss_inputs, count_weights, exact_result, raw_score
 from .graphcut import min_cut
 from .highs import INFEASIBLE, OPTIMAL, new_highs, run
+from .triangulation import N_TRIANGLES
 
 
 class _Columns:
@@ -145,7 +146,7 @@ def _phase_one(columns, halfplanes, slack, n_pos, n_neg, max_cuts=50):
     return False
 
 
-def decomposition_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
+def decomposition_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=N_TRIANGLES,
                          tol=1e-9, max_rounds=200, seed_labellings=()) -> InferenceResult:
     """Most violated constraint of a complex loss: the triangle LPs of the
     proposed method by column generation with graph-cut pricing.

@@ -32,6 +32,7 @@ import numpy as np
 from ._mrf import InferenceResult, complex_loss_inputs, exact_result
 from .graphcut import min_cut
 from .highs import INFEASIBLE, OPTIMAL, SolverError, lp_from_triplets, new_highs, run
+from .triangulation import N_TRIANGLES
 
 RULES = ("best", "paper")
 
@@ -153,7 +154,7 @@ def _plane_cut(u, edges, p, t, a, alpha, beta, fixed=None):
     return min_cut(u, edges, p, linear)
 
 
-def lp_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=40,
+def lp_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=N_TRIANGLES,
               rule="best") -> InferenceResult:
     """Most violated constraint of a complex loss by per-triangle LPs.
 

@@ -21,7 +21,7 @@ from .highs import SolverError
 from .local_search import polish
 from .losses import get_loss, totals
 from .lp import lp_oracle
-from .triangulation import triangulate
+from .triangulation import N_TRIANGLES, triangulate
 
 #: Solvers of the proposed oracle (``--lp-solver``); the first is the default.
 LP_SOLVERS = ("envelope", "decomposition", "lp")
@@ -56,7 +56,8 @@ class TriangleOracle:
     scope).
     """
 
-    def __init__(self, n_triangles: int = 40, solver: str = DEFAULT_LP_SOLVER, rule: str = "best",
+    def __init__(self, n_triangles: int = N_TRIANGLES, solver: str = DEFAULT_LP_SOLVER,
+                 rule: str = "best",
                  polish: bool = True):
         if solver not in LP_SOLVERS:
             raise ValueError(f"unknown LP solver {solver!r}; use one of {LP_SOLVERS}")

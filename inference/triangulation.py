@@ -66,6 +66,7 @@ import numpy as np
 from .losses import CallableLoss, Loss, get_loss
 
 __all__ = [
+    "N_TRIANGLES",
     "Triangulation",
     "triangulate",
     "approximation_error",
@@ -73,6 +74,10 @@ __all__ = [
 ]
 
 #: Largest lattice, in points, on which the error is computed exactly.
+#: M, the number of triangles of the paper's mesh (Sec. 4.1): the default
+#: wherever a triangulation is built.
+N_TRIANGLES = 40
+
 EXACT_LATTICE_LIMIT = 2_000_000
 
 #: Relative tolerance of the closed-triangle test (times the domain size).

@@ -15,13 +15,14 @@ import time
 from pathlib import Path
 
 from segstruct.datasets import DatasetError, VOCDataset, default_synthetic_root, make_synthetic_voc
+from segstruct.inference.proposed import DEFAULT_LP_SOLVER, LP_SOLVERS
+from segstruct.inference.triangulation import N_TRIANGLES
 
 from .cache import ArrayCache, atomic_write_bytes
 from .diagnosis import diagnose
 from .extraction import FeatureExtractor
 from .features import FeatureConfig
 from .methods import METHOD_HELP, METHODS
-from segstruct.inference.proposed import DEFAULT_LP_SOLVER, LP_SOLVERS
 from .provenance import code_version
 from .selection import DEFAULT_FOLDS, DEFAULT_GRID
 from .ssvm import DEFAULT_MAX_ITER, oracle_name
@@ -278,7 +279,7 @@ def _check_loss_options(args, methods) -> None:
         raise UsageError("--triangles applies to --lp-solver decomposition or lp; the "
                          "envelope solver (the default) uses no triangles")
     if args.triangles is None:
-        args.triangles = 40
+        args.triangles = N_TRIANGLES
 
 
 def _check_C_options(args) -> None:

@@ -33,13 +33,14 @@ from typing import Callable
 import numpy as np
 
 from segstruct.datasets import VOCDataset, class_index
+from segstruct.inference.losses import totals
+from segstruct.inference.proposed import DEFAULT_LP_SOLVER
+from segstruct.inference.triangulation import N_TRIANGLES
 
 from .cache import atomic_write_bytes
 from .diagnosis import diagnose
 from .extraction import FeatureExtractor
-from segstruct.inference.losses import totals
 from .methods import METHODS, estimator_for, method_loss
-from segstruct.inference.proposed import DEFAULT_LP_SOLVER
 from .persistence import checkpoint_path, load_model, model_paths, save_model
 from .persistence import log_path as log_file
 from .ssvm import DEFAULT_MAX_ITER, oracle_name
@@ -71,7 +72,7 @@ class CompareSettings:
     scope: str = "dataset"
     C: float | str = 0.5
     weights: str = "count"
-    n_triangles: int = 40
+    n_triangles: int = N_TRIANGLES
     lp_solver: str = DEFAULT_LP_SOLVER
     polish: bool = True
     solver: str = "oneslack"

@@ -11,6 +11,7 @@ from segstruct.inference import bl2, loss_augmented
 from segstruct.inference.losses import get_loss
 from segstruct.inference.milp import milp_oracle
 from segstruct.inference.proposed import DEFAULT_LP_SOLVER, TriangleOracle
+from segstruct.inference.triangulation import N_TRIANGLES
 
 from .ssvm import StructuredSVM
 
@@ -38,8 +39,8 @@ def method_loss(method: str, loss: str = "iou", beta: float = 1.0):
     return get_loss(loss, **({"beta": beta} if loss == "fbeta" else {}))
 
 
-def make_oracle(name: str, n_triangles: int = 40, lp_solver: str = DEFAULT_LP_SOLVER,
-                polish: bool = True):
+def make_oracle(name: str, n_triangles: int = N_TRIANGLES,
+                lp_solver: str = DEFAULT_LP_SOLVER, polish: bool = True):
     """The oracle of a method: graphcut, bl2, proposed (triangles) or exact (MILP)."""
     if name == "graphcut":
         return loss_augmented
@@ -53,7 +54,7 @@ def make_oracle(name: str, n_triangles: int = 40, lp_solver: str = DEFAULT_LP_SO
 
 
 def estimator_for(method: str, *, loss: str = "iou", beta: float = 1.0,
-                  n_triangles: int = 40, lp_solver: str = DEFAULT_LP_SOLVER,
+                  n_triangles: int = N_TRIANGLES, lp_solver: str = DEFAULT_LP_SOLVER,
                   polish: bool = True, weights: str = "count", **params) -> StructuredSVM:
     """A ``StructuredSVM`` set up for ``method``.
 

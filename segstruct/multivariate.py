@@ -19,8 +19,8 @@ import warnings
 import numpy as np
 
 from segstruct.inference import bl2
-
 from segstruct.inference.losses import FBetaLoss, IoULoss, Loss, get_loss
+
 from .model import Graph
 from .ssvm import StructuredSVM
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from segstruct.datasets.voc import class_index
+from segstruct.inference.losses import loss_from_dict
 
 from .cache import atomic_write_bytes
 from .features import OPPONENT_DIM, FeatureConfig
-from segstruct.inference.losses import loss_from_dict
 from .provenance import code_version
 
 FORMAT = "segstruct-model"

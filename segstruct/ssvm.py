@@ -47,11 +47,11 @@ from tqdm.auto import tqdm
 
 from segstruct.inference import loss_augmented, maximize
 from segstruct.inference.highs import SolverError
+from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
 
 from .cache import atomic_write_bytes
 from .checkpoint import CheckpointError, fingerprint, load_checkpoint, save_checkpoint
 from .linesearch import minimize_model
-from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
 from .model import MRFModel, disjoint_union
 from .qp import QPError, WorkingSetQP
 from .scoring import VOCScore, superpixel_confusion

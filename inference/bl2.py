@@ -1,6 +1,6 @@
 """BL2: exact loss-augmented inference for the unary-only model (Joachims 2005).
 
-For the unary-only model (no pairwise terms, DESIGN.md "Loss-augmented
+For the unary-only model (no pairwise terms, docs/design.md "Loss-augmented
 inference") the most violated constraint
 
     argmax_y  Delta(FP, FN, Np, Nn) + sum_i (2 y_i - 1) u_i

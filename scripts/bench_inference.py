@@ -1023,7 +1023,8 @@ def main(argv=None) -> int:
     cases = default_cases(m_values, args.lp_triangles or None)
     per_image, summaries, models, sources = {}, {}, {}, {}
     progress = not args.quiet
-    # BLAS threads: 1 (DESIGN.md: OpenBLAS's spinning threads slow small work).
+    # BLAS threads: 1 (docs/design.md, "Measurements behind the design":
+    # OpenBLAS's spinning threads slow small work).
     with threadpool_limits(limits=1):
         for k, (name, cls) in enumerate(args.data_sets):
             group = f"{name}:{cls}"

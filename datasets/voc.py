@@ -7,9 +7,9 @@ Layout::
                                              0..20 per pixel, 255 = void
     ROOT/ImageSets/Segmentation/<split>.txt  one id per line
 
-The task is class-specific (DESIGN.md): for one class ``c`` a pixel is
-foreground when its label equals ``c``; void pixels (255) are reported apart so
-that every later stage can ignore them.  Bad input is refused with a
+The task is class-specific (docs/design.md, "The task"): for one class ``c`` a
+pixel is foreground when its label equals ``c``; void pixels (255) are reported
+apart so that every later stage can ignore them.  Bad input is refused with a
 :class:`DatasetError` that names the offending file, never guessed around.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The binary MRF problem that every oracle solves: its check, score and result.
 
-The model (docs/design.md, "Model") scores a labelling ``y in {0,1}^N`` as
+The model (docs/design.md, "The model (Eq. 15)") scores a labelling ``y in {0,1}^N`` as
 
     score(y) = sum_i (2 y_i - 1) u_i + sum_{(i,j) in E} [y_i != y_j] p_ij,
 
@@ -81,9 +81,9 @@ def check_mrf(u, edges, p, submodular: bool = False):
     u : array_like of float, shape (N,)
         Unary potentials.
     edges : array_like of int, shape (E, 2)
-        Node pairs, each in ``[0, N)`` with ``i != j``. (DESIGN.md lists each
-        pair once with ``i < j``; other orders and repeats are accepted and
-        simply summed, by every oracle alike.)
+        Node pairs, each in ``[0, N)`` with ``i != j``. (docs/design.md lists
+        each pair once with ``i < j``; other orders and repeats are accepted
+        and simply summed, by every oracle alike.)
     p : array_like of float, shape (E,)
         Pairwise potentials.
     submodular : bool, default False

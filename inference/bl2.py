@@ -1,6 +1,6 @@
 """BL2: exact loss-augmented inference for the unary-only model (Joachims 2005).
 
-For the unary-only model (no pairwise terms, DESIGN.md "Loss-augmented
+For the unary-only model (no pairwise terms, docs/design.md "Loss-augmented
 inference") the most violated constraint
 
     argmax_y  Delta(FP, FN, Np, Nn) + sum_i (2 y_i - 1) u_i
@@ -63,7 +63,7 @@ def bl2(u, edges, p, t, a=None, loss=None) -> InferenceResult:
         ``a_i = 0`` never count in FP / FN and are labelled ``y_i = 1`` iff
         ``u_i > 0``.
     loss : Loss, str or callable, optional
-        Anything :func:`segstruct.losses.get_loss` accepts, any function of
+        Anything :func:`segstruct.inference.losses.get_loss` accepts, any function of
         (FP, FN, Np, Nn). None maximises the plain score.
 
     Returns

@@ -34,7 +34,7 @@ def brute_force(u, edges, p, t=None, a=None, loss=None, max_nodes: int = 16) -> 
     a : array_like of float, shape (N,), optional
         Node weights >= 0; default 1.
     loss : Loss, str or callable, optional
-        Anything :func:`segstruct.losses.get_loss` accepts. None maximises the
+        Anything :func:`segstruct.inference.losses.get_loss` accepts. None maximises the
         plain score.
     max_nodes : int, default 16
         Refuse larger graphs (the cost doubles with every node).

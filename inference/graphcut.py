@@ -1,6 +1,6 @@
 """Exact MAP and loss-augmented inference for attractive binary MRFs by graph cut.
 
-The model (DESIGN.md, Eq. 15) scores a labelling ``y in {0,1}^N`` as
+The model (docs/design.md, "The model (Eq. 15)") scores a labelling ``y in {0,1}^N`` as
 
     score(y) = sum_i (2 y_i - 1) u_i + sum_{(i,j) in E} [y_i != y_j] p_ij.
 
@@ -115,7 +115,7 @@ def loss_augmented(u, edges, p, t, a, loss) -> InferenceResult:
     a : array_like of float, shape (N,), or None
         Node weights >= 0; None means 1.
     loss : Loss, str or callable
-        Anything :func:`segstruct.losses.get_loss` accepts; it must have
+        Anything :func:`segstruct.inference.losses.get_loss` accepts; it must have
         ``linear_coefficients`` (Hamming, adjusted Hamming).
 
     Returns

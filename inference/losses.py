@@ -1,7 +1,7 @@
 """Losses of a labelling as functions of its false positive / negative counts.
 
-Every loss here is a function ``Delta(FP, FN, Np, Nn)`` (DESIGN.md, "Counts and
-losses") of the weighted counts
+Every loss here is a function ``Delta(FP, FN, Np, Nn)`` (docs/design.md, "Counts
+and losses") of the weighted counts
 
     FP(y) = sum_i a_i (1 - t_i) y_i      FN(y) = sum_i a_i t_i (1 - y_i)
     Np = sum_i a_i t_i                   Nn = sum_i a_i (1 - t_i)

@@ -510,7 +510,7 @@ def approximation_error(triangulation: Triangulation, loss, *, exact: bool | Non
     ----------
     triangulation : Triangulation
     loss : str, Loss or callable
-        Anything :func:`segstruct.losses.get_loss` accepts.
+        Anything :func:`segstruct.inference.losses.get_loss` accepts.
     exact : bool or None, default None
         True: visit every lattice point (chunked by triangle). False: sampled
         estimate (see below). None: exact iff the lattice has at most
@@ -1080,7 +1080,7 @@ def triangulate(loss, n_pos: float, n_neg: float, n_triangles: int | None = None
     Parameters
     ----------
     loss : str, Loss or callable
-        Anything :func:`segstruct.losses.get_loss` accepts.
+        Anything :func:`segstruct.inference.losses.get_loss` accepts.
     n_pos, n_neg : float
         Np and Nn, finite and >= 0 (may be non-integers in area mode; the
         lattice of interest is then ``{0..floor(Nn)} x {0..floor(Np)}``).

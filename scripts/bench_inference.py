@@ -22,7 +22,7 @@ region, so nothing carries over between calls (TriangleOracle keeps
 triangulations and seeds its columns with the labellings of its previous
 call); the triangle-LP solvers' triangulation is built before the timed
 call, so those cases time the LPs only and the triangulation_M* cases time the
-triangulation alone (the envelope solver needs none) (with segstruct.triangulation's module cache cleared).
+triangulation alone (the envelope solver needs none) (with segstruct.inference.triangulation's module cache cleared).
 Quality is measured against the exact optimum of the same problem (MILP with
 the same u, p, t, a and loss; p = 0 for the unary-only case).
 
@@ -1023,7 +1023,8 @@ def main(argv=None) -> int:
     cases = default_cases(m_values, args.lp_triangles or None)
     per_image, summaries, models, sources = {}, {}, {}, {}
     progress = not args.quiet
-    # BLAS threads: 1 (DESIGN.md: OpenBLAS's spinning threads slow small work).
+    # BLAS threads: 1 (docs/design.md, "Measurements behind the design":
+    # OpenBLAS's spinning threads slow small work).
     with threadpool_limits(limits=1):
         for k, (name, cls) in enumerate(args.data_sets):
             group = f"{name}:{cls}"

@@ -52,7 +52,7 @@ def main(argv=None) -> int:
         formula = FORMULAS[name] + (f", b = {args.beta:g}" if name == "fbeta" else "")
         caption = (f"{name} loss, {formula}; Np = {args.n_pos:g}, Nn = {args.n_neg:g}; "
                    f"M = {', '.join(map(str, args.triangles))} triangles "
-                   "(segstruct.triangulation.triangulate: adaptive worst-first refinement, "
+                   "(segstruct.inference.triangulation.triangulate: adaptive worst-first refinement, "
                    "then cut moving); errors = max / mean |Delta - approximation| over the "
                    f"integer (FP, FN) lattice; segstruct {version}")
         fig, tris = loss_surface_figure(loss, args.n_pos, args.n_neg, args.triangles, caption)

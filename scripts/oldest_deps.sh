@@ -36,7 +36,8 @@ echo "--- full pip freeze:"
 python -m pip freeze --disable-pip-version-check | tr '\n' ' '; echo
 
 # A private cache folder, so no stale entry from an earlier run can hide a bug;
-# one BLAS/OpenMP thread (DESIGN.md: OpenBLAS spins with default threads on 2 cores).
+# one BLAS/OpenMP thread (docs/design.md, "Measurements behind the design":
+# OpenBLAS spins with default threads on 2 cores).
 export SEGSTRUCT_CACHE="$tmp/cache"
 mkdir -p "$SEGSTRUCT_CACHE"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1

@@ -41,13 +41,14 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("data")
     g.add_argument("--data", metavar="ROOT", type=Path,
                    help="VOC-layout data root (JPEGImages/, SegmentationClass/, "
-                        "ImageSets/Segmentation/). Default: a generated data set, "
-                        "written once under the cache folder.")
+                        "ImageSets/Segmentation/) (default: a generated data set, "
+                        "written once under the cache folder)")
     g.add_argument("--cache", metavar="DIR", type=Path,
                    help="feature cache folder (default: $SEGSTRUCT_CACHE or ~/.cache/segstruct)")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     g.add_argument("-j", "--n-jobs", type=int, default=1,
-                   help="worker processes for feature extraction (-1 = every core)")
+                   help="worker processes for feature extraction, -1 = every core "
+                        "(default %(default)s)")
     out = g.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     out.add_argument("--progress", action="store_true",
@@ -68,23 +69,40 @@ def _add_feature_options(p: argparse.ArgumentParser) -> None:
     d = FeatureConfig()
     s = d.superpixels
     g = p.add_argument_group("superpixels and features")
-    g.add_argument("--superpixels", choices=("felzenszwalb", "slic"), default=s.method)
-    g.add_argument("--fz-scale", type=float, default=s.scale, help="Felzenszwalb k")
-    g.add_argument("--fz-sigma", type=float, default=s.sigma, help="Felzenszwalb sigma (pixels)")
+    g.add_argument("--superpixels", choices=("felzenszwalb", "slic"), default=s.method,
+                   help="over-segmentation: Felzenszwalb's graph-based method (the "
+                        "paper's) or SLIC (default %(default)s)")
+    g.add_argument("--fz-scale", type=float, default=s.scale,
+                   help="Felzenszwalb k; larger gives larger superpixels (default "
+                        "%(default)s, the paper's)")
+    g.add_argument("--fz-sigma", type=float, default=s.sigma,
+                   help="Felzenszwalb Gaussian pre-smoothing, pixels (default %(default)s, "
+                        "the paper's)")
     g.add_argument("--fz-min-size", type=int, default=s.min_size,
-                   help="Felzenszwalb minimum superpixel area (pixels)")
-    g.add_argument("--slic-segments", type=int, default=s.n_segments)
-    g.add_argument("--slic-compactness", type=float, default=s.compactness)
-    g.add_argument("--words", type=int, default=d.n_words, help="codebook size")
+                   help="Felzenszwalb minimum superpixel area, pixels (default "
+                        "%(default)s, the paper's)")
+    g.add_argument("--slic-segments", type=int, default=s.n_segments,
+                   help="SLIC: target number of superpixels per image (with "
+                        "--superpixels slic; default %(default)s)")
+    g.add_argument("--slic-compactness", type=float, default=s.compactness,
+                   help="SLIC: colour/space trade-off, larger gives more compact "
+                        "superpixels (with --superpixels slic; default %(default)s)")
+    g.add_argument("--words", type=int, default=d.n_words,
+                   help="codebook size: visual words of the SIFT bag of words (default "
+                        "%(default)s, the paper's)")
     g.add_argument("--codebook-descriptors", type=int, default=d.codebook_descriptors,
-                   help="descriptors sampled from the training split for k-means")
+                   help="descriptors sampled from the training split for the codebook's "
+                        "k-means (default %(default)s)")
     g.add_argument("--codebook-split", default=None,
                    help="split the codebook is learnt on (training data only; default: "
                         "the training split)")
     for block in ("sift", "colour", "position", "bias"):
         g.add_argument(f"--no-{block}", action="store_true",
                        help=f"switch the {block} unary block off")
-    g.add_argument("--seed", type=int, default=d.seed)
+    g.add_argument("--seed", type=int, default=d.seed,
+                   help="random seed of the codebook's descriptor sample and k-means, and "
+                        "of the --C auto folds and the figures' images where the command "
+                        "has them (default %(default)s)")
 
 
 def _check_feature_options(args) -> None:
@@ -611,22 +629,31 @@ def _add_training_options(g) -> None:
                    help="trade-off in 1/2 ||w||^2 + C xi; 0.5 is the paper's C = 1 "
                         "(its Eq. 8 has no 1/2). 'auto': choose C per method and class by "
                         "k-fold cross-validation on the training split (pooled held-out VOC "
-                        "IoU, ties to the smaller C), then refit on the whole split")
+                        "IoU, ties to the smaller C), then refit on the whole split "
+                        "(default %(default)s)")
     g.add_argument("--C-grid", nargs="+", type=float, default=None, metavar="C",
                    help="--C auto: the values of C tried (default: "
                         f"{' '.join(f'{c:g}' for c in DEFAULT_GRID)}, log-spaced)")
     g.add_argument("--folds", type=int, default=None, metavar="K",
                    help="--C auto: folds of the training split, by image, drawn with "
                         f"--seed (default {DEFAULT_FOLDS})")
-    g.add_argument("--solver", choices=("oneslack", "nslack"), default="oneslack")
+    g.add_argument("--solver", choices=("oneslack", "nslack"), default="oneslack",
+                   help="cutting-plane formulation: one slack for all constraints "
+                        "(stabilised as OCAS) or one slack per example; both reach the "
+                        "same optimum (default %(default)s)")
     g.add_argument("--scope", choices=("dataset", "image"), default="dataset",
                    help="one loss over the whole training set (the paper's setting, with "
-                        "--C 0.5), or a loss per image (averaged; needs a larger C)")
+                        "--C 0.5), or one loss per image, averaged, which needs a larger C "
+                        "(default %(default)s)")
     g.add_argument("--weights", choices=("count", "area"), default="count",
-                   help="FP/FN count superpixels (paper) or non-void pixels")
-    g.add_argument("--tol", type=float, default=1e-3, help="cutting-plane tolerance epsilon")
+                   help="FP and FN count superpixels (the paper's) or non-void pixels "
+                        "(default %(default)s)")
+    g.add_argument("--tol", type=float, default=1e-3,
+                   help="cutting-plane tolerance epsilon, in loss units: training stops "
+                        "when the objective is within C * tol of the working-set QP's "
+                        "lower bound (default %(default)s)")
     g.add_argument("--max-iter", type=int, default=DEFAULT_MAX_ITER,
-                   help=f"cutting-plane iterations at most (default {DEFAULT_MAX_ITER})")
+                   help="cutting-plane iterations at most (default %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -646,18 +673,21 @@ def build_parser() -> argparse.ArgumentParser:
     insp.add_argument("--split", nargs="+", help="splits to inspect (default: all)")
     insp.add_argument("--class", dest="class_names", nargs="+", metavar="CLASS",
                       help="VOC class names (default: every class found in the masks)")
-    insp.add_argument("--json", type=Path, help="also write the report as JSON here")
+    insp.add_argument("--json", type=Path,
+                      help="also write the report as JSON here (default: not written)")
     feat = sub.choices["features"]
     feat.add_argument("--split", nargs="+", help="splits to extract (default: train)")
     feat.add_argument("--class", dest="class_name", metavar="CLASS",
-                      help="also compute the targets of this VOC class")
+                      help="also compute the targets of this VOC class (default: none, "
+                           "graphs and features only)")
     train = sub.choices["train"]
     g = train.add_argument_group("training")
     g.add_argument("--class", dest="class_name", required=True, metavar="CLASS",
                    help="VOC class name to segment")
-    g.add_argument("--method", choices=sorted(METHODS), default="bl1", help=METHOD_HELP)
+    g.add_argument("--method", choices=sorted(METHODS), default="bl1",
+                   help=f"{METHOD_HELP} (default %(default)s)")
     _add_training_options(g)
-    g.add_argument("--split", default="train", help="training split")
+    g.add_argument("--split", default="train", help="training split (default %(default)s)")
     g.add_argument("--out", required=True, type=Path, metavar="MODEL",
                    help="writes MODEL.json, MODEL.npz and MODEL.log.json; while training, "
                         "MODEL.ckpt.npz after every iteration")
@@ -672,34 +702,47 @@ def build_parser() -> argparse.ArgumentParser:
                    default=["bl1", "bl2", "proposed"],
                    help=f"methods to train (default: bl1 bl2 proposed). {METHOD_HELP}")
     _add_training_options(g)
-    g.add_argument("--split-train", default="train", help="training split")
-    g.add_argument("--split-eval", default="val", help="split the table scores")
+    g.add_argument("--split-train", default="train",
+                   help="training split (default %(default)s)")
+    g.add_argument("--split-eval", default="val",
+                   help="split the table scores (default %(default)s)")
     g.add_argument("--out", type=Path, default=Path("segstruct-compare"), metavar="DIR",
                    help="output folder; a second run resumes there (default: "
-                        "./segstruct-compare)")
+                        "./%(default)s)")
     g.add_argument("--figure-images", type=int, default=4, metavar="N",
                    help="images per qualitative figure, drawn with --seed from the "
-                        "evaluation split, preferring ones that show the class")
+                        "evaluation split, preferring ones that show the class (default "
+                        "%(default)s)")
     g.add_argument("--figure-ids", nargs="+", metavar="ID",
-                   help="draw these evaluation image ids instead")
+                   help="draw these evaluation image ids instead (default: the "
+                        "--figure-images draw)")
     g.add_argument("--no-figures", action="store_true", help="write the tables only")
     vis = sub.choices["visualize"]
     vis.add_argument("--model", nargs="+", action="extend", required=True, type=Path,
                      metavar="MODEL",
                      help="one or more models of the same class and features; one "
                           "column each")
-    vis.add_argument("--split", default="val", help="split the images come from")
+    vis.add_argument("--split", default="val",
+                     help="split the images come from (default %(default)s)")
     which = vis.add_mutually_exclusive_group()
-    which.add_argument("--images", nargs="+", metavar="ID", help="image ids to draw")
+    which.add_argument("--images", nargs="+", metavar="ID",
+                       help="image ids to draw (default: the --random draw)")
     which.add_argument("--random", type=int, default=4, metavar="N",
                        help="draw N images of --split chosen with --seed, preferring ones "
-                            "that show the class (default 4)")
-    vis.add_argument("--seed", type=int, default=0)
-    vis.add_argument("--out", required=True, type=Path, metavar="PNG")
+                            "that show the class (default %(default)s)")
+    vis.add_argument("--seed", type=int, default=0,
+                     help="random seed of the --random draw (default %(default)s)")
+    vis.add_argument("--out", required=True, type=Path, metavar="PNG",
+                     help="the PNG file to write")
     ev = sub.choices["evaluate"]
-    ev.add_argument("--model", required=True, type=Path, metavar="MODEL")
-    ev.add_argument("--split", default="val")
-    ev.add_argument("--json", type=Path, help="also write the scores as JSON here")
+    ev.add_argument("--model", required=True, type=Path, metavar="MODEL",
+                    help="the model to score: the MODEL of train --out, or "
+                         "DIR/models/<class>-<method> of compare (reads MODEL.json and "
+                         "MODEL.npz; the features are computed as the model says)")
+    ev.add_argument("--split", default="val", help="split to score (default %(default)s)")
+    ev.add_argument("--json", type=Path,
+                    help="also write the scores, with each image's TP, FP and FN, as JSON "
+                         "here (default: not written)")
     return parser
 
 

@@ -303,7 +303,7 @@ def loss_surface_figure(loss, n_pos, n_neg, n_triangles=(40, 15),
 
     Panel 1 shows ``Delta(FP, FN)`` over ``[0, Nn] x [0, Np]`` as colour; one
     more panel per M shows the approximation of
-    :func:`segstruct.triangulation.triangulate` with M triangles, in the same
+    :func:`segstruct.inference.triangulation.triangulate` with M triangles, in the same
     colour scale, with the triangle edges drawn over it and titled with its
     maximum and mean error over the integer (FP, FN) lattice.
 

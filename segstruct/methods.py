@@ -27,8 +27,10 @@ METHODS = {
 METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the training "
                "set), unary + pairwise, graph cut; hamming: kappa = 1; bl2: the loss with "
                "a unary-only model, exact enumeration (Joachims 2005); proposed: the loss "
-               "with unary + pairwise, one LP per loss-surface triangle (the paper's "
-               "method); exact: the loss by MILP (small data only)")
+               "with unary + pairwise (the paper's method), its most violated constraint "
+               "found as --lp-solver says: exactly, by branch and bound with graph cuts "
+               "(envelope, the default), or by the paper's one LP per loss-surface triangle "
+               "(decomposition, lp); exact: the loss by MILP (small data only)")
 
 
 def method_loss(method: str, loss: str = "iou", beta: float = 1.0):

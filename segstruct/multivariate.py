@@ -6,8 +6,8 @@ labels ``y in {0,1}^n`` of all points at once, the joint feature map
     Psi(X, y) = sum_i (2 y_i - 1) x_i,
 
 and a loss of the contingency table (F1, IoU, ...) of the whole labelling.
-That is exactly the unary-only model of DESIGN.md at the data-set scope, with
-one node per point and no edges, so :class:`MultivariateSVM` is a thin
+That is exactly the unary-only model of docs/design.md ("The model") at the
+data-set scope, with one node per point and no edges, so :class:`MultivariateSVM` is a thin
 scikit-learn-style front end to :class:`segstruct.ssvm.StructuredSVM` with
 the BL2 oracle (:func:`segstruct.inference.bl2`): no cutting-plane loop of
 its own.

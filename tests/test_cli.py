@@ -1,11 +1,13 @@
+import argparse
 import json
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from segstruct.cli import main
+from segstruct.cli import build_parser, main
 from segstruct.datasets import VOCDataset, make_synthetic_voc
 
 SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
@@ -17,11 +19,59 @@ def data_root(tmp_path_factory):
 
 
 def test_help_for_every_subcommand(capsys):
-    for cmd in ("inspect", "features"):
+    for cmd in ("inspect", "features", "train", "evaluate", "compare", "visualize"):
         with pytest.raises(SystemExit) as exc:
             main([cmd, "--help"])
         assert exc.value.code == 0
         assert "--data" in capsys.readouterr().out
+
+
+def _parsers():
+    """The top-level parser and every subcommand's, by name."""
+    parser = build_parser()
+    out = {"segstruct": parser}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            out.update({f"segstruct {name}": sub for name, sub in action.choices.items()})
+    return out
+
+
+def test_every_option_has_help_that_shows_its_default():
+    """Rule: every option has a help text, and that text tells the user the
+    default, except where there is none to tell:
+    - flags that take no value (--no-cache, --resume, -h, --version, ...):
+      their default is "off" and is the same for every flag;
+    - required options: they have no default.
+    Any other option with a default value must print "default VALUE" (or
+    "default: VALUE"), so the help cannot drift from the code: write
+    ``%(default)s`` in the help string; a list default may be spelt out, e.g.
+    "default: bl1 bl2 proposed". An option whose default is None must say in
+    words what happens without it ("default: every class", "default: not
+    written").
+    """
+    problems = []
+    for prog, parser in _parsers().items():
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if not action.option_strings:
+                continue                        # positionals: the subcommand name
+            name = f"{prog} {'/'.join(action.option_strings)}"
+            if not action.help or action.help == argparse.SUPPRESS:
+                problems.append(f"{name}: no help")
+                continue
+            text = formatter._expand_help(action)   # what --help prints
+            if action.nargs == 0 or action.required:
+                continue
+            if action.default is None:
+                if "default" not in text.lower():
+                    problems.append(f"{name}: default None, but the help does not say "
+                                    "what happens without the option")
+            else:
+                shown = (" ".join(map(str, action.default))
+                         if isinstance(action.default, (list, tuple)) else str(action.default))
+                if not re.search(r"default:?\s+(?:\./)?" + re.escape(shown) + r"(?!\w)", text):
+                    problems.append(f"{name}: help does not show its default {shown!r}")
+    assert not problems, "\n".join(problems)
 
 
 def test_inspect_counts_and_oracle(data_root, tmp_path, capsys):

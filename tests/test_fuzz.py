@@ -3,7 +3,7 @@ triangulations and label maps.
 
 Every property is checked against an independent reference: a naive
 enumeration of all 2^N labellings written here (not the package's brute
-force, which is itself compared), the loss formulas of DESIGN.md, the
+force, which is itself compared), the loss formulas of docs/design.md, the
 half-planes of each triangle, and a round trip through a PNG file.
 
 The runs are derandomized (the same examples every time) so that CI is
@@ -39,7 +39,8 @@ FUZZ = settings(deadline=None, derandomize=True, database=None,
 
 
 # ---------------------------------------------------------------------------
-# Independent reference: every labelling, scored with the formulas of DESIGN.md
+# Independent reference: every labelling, scored with the formulas of
+# docs/design.md ("Counts and losses")
 # ---------------------------------------------------------------------------
 
 def all_labellings(n: int) -> np.ndarray:
@@ -299,7 +300,7 @@ def test_losses_range_and_zero_exactly_at_the_target(point, beta, kappa):
             if fn < n_pos:
                 assert float(loss(fp, fn + 1, n_pos, n_neg)) > value
     assert float(linear["hamming"](fp, fn, n_pos, n_neg)) == fp + fn
-    # Formulas of DESIGN.md, where defined.
+    # Formulas of docs/design.md ("Counts and losses"), where defined.
     if n_pos + fp > 0:
         assert float(ratio["iou"](fp, fn, n_pos, n_neg)) == pytest.approx(
             (fp + fn) / (n_pos + fp), rel=1e-12)

@@ -1,4 +1,4 @@
-"""Tests of segstruct.losses: values worked out by hand, ranges, degenerate cases."""
+"""Tests of segstruct.inference.losses: values worked out by hand, ranges, degenerate cases."""
 import json
 import math
 import sys

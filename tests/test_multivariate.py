@@ -8,7 +8,8 @@ from segstruct import MultivariateSVM
 from segstruct.qp import WorkingSetQP
 
 
-# References written from DESIGN.md's table, independent of segstruct.inference.losses.
+# References written from the table of docs/design.md ("Counts and losses"),
+# independent of segstruct.inference.losses.
 def f_beta_loss(beta):
     def loss(fp, fn, n_pos, n_neg):
         b2 = beta ** 2

@@ -1,4 +1,4 @@
-"""Tests of segstruct.triangulation: the piecewise-linear loss surface (Eq. 13).
+"""Tests of segstruct.inference.triangulation: the piecewise-linear loss surface (Eq. 13).
 
 Geometry is checked by brute force with barycentric coordinates written here,
 independently of the module's half-plane tests and of ``locate``.

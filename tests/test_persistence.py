@@ -21,7 +21,7 @@ def fitted(rng):
         t = rng.integers(0, 2, n)
         t[0] = 1
         Y.append(t)
-    return StructuredSVM(C=2.0, progress=False).fit(X, Y), X
+    return StructuredSVM(C=2.0).fit(X, Y), X
 
 
 def test_round_trip_predicts_identically(tmp_path):

@@ -1,11 +1,13 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from segstruct.features import FeatureConfig
 from segstruct.model import Graph
-from segstruct.persistence import ModelFileError, load_model, model_paths, save_model
+from segstruct.persistence import (DOC_DIGEST, ModelFileError, _doc_digest, load_model,
+                                   model_paths, save_model)
 from segstruct.ssvm import StructuredSVM
 
 CONFIG = FeatureConfig(sift=False)          # 6 colour + 6 position + 1 bias = 13
@@ -55,3 +57,39 @@ def test_corrupted_or_mismatched_files_are_refused(tmp_path):
         load_model(tmp_path / "m")
     with pytest.raises(ModelFileError, match="not found"):
         load_model(tmp_path / "other")
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_model_saved_before_the_io_left_the_constructor_loads():
+    # written by segstruct at 7b38227 from fitted(default_rng(0)): its JSON
+    # holds "progress" among the estimator's parameters
+    doc = json.loads((DATA / "model_7b38227.json").read_text())
+    assert "progress" in doc["estimator"]
+    loaded, config, codebook, _ = load_model(DATA / "model_7b38227")
+    svm, X = fitted(np.random.default_rng(0))
+    assert config == CONFIG and codebook is None
+    assert "progress" not in loaded.get_params()
+    assert np.array_equal(loaded.w_, svm.w_)          # today's code trains the same model
+    assert loaded.loss_ == svm.loss_ and loaded.n_features_in_ == svm.w_.size
+    for a, b in zip(loaded.predict(X), svm.predict(X)):
+        assert np.array_equal(a, b)
+
+
+def test_old_io_parameters_are_ignored_but_unknown_ones_refused(tmp_path):
+    svm, _ = fitted(np.random.default_rng(2))
+    json_path = save_model(tmp_path / "m", svm, CONFIG, None, {"class": "car"})
+    doc = json.loads(json_path.read_text())
+    assert not {"progress", "log_path", "checkpoint_path", "resume"} & set(doc["estimator"])
+    doc["estimator"].update(progress=True, log_path="m.log.json",
+                            checkpoint_path="m.ckpt.npz", resume=True)
+    doc[DOC_DIGEST] = _doc_digest(doc)
+    json_path.write_text(json.dumps(doc))
+    loaded, *_ = load_model(tmp_path / "m")
+    assert np.array_equal(loaded.w_, svm.w_)
+    doc["estimator"]["no_such_parameter"] = 1
+    doc[DOC_DIGEST] = _doc_digest(doc)
+    json_path.write_text(json.dumps(doc))
+    with pytest.raises(ModelFileError, match="invalid estimator settings"):
+        load_model(tmp_path / "m")

@@ -363,6 +363,8 @@ class StructuredSVM(ParamsMixin):
             return self._fit(X, Y, list(callbacks or ()))
 
     def _fit(self, X, Y, callbacks: list) -> "StructuredSVM":
+        """Set the problem up, start from a checkpoint, a warm start or the
+        origin, run the loop with the callbacks around it, keep the result."""
         run = self._training_run(X, Y)
         state = TrainingState.start(run.dim, len(run.qp.caps))
         for callback in callbacks:
@@ -372,9 +374,9 @@ class StructuredSVM(ParamsMixin):
         run.seconds_before = state.seconds
         if run.warm and state.iteration == 0:
             self._warm_state(run, state)
-        for callback in callbacks:
-            callback.on_fit_start(run, state)
         try:
+            for callback in callbacks:
+                callback.on_fit_start(run, state)
             for state in self._cutting_planes(run, state):
                 for callback in callbacks:
                     callback.on_iteration(run, state)
@@ -631,7 +633,7 @@ class StructuredSVM(ParamsMixin):
         """What a warm start must share with the previous fit: data and all
         settings but C, the stopping rule and the I/O."""
         arrays = [a for x in xs for a in (x.unary, x.edges, x.pairwise) if a is not None]
-        settings = {k: v for k, v in self.get_params().items()
+        settings = {k: v for k, v in self.get_params(deep=False).items()
                     if k in ("solver", "scope", "weights", "pairwise", "kappa")}
         settings.update(loss=repr(loss), oracle=repr(self.oracle))
         return fingerprint(arrays + list(ts) + list(ws), settings)
@@ -648,15 +650,16 @@ class StructuredSVM(ParamsMixin):
         Parameters
         ----------
         w : (D,) learnt weights.
-        loss : the resolved loss the weights were trained for (``loss_``).
-        **params : hyper-parameters (``__init__``'s).
+        loss : Loss, the resolved loss the weights were trained for (kappa
+            filled in): both the ``loss`` parameter and ``loss_``.
+        **params : the other hyper-parameters (``__init__``'s).
 
         Returns
         -------
         StructuredSVM with ``w_``, ``loss_`` and ``n_features_in_`` set; the
         attributes of a training run (``log_``, ``primal_``, ...) are absent.
         """
-        est = cls(**params)
+        est = cls(loss=loss, **params)
         est.w_ = np.asarray(w, np.float64)
         est.loss_ = loss
         est.n_features_in_ = est.w_.size

@@ -34,6 +34,7 @@ def test_round_trip_predicts_identically(tmp_path):
     assert doc["class"] == "car" and "code_version" in doc
     assert np.array_equal(loaded.w_, svm.w_)
     assert loaded.loss_ == svm.loss_ and loaded.C == 2.0
+    assert loaded.loss == svm.loss_        # the resolved loss, kappa filled in
     for a, b in zip(loaded.predict(X), svm.predict(X)):
         assert np.array_equal(a, b)
 

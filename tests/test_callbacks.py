@@ -7,21 +7,11 @@ import pytest
 from segstruct.callbacks import (Callback, Checkpoint, JSONLog, ProgressBar, TrainingState,
                                  training_callbacks)
 from segstruct.methods import estimator_for
-from segstruct.model import Graph
 from segstruct.ssvm import StructuredSVM
 
 
-def problem(seed=0, n_graphs=4, n=7):
-    rng = np.random.default_rng(seed)
-    X, Y = [], []
-    for _ in range(n_graphs):
-        t = (rng.random(n) < 0.4).astype(np.uint8)
-        t[0] = 1
-        edges = np.array([(i, i + 1) for i in range(n - 1)])
-        X.append(Graph(rng.normal(size=(n, 3)) + 0.5 * t[:, None], edges,
-                       rng.uniform(0, 1, (n - 1, 2))))
-        Y.append(t)
-    return X, Y
+def problem(chain_graphs, seed):
+    return chain_graphs(seed, n_graphs=4, n=7, lean=0.5)
 
 
 class Recorder(Callback):
@@ -39,8 +29,8 @@ class Recorder(Callback):
         self.events.append(("end", state.iteration))
 
 
-def test_callbacks_see_every_iteration_and_change_nothing(tmp_path, monkeypatch):
-    X, Y = problem(1)
+def test_callbacks_see_every_iteration_and_change_nothing(tmp_path, monkeypatch, chain_graphs):
+    X, Y = problem(chain_graphs, 1)
     monkeypatch.chdir(tmp_path)
     plain = StructuredSVM(loss="hamming", scope="image", C=5.0, tol=1e-4).fit(X, Y)
     assert list(tmp_path.iterdir()) == []         # no callbacks: no file written
@@ -58,8 +48,8 @@ def test_callbacks_see_every_iteration_and_change_nothing(tmp_path, monkeypatch)
     assert [e["primal"] for e in written] == [e["primal"] for e in seen.log_]
 
 
-def test_fit_end_is_called_when_training_fails():
-    X, Y = problem(2)
+def test_fit_end_is_called_when_training_fails(chain_graphs):
+    X, Y = problem(chain_graphs, 2)
     recorder = Recorder()
 
     class Stop(Exception):
@@ -76,11 +66,11 @@ def test_fit_end_is_called_when_training_fails():
     assert recorder.events[-1] == ("end", 2)
 
 
-def test_fit_does_not_change_its_oracle():
+def test_fit_does_not_change_its_oracle(chain_graphs):
     # the proposed oracle keeps warm-start labellings between calls: they
     # belong to the fit (oracle_), so refitting the same estimator, or another
     # one with the same oracle object, gives the same model
-    X, Y = problem(3)
+    X, Y = problem(chain_graphs, 3)
     est = estimator_for("proposed", n_triangles=8, scope="image", C=5.0, tol=1e-4)
     oracle = est.oracle
     first = est.fit(X, Y).w_.copy()
@@ -91,15 +81,15 @@ def test_fit_does_not_change_its_oracle():
     np.testing.assert_array_equal(other.w_, first)
 
 
-def test_a_warm_start_goes_on_with_the_last_fits_oracle():
-    X, Y = problem(4)
+def test_a_warm_start_goes_on_with_the_last_fits_oracle(chain_graphs):
+    X, Y = problem(chain_graphs, 4)
     est = estimator_for("proposed", n_triangles=8, scope="image", C=0.5, warm_start=True)
     est.fit(X, Y)
     copy_of_first = est.oracle_
     est.C = 5.0
     est.fit(X, Y)
     assert est.oracle_ is copy_of_first           # same data and settings: continued
-    est.fit(*problem(5))                          # other data: a fresh copy
+    est.fit(*problem(chain_graphs, 5))            # other data: a fresh copy
     assert est.oracle_ is not copy_of_first and est.oracle.get_state() == {}
 
 
@@ -113,9 +103,9 @@ def test_training_callbacks_builds_the_commands_set(tmp_path):
         training_callbacks(resume=True)
 
 
-def test_a_resumed_run_rewrites_its_log_from_the_checkpoint(tmp_path):
+def test_a_resumed_run_rewrites_its_log_from_the_checkpoint(tmp_path, chain_graphs):
     # the process may die between the checkpoint and the log
-    X, Y = problem(6)
+    X, Y = problem(chain_graphs, 6)
     ckpt, log = tmp_path / "c.npz", tmp_path / "l.json"
     short = StructuredSVM(loss="hamming", scope="image", C=5.0, tol=1e-4, max_iter=3)
     short.fit(X, Y, callbacks=training_callbacks(log_path=log, checkpoint_path=ckpt))

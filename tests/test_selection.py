@@ -322,7 +322,7 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
     # the same command resumes without training; a fixed C is another experiment
     capsys.readouterr()
 
-    def no_training(self, X, Y):
+    def no_training(self, X, Y, callbacks=None):
         raise AssertionError("a finished pair was trained again")
     monkeypatch.setattr("segstruct.ssvm.StructuredSVM.fit", no_training)
     assert main(args + ["--no-figures"]) == 0

@@ -19,7 +19,6 @@ from sklearn.model_selection import (GridSearchCV, KFold, StratifiedKFold,  # no
 from segstruct import MultivariateSVM, StructuredSVM  # noqa: E402
 from segstruct.base import ParamsMixin  # noqa: E402
 from segstruct.methods import estimator_for  # noqa: E402
-from segstruct.model import Graph  # noqa: E402
 
 
 def points(seed=0, n=60):
@@ -28,20 +27,6 @@ def points(seed=0, n=60):
     X = rng.normal(size=(n, 3))
     y = (X @ np.array([1.5, -1.0, 0.5]) + 0.7 * rng.normal(size=n) > 0.6).astype(int)
     return X, y
-
-
-def graphs(seed=0, n_graphs=9, n=8):
-    """Chain graphs whose unaries lean towards the targets."""
-    rng = np.random.default_rng(seed)
-    X, Y = [], []
-    for _ in range(n_graphs):
-        t = (rng.random(n) < 0.4).astype(np.uint8)
-        t[0] = 1
-        edges = np.array([(i, i + 1) for i in range(n - 1)])
-        X.append(Graph(rng.normal(size=(n, 3)) + t[:, None], edges,
-                       rng.uniform(0, 1, (n - 1, 2))))
-        Y.append(t)
-    return X, Y
 
 
 def proposed_oracle():
@@ -91,10 +76,10 @@ def test_nested_params_of_a_parameter_that_is_an_estimator():
 
 
 @pytest.mark.parametrize("kind", sorted(ESTIMATORS))
-def test_clone_is_unfitted_and_refits_to_the_same_model(kind):
+def test_clone_is_unfitted_and_refits_to_the_same_model(kind, chain_graphs):
     est = ESTIMATORS[kind]()
     if kind == "structured":
-        X, Y = graphs(1)
+        X, Y = chain_graphs(1)
         weights = lambda m: m.w_  # noqa: E731
     else:
         X, Y = points(1)
@@ -227,8 +212,8 @@ def test_grid_search_over_C(scoring):
 # ---------------------------------------------------------------------------
 # StructuredSVM in model selection (X: a list of graphs)
 
-def test_structured_svm_cross_validates_on_graphs():
-    X, Y = graphs(6)
+def test_structured_svm_cross_validates_on_graphs(chain_graphs):
+    X, Y = chain_graphs(6, n_graphs=9)
     est = StructuredSVM(loss="hamming", scope="image")
     cv = KFold(3)
     scores = cross_val_score(est, X, Y, cv=cv, error_score="raise")

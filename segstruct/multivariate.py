@@ -211,12 +211,12 @@ class MultivariateSVM(ParamsMixin):
             y = y.ravel()
         if y.shape != (n,):
             raise ValueError(f"y must have shape ({n},) to match X, got {y.shape}")
-        if y.dtype.kind == "c" or (y.dtype.kind == "f" and np.all(np.isfinite(y))
-                                   and np.any(y != np.round(y))):
-            raise ValueError("Unknown label type: continuous. MultivariateSVM is a binary "
-                             "classifier: y must hold class labels")
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("Input y contains NaN or infinity")
+        # float labels are classes only when whole (1.0, 0.0), as in scikit-learn
+        if y.dtype.kind == "c" or (y.dtype.kind == "f" and np.any(y != np.round(y))):
+            raise ValueError("Unknown label type: continuous. MultivariateSVM is a binary "
+                             "classifier: y must hold class labels")
         try:
             classes = np.unique(y)
         except TypeError as err:       # e.g. str and int mixed in an object array

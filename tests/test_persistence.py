@@ -72,7 +72,9 @@ def test_a_model_saved_before_the_io_left_the_constructor_loads():
     svm, X = fitted(np.random.default_rng(0))
     assert config == CONFIG and codebook is None
     assert "progress" not in loaded.get_params()
-    assert np.array_equal(loaded.w_, svm.w_)          # today's code trains the same model
+    # today's code trains the same model (bit for bit with the numpy that wrote
+    # the file; other builds differ in the last bits)
+    np.testing.assert_allclose(loaded.w_, svm.w_, rtol=1e-9, atol=1e-12)
     assert loaded.loss_ == svm.loss_ and loaded.n_features_in_ == svm.w_.size
     for a, b in zip(loaded.predict(X), svm.predict(X)):
         assert np.array_equal(a, b)

@@ -227,7 +227,7 @@ def test_structured_svm_cross_validates_on_graphs(chain_graphs):
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
 
 
-def test_the_library_runs_without_importing_sklearn():
+def test_the_library_runs_without_importing_sklearn(tmp_path):
     import subprocess
     import sys
     code = ("import sys, numpy as np\n"
@@ -237,4 +237,6 @@ def test_the_library_runs_without_importing_sklearn():
             "m = MultivariateSVM().fit(X, [0, 0, 1, 1])\n"
             "m.predict(X); m.score(X, [0, 0, 1, 1]); m.get_params(); repr(m)\n"
             "assert not any(k.split('.')[0] == 'sklearn' for k in sys.modules), 'sklearn'\n")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    # run from elsewhere: in the repository, ./segstruct would shadow the
+    # installed package (whose datasets/ and inference/ are mapped in)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)

@@ -918,7 +918,7 @@ def load_source(shared: Path, name: str, class_name: str, args, progress: bool,
         train = extractor.examples("train", class_name)
         start = time.perf_counter()
         estimator = StructuredSVM(loss="adjusted_hamming", scope="dataset", C=args.C,
-                                  max_iter=args.max_iter, progress=False)
+                                  max_iter=args.max_iter)
         estimator.fit([e.graph for e in train], [e.counts for e in train])
         w = estimator.w_
         model_info = {"source": "BL1 trained here", "train_split": "train",

@@ -40,7 +40,7 @@ def run(args) -> dict:
     train = extractor.examples("train", args.class_name)
     val = extractor.examples("val", args.class_name)
     X, Y = [e.graph for e in train], [e.counts for e in train]
-    params = {"progress": False}
+    params = {}
     if args.C is not None:
         params["C"] = args.C
     if args.max_iter is not None:

@@ -53,7 +53,7 @@ def main(argv=None) -> int:
 
     examples = FeatureExtractor(ds, n_jobs=args.n_jobs, progress=False).examples("train", "car")
     X, Y = [e.graph for e in examples], [e.counts for e in examples]
-    bl1 = StructuredSVM(progress=False).fit(X, Y)
+    bl1 = StructuredSVM().fit(X, Y)
     union = disjoint_union(X)
     tw = [targets_and_weights(y, "count") for y in Y]
     t = np.concatenate([x[0] for x in tw])

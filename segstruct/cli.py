@@ -356,7 +356,7 @@ def _check_cv_size(args, dataset, split) -> None:
                          f"than the {args.cv[1]} folds; give fewer --folds or a fixed --C")
 
 
-def _estimator(args, log_path=None, checkpoint_path=None):
+def _estimator(args):
     """The StructuredSVM of ``--method`` and the training options.
 
     With ``--C auto`` its C is the grid's first value until the
@@ -364,13 +364,11 @@ def _estimator(args, log_path=None, checkpoint_path=None):
     """
     _check_loss_options(args, [args.method])
     _check_C_options(args)
-    return _make_estimator(args, progress=show_progress(args), log_path=log_path,
-                           checkpoint_path=checkpoint_path, resume=args.resume)
+    return _make_estimator(args)
 
 
-def _make_estimator(args, **io):
-    """``estimator_for`` with the checked training options; ``io`` sets progress,
-    log, checkpoint and resume."""
+def _make_estimator(args):
+    """``estimator_for`` with the checked training options."""
     from .methods import estimator_for
     C = args.cv[0][0] if args.cv is not None else args.C
     try:
@@ -378,7 +376,7 @@ def _make_estimator(args, **io):
                              n_triangles=args.triangles, lp_solver=args.lp_solver,
                              polish=not args.no_polish, weights=args.weights, C=C,
                              solver=args.solver, scope=args.scope, tol=args.tol,
-                             max_iter=args.max_iter, **io)
+                             max_iter=args.max_iter)
     except ValueError as err:            # e.g. bl2 with area weights, M < 2
         raise UsageError(str(err)) from err
 
@@ -398,7 +396,7 @@ def _choose_C_for_train(args, dataset, X, Y) -> dict:
     grid, folds = args.cv
     # the folds' estimators: same method and options, no log, checkpoint nor bar
     # of their own (the cross-validation has one)
-    chosen, curve = select_C(lambda: _make_estimator(args, progress=False), X, Y, grid,
+    chosen, curve = select_C(lambda: _make_estimator(args), X, Y, grid,
                              folds, args.seed, show_progress(args))
     print(f"C chosen by {folds}-fold cross-validation on {dataset.name}/{args.split} "
           f"({args.method}, {args.class_name}): {chosen:g} (pooled held-out VOC IoU, "
@@ -425,7 +423,7 @@ def cmd_train(args) -> int:
                          "continue it (raise --max-iter if it stopped there), or delete it "
                          "to start again")
     # every option is checked before any feature is computed
-    estimator = _estimator(args, log_file, checkpoint)
+    estimator = _estimator(args)
     estimator._check_params()
     if args.resume and not checkpoint.exists():
         print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
@@ -447,7 +445,10 @@ def cmd_train(args) -> int:
         curve = _choose_C_for_train(args, dataset, X, Y)
         estimator.C = curve["chosen_C"]       # the saved model: all of the split at that C
         extra = {"C_selection": curve}
-    estimator.fit(X, Y)
+    from .callbacks import training_callbacks
+    estimator.fit(X, Y, callbacks=training_callbacks(
+        progress=show_progress(args), log_path=log_file, checkpoint_path=checkpoint,
+        resume=args.resume))
     codebook = extractor.codebook()[0] if extractor.config.sift else None
     train_score = estimator.voc_score(X, Y).to_dict()
     diagnosis = diagnose(estimator, X, Y)

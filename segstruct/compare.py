@@ -38,6 +38,7 @@ from segstruct.inference.proposed import DEFAULT_LP_SOLVER
 from segstruct.inference.triangulation import N_TRIANGLES
 
 from .cache import atomic_write_bytes
+from .callbacks import training_callbacks
 from .diagnosis import diagnose
 from .extraction import FeatureExtractor
 from .methods import METHODS, estimator_for, method_loss
@@ -104,9 +105,8 @@ class CompareSettings:
         """How C was set, for captions: "C 0.5" or "C auto (3-fold CV over 5 values 0.05-50)"."""
         return c_text(self.to_dict())
 
-    def estimator(self, method: str, log_path=None, progress=True, checkpoint_path=None,
-                  C=None):
-        """The method's StructuredSVM; with a checkpoint path, it resumes from there.
+    def estimator(self, method: str, C=None):
+        """The method's StructuredSVM (unfitted).
 
         ``C`` overrides the settings' C (needed with "auto": the chosen one,
         or a grid value for the folds).
@@ -115,10 +115,7 @@ class CompareSettings:
         return estimator_for(method, loss=self.loss, beta=self.beta,
                              n_triangles=self.n_triangles, lp_solver=self.lp_solver,
                              polish=self.polish, weights=self.weights, C=C, scope=self.scope,
-                             solver=self.solver, tol=self.tol, max_iter=self.max_iter,
-                             progress=progress, log_path=log_path,
-                             checkpoint_path=checkpoint_path,
-                             resume=checkpoint_path is not None)
+                             solver=self.solver, tol=self.tol, max_iter=self.max_iter)
 
 
 def c_text(settings: dict) -> str:
@@ -328,10 +325,10 @@ class Comparison:
             extra = {"C_selection": curve}
         if checkpoint.exists():
             self.say(f"      resuming from {checkpoint}")
-        estimator = self.settings.estimator(method, log_path=log_path,
-                                            progress=self.progress,
-                                            checkpoint_path=checkpoint, C=C)
-        estimator.fit(X, Y)
+        estimator = self.settings.estimator(method, C=C)
+        estimator.fit(X, Y, callbacks=training_callbacks(
+            progress=self.progress, log_path=log_path, checkpoint_path=checkpoint,
+            resume=True))
         train_score = estimator.voc_score(X, Y).to_dict()
         diagnosis = diagnose(estimator, X, Y)
         for warning in diagnosis["warnings"]:
@@ -374,7 +371,7 @@ class Comparison:
         self.say(f"      choosing C by {folds}-fold cross-validation over "
                  f"{' '.join(f'{c:g}' for c in grid)}")
         # fold estimators: the pair's settings, no log, checkpoint nor bar of their own
-        C, curve = select_C(lambda: self.settings.estimator(method, progress=False, C=grid[0]),
+        C, curve = select_C(lambda: self.settings.estimator(method, C=grid[0]),
                             X, Y, grid, folds, self.seed, self.progress)
         for line in format_curve(curve):
             self.say(f"      {line}")

@@ -17,10 +17,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy import sparse
 
 from segstruct.inference import bl2
 from segstruct.inference.losses import FBetaLoss, IoULoss, Loss, get_loss
 
+from .base import DataConversionWarning, NotFittedError, ParamsMixin
 from .model import Graph
 from .ssvm import StructuredSVM
 
@@ -30,7 +32,7 @@ __all__ = ["MultivariateSVM"]
 _TWO_CLASS_LOSSES = (IoULoss, FBetaLoss)
 
 
-class MultivariateSVM:
+class MultivariateSVM(ParamsMixin):
     r"""Linear SVM trained for a multivariate loss (SVM-perf, Joachims 2005).
 
     Solves, over ``w`` (and the intercept, see below),
@@ -42,6 +44,14 @@ class MultivariateSVM:
     counts (FP, FN) of ``y'`` against ``y`` over the whole training set. The
     most violated constraint is found exactly by BL2 for any such loss.
     Prediction is ``x . coef_ + intercept_ > 0``.
+
+    It is a binary classifier with scikit-learn's contract (``clone``,
+    ``GridSearchCV``, ``cross_val_score``, ``check_estimator``; scikit-learn
+    itself is not needed). ``y`` may hold any two labels: the greater one,
+    ``classes_[1]``, is the positive class of the loss (as ``pos_label`` is
+    in scikit-learn's binary classifiers), so with labels 0 / 1 or -1 / 1
+    the positive class is 1. Relabel to train for the other one: F1 and IoU
+    are not symmetric in the two classes.
 
     Parameters
     ----------
@@ -68,6 +78,12 @@ class MultivariateSVM:
 
     Attributes
     ----------
+    classes_ : ndarray, shape (2,)
+        The labels seen in ``fit``, sorted; ``classes_[1]`` is the positive
+        class. It has one element when ``y`` held one label only (accepted
+        by losses that are defined then, such as Hamming): the model is
+        trained with it as the positive class unless it equals 0 (0 / 1
+        labels keep their meaning), and predicts it everywhere.
     coef_ : ndarray, shape (d,)
     intercept_ : float
         0.0 when ``fit_intercept=False``.
@@ -118,6 +134,9 @@ class MultivariateSVM:
     is derived from that code; it has not been checked by running SVM-perf.
     """
 
+    # scikit-learn < 1.6 reads the kind of estimator from this attribute
+    _estimator_type = "classifier"
+
     def __init__(self, loss="f1", C=1.0, fit_intercept=True, beta=1.0, tol=1e-4,
                  max_iter=1000):
         self.loss = loss
@@ -128,18 +147,19 @@ class MultivariateSVM:
         self.max_iter = max_iter
 
     # ------------------------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict:
-        """Hyper-parameters, as passed to ``__init__`` (scikit-learn protocol)."""
-        return {k: getattr(self, k) for k in
-                ("loss", "C", "fit_intercept", "beta", "tol", "max_iter")}
+    def __sklearn_tags__(self):
+        """Estimator tags for scikit-learn >= 1.6: a binary classifier of dense,
+        finite 2-D input that needs ``y``."""
+        from sklearn.utils import ClassifierTags     # only scikit-learn calls this
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = "classifier"
+        tags.classifier_tags = ClassifierTags(multi_class=False)
+        tags.target_tags.required = True
+        return tags
 
-    def set_params(self, **params) -> "MultivariateSVM":
-        valid = self.get_params()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(f"invalid parameter {key!r} for MultivariateSVM")
-            setattr(self, key, value)
-        return self
+    def _more_tags(self) -> dict:
+        """The same tags for scikit-learn < 1.6 (a plain dict, nothing imported)."""
+        return {"binary_only": True, "requires_y": True}
 
     def _resolve_loss(self) -> Loss:
         if isinstance(self.loss, str) and self.loss.strip().lower() == "fbeta":
@@ -152,17 +172,60 @@ class MultivariateSVM:
             return np.hstack([X, np.ones((X.shape[0], 1))])
         return X
 
-    @staticmethod
-    def _check_X(X, n_features=None) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
+    def _check_X(self, X, fitted: bool = False) -> np.ndarray:
+        """X as a finite (n, d) float64 array; with ``fitted``, d must be
+        ``n_features_in_``. The messages are scikit-learn's, which its
+        estimator checks look for."""
+        if sparse.issparse(X):
+            raise TypeError(f"{type(self).__name__} does not take sparse input; "
+                            "pass a dense array (X.toarray())")
+        X = np.asarray(X)
+        if np.iscomplexobj(X):
+            # float64 conversion would drop the imaginary part with a mere warning
+            raise ValueError("Complex data not supported")
+        X = X.astype(np.float64, copy=False)
         if X.ndim != 2:
-            raise ValueError(f"X must be a 2-D array (n_samples, n_features), got shape {X.shape}")
-        if n_features is not None and X.shape[1] != n_features:
-            raise ValueError(f"X has {X.shape[1]} features, but the model was fitted "
-                             f"with {n_features}")
+            raise ValueError(f"X must be a 2-D array (n_samples, n_features), got shape "
+                             f"{X.shape}. Reshape your data: X.reshape(-1, 1) for one "
+                             "feature, X.reshape(1, -1) for one sample")
+        if X.shape[0] == 0:
+            raise ValueError("X has no samples")
+        if X.shape[1] == 0:
+            raise ValueError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+        if fitted and X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
         if not np.all(np.isfinite(X)):
             raise ValueError("X must be finite (no NaN or inf)")
         return X
+
+    def _check_y(self, y, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(y as a 1-D array of n labels, its classes sorted): at most two."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
+                             "target y is None")
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
+                          "read as shape (n_samples,)", DataConversionWarning, stacklevel=3)
+            y = y.ravel()
+        if y.shape != (n,):
+            raise ValueError(f"y must have shape ({n},) to match X, got {y.shape}")
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains NaN or infinity")
+        # float labels are classes only when whole (1.0, 0.0), as in scikit-learn
+        if y.dtype.kind == "c" or (y.dtype.kind == "f" and np.any(y != np.round(y))):
+            raise ValueError("Unknown label type: continuous. MultivariateSVM is a binary "
+                             "classifier: y must hold class labels")
+        try:
+            classes = np.unique(y)
+        except TypeError as err:       # e.g. str and int mixed in an object array
+            raise ValueError(f"Unknown label type: labels that cannot be sorted ({err})") \
+                from err
+        if classes.size > 2:
+            raise ValueError(f"Only binary classification is supported. The type of the "
+                             f"target is multiclass: y has {classes.size} classes")
+        return y, classes
 
     # ------------------------------------------------------------------
     def fit(self, X, y) -> "MultivariateSVM":
@@ -172,7 +235,8 @@ class MultivariateSVM:
         ----------
         X : array_like of float, shape (n, d)
         y : array_like, shape (n,)
-            Labels in {0, 1}.
+            Two class labels (numbers, strings, bools); ``classes_[1]``,
+            the greater, is the positive class.
 
         Returns
         -------
@@ -181,19 +245,18 @@ class MultivariateSVM:
         Raises
         ------
         ValueError
-            Bad shapes or values, bad hyper-parameters, or only one class
-            present with the IoU / F-beta losses.
+            Bad shapes or values, more than two classes, bad
+            hyper-parameters, or only one class present with the IoU /
+            F-beta losses.
         """
         X = self._check_X(X)
         n, d = X.shape
-        if n == 0:
-            raise ValueError("X has no samples")
-        y = np.asarray(y)
-        if y.shape != (n,):
-            raise ValueError(f"y must have shape ({n},) to match X, got {y.shape}")
-        if not np.all((y == 0) | (y == 1)):
-            raise ValueError("y must hold labels 0 or 1")
-        y = y.astype(np.uint8)
+        labels, classes = self._check_y(y, n)
+        if classes.size == 2:
+            y = (labels == classes[1]).astype(np.uint8)
+        else:
+            # one class only: 0 stays the negative class, as 0 / 1 labels were read
+            y = np.full(n, 0 if classes[0] == 0 else 1, np.uint8)
         if isinstance(self.C, (bool, np.bool_)) or not (np.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be a positive finite number, got {self.C!r}")
         loss = self._resolve_loss()
@@ -203,22 +266,22 @@ class MultivariateSVM:
             # all but the all-zero one (0 only by the 0/0 convention). With no
             # negative, FP = 0 always and the problem is a one-class one.
             raise ValueError(
-                f"loss {loss!r} needs at least one positive and one negative example; "
-                f"y has {n_pos} positive and {n - n_pos} negative")
+                f"loss {loss!r} needs at least one positive and one negative example, but "
+                f"y has one class only ({n_pos} positive, {n - n_pos} negative)")
 
         Z = self._design(X)
         # One structured example: all points, no edges, no pairwise features.
         graph = Graph(unary=Z, edges=np.zeros((0, 2), np.int64), pairwise=np.zeros((0, 0)))
         learner = StructuredSVM(loss=loss, C=float(self.C), solver="oneslack",
                                 scope="dataset", weights="count", pairwise=False,
-                                oracle=bl2, tol=self.tol, max_iter=self.max_iter,
-                                progress=False)
+                                oracle=bl2, tol=self.tol, max_iter=self.max_iter)
         learner.fit([graph], [y])
         w = np.asarray(learner.w_, dtype=np.float64)
         if not learner.converged_:
             warnings.warn(f"MultivariateSVM did not converge to tol={self.tol} in "
                           f"max_iter={self.max_iter} iterations", RuntimeWarning, stacklevel=2)
 
+        self.classes_ = classes
         self.coef_ = w[:d].copy()
         self.intercept_ = float(w[d]) if self.fit_intercept else 0.0
         self.loss_ = loss
@@ -238,14 +301,33 @@ class MultivariateSVM:
     # ------------------------------------------------------------------
     def _check_fitted(self):
         if not hasattr(self, "coef_"):
-            raise RuntimeError("this MultivariateSVM is not fitted yet; call fit first")
+            raise NotFittedError("this MultivariateSVM is not fitted yet; call fit first")
 
     def decision_function(self, X) -> np.ndarray:
-        """``X @ coef_ + intercept_``, shape (m,)."""
+        """``X @ coef_ + intercept_``, shape (m,): > 0 predicts ``classes_[1]``."""
         self._check_fitted()
-        X = self._check_X(X, self.n_features_in_)
+        X = self._check_X(X, fitted=True)
         return X @ self.coef_ + self.intercept_
 
     def predict(self, X) -> np.ndarray:
-        """Labels ``decision_function(X) > 0`` as int, shape (m,)."""
-        return (self.decision_function(X) > 0).astype(int)
+        """Labels, shape (m,): ``classes_[1]`` where ``decision_function(X) > 0``,
+        else ``classes_[0]`` (the one class when ``fit`` saw only one)."""
+        positive = self.decision_function(X) > 0
+        if self.classes_.size == 1:
+            return np.full(positive.shape, self.classes_[0])
+        return self.classes_[positive.astype(int)]
+
+    def score(self, X, y) -> float:
+        """Mean accuracy of ``predict(X)`` against ``y``.
+
+        The default ``score`` of scikit-learn's classifiers, so that
+        ``GridSearchCV`` and ``cross_val_score`` compare it with other
+        classifiers on the same scale. It is not the measure the model was
+        trained for: to select ``C`` for F1 or IoU, pass
+        ``scoring="f1"`` / ``scoring="jaccard"`` (``pos_label`` is 1 there:
+        with other labels use ``make_scorer(f1_score, pos_label=...)``).
+        """
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        return float(np.mean(self.predict(X) == y))

@@ -31,6 +31,9 @@ FORMAT = "segstruct-model"
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)     # 1: no checksum of the JSON itself
 DOC_DIGEST = "json_sha256"
+# StructuredSVM parameters of old model files that are no longer parameters
+# (what a training run wrote and showed is given to fit now): ignored.
+_OLD_IO_PARAMS = ("progress", "log_path", "checkpoint_path", "resume")
 
 
 class ModelFileError(ValueError):
@@ -79,16 +82,15 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
     # Refuse before writing anything: a model that could not be loaded back
     # must not be written at all.
     problem = _arrays_problem(arrays["w"], arrays.get("codebook"), feature_config,
-                              estimator.get_params().get("pairwise", True))
+                              estimator.get_params(deep=False).get("pairwise", True))
     if problem:
         raise ValueError(f"not saving model {json_path}: {problem}")
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     payload = buffer.getvalue()
-    params = estimator.get_params()
+    params = estimator.get_params(deep=False)
     params.pop("oracle", None)       # a callable; the method name says which
-    for where in ("log_path", "checkpoint_path", "resume", "warm_start"):  # how it ran
-        params.pop(where, None)
+    params.pop("warm_start", None)   # how it ran, not what it is
     params["loss"] = estimator.loss_.to_dict()
     doc = {
         "format": FORMAT, "format_version": FORMAT_VERSION,
@@ -115,7 +117,8 @@ def load_model(path):
 
     Returns
     -------
-    estimator : StructuredSVM with ``w_`` and ``loss_`` set (ready to predict).
+    estimator : StructuredSVM with ``w_``, ``loss_`` and ``n_features_in_``
+        set (ready to predict; see ``StructuredSVM._from_weights``).
     feature_config : FeatureConfig
     codebook : (n_words, 384) float32 array or None
     doc : dict, the whole JSON document.
@@ -160,10 +163,13 @@ def load_model(path):
     problem = _arrays_problem(w, codebook, config, params.get("pairwise", True))
     if problem:
         raise ModelFileError(f"{npz_path} does not fit the settings in {json_path}: {problem}")
+    # Files written before the I/O left the constructor hold some of it
+    # ("progress"); it says how that run went, not what the model is.
+    for name in _OLD_IO_PARAMS:
+        params.pop(name, None)
     # The saved loss is the resolved one (kappa filled in), so kappa is None.
     try:
-        estimator = StructuredSVM(**{**params, "loss": loss, "kappa": None,
-                                     "progress": False})
+        estimator = StructuredSVM._from_weights(w, loss, **{**params, "kappa": None})
     except (TypeError, ValueError) as err:
         raise ModelFileError(f"{json_path} has invalid estimator settings ({err})") from err
     # Checked after the specific checks above, whose messages say more.
@@ -171,8 +177,6 @@ def load_model(path):
         raise ModelFileError(f"{json_path} does not match its own checksum "
                              f"({DOC_DIGEST}): it was edited by hand or is corrupted; "
                              "train the model again rather than editing it")
-    estimator.w_ = np.asarray(w, np.float64)
-    estimator.loss_ = loss
     return estimator, config, codebook, doc
 
 

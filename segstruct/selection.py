@@ -178,10 +178,11 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
     Parameters
     ----------
     make_estimator : callable () -> StructuredSVM
-        A fresh, unfitted estimator with the method's settings. It must write
-        no log nor checkpoint (those belong to the final model). One is made
+        A fresh, unfitted estimator with the method's settings. One is made
         per fold; its ``warm_start`` is switched on and its ``C`` set before
-        each fit.
+        each fit. The folds' fits get no callbacks: they write no log nor
+        checkpoint (those belong to the final model) and show no bar of
+        their own.
     X : sequence of n inputs (graphs with ``unary``, ``edges``, ``pairwise``).
     Y : sequence of n label specs, (N_k,) targets or (N_k, 2) [fg, bg] counts
         (pixel counts make the score the pixel-level VOC measure).
@@ -260,10 +261,6 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
 def _fold_estimator(make_estimator):
     """A fresh estimator for one fold, warm-starting along the grid."""
     est = make_estimator()
-    if getattr(est, "log_path", None) is not None or \
-            getattr(est, "checkpoint_path", None) is not None:
-        raise ValueError("the estimators of cross-validation must write no log or checkpoint: "
-                         "they would overwrite those of the final model")
     # cutting planes do not depend on C: along the grid every fit on this
     # fold's training part starts from the previous one's working set
     est.warm_start = True

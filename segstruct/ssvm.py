@@ -34,23 +34,22 @@ signature of ``segstruct.inference.loss_augmented``:
 """
 from __future__ import annotations
 
+import copy
 import inspect
-import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
-from tqdm.auto import tqdm
 
 from segstruct.inference import loss_augmented, maximize
 from segstruct.inference.highs import SolverError
 from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
 
-from .cache import atomic_write_bytes
-from .checkpoint import CheckpointError, fingerprint, load_checkpoint, save_checkpoint
+from .base import NotFittedError, ParamsMixin
+from .callbacks import Callback, Checkpoint, TrainingState
+from .checkpoint import fingerprint
 from .linesearch import minimize_model
 from .model import MRFModel, disjoint_union
 from .qp import QPError, WorkingSetQP
@@ -77,6 +76,39 @@ class _Point:
     primal: float
     gs: np.ndarray | None = None
     losses: np.ndarray | None = None
+
+
+@dataclass
+class TrainingRun:
+    """One fit's problem, as the loop and the callbacks see it.
+
+    Callbacks (``segstruct.callbacks``) use ``estimator``, ``qp`` (the
+    working set: ``get_state`` / ``set_state``), ``oracle`` (the fit's own
+    copy, whose ``get_state`` / ``set_state`` hold its warm starts),
+    ``fingerprint()`` (SHA-256 of the training data and settings) and
+    ``seconds()`` (training time so far); the rest is the loop's.
+    """
+
+    estimator: "StructuredSVM"
+    model: MRFModel
+    xs: list
+    ts: list
+    ws: list
+    loss: Loss
+    oracle: Callable
+    qp: WorkingSetQP
+    psi_true: np.ndarray
+    nonpositive: np.ndarray
+    dim: int
+    start: float                       # time.perf_counter() when the fit began
+    warm_key: str | None
+    warm: bool                         # continues the previous fit (warm_start)
+    fingerprint: Callable[[], str]
+    seconds_before: float = 0.0        # training time of earlier processes (resume)
+
+    def seconds(self) -> float:
+        """Training time so far, earlier processes of a resumed run included."""
+        return self.seconds_before + time.perf_counter() - self.start
 
 
 class TrainingError(RuntimeError):
@@ -146,8 +178,14 @@ def oracle_name(oracle) -> str:
     return name
 
 
-class StructuredSVM:
+class StructuredSVM(ParamsMixin):
     """Structural SVM for binary MRF segmentation (scikit-learn style).
+
+    The constructor only stores the hyper-parameters (scikit-learn's
+    contract: ``get_params`` / ``set_params`` / ``clone`` work); ``fit``
+    checks them. What a training run writes or shows (checkpoint, log,
+    progress bar) is not a hyper-parameter: it is given to ``fit`` as
+    callbacks (:mod:`segstruct.callbacks`).
 
     Parameters
     ----------
@@ -184,22 +222,10 @@ class StructuredSVM:
         Maximum number of cutting-plane iterations.
     inactive_limit : int, default 50
         Drop a constraint after this many QP solves with zero dual weight.
-    progress : bool, default True
-        Show a progress bar.
-    log_path : path, optional
-        Write the training log as JSON here after every iteration.
-    checkpoint_path : path, optional
-        Save the whole training state here (atomically) after every
-        iteration: weights, working set, log and the oracle's warm-start
-        state.
-    resume : bool, default False
-        Continue from ``checkpoint_path`` when it exists (a finished run is
-        restored without iterating). The checkpoint must come from the same
-        data and settings; ``max_iter`` may be raised. With False, training
-        starts afresh and overwrites the checkpoint.
     warm_start : bool, default False
         When this estimator was fitted before on the same examples, loss,
-        scope, solver and model, start from its working set and weights.
+        scope, solver and model, start from its working set and weights, and
+        go on with its oracle's warm-start state (``oracle_``).
         Cutting planes do not depend on C, so a path over C (cross-validation)
         reuses every cut; the weights' objective is re-evaluated at the new
         C. Otherwise (other data or settings) training starts afresh.
@@ -216,12 +242,22 @@ class StructuredSVM:
     dual_ : the last working-set QP value, a lower bound of the optimum.
     n_iter_, converged_, gap_ (= primal_ - dual_), fit_seconds_.
     working_set_ : dict of arrays, the final cutting planes (for warm_start).
+    oracle_ : the oracle this fit used: a deep copy of ``oracle`` (or the
+        graph cut), so that its warm-start state (e.g. a ``TriangleOracle``'s
+        labellings) belongs to the fit and ``oracle`` itself never changes;
+        a warm-started fit goes on with the previous fit's copy.
+    n_features_in_ : D, the number of weights.
+
+    Notes
+    -----
+    A saved model is restored by :meth:`_from_weights` (used by
+    ``segstruct.persistence.load_model``), which sets only ``w_``,
+    ``loss_`` and ``n_features_in_``: enough to predict.
     """
 
     def __init__(self, loss="adjusted_hamming", kappa=None, C=0.5, solver="oneslack",
                  scope="dataset", weights="count", pairwise=True, oracle=None, tol=1e-3,
-                 max_iter=DEFAULT_MAX_ITER, inactive_limit=50, progress=True, log_path=None,
-                 checkpoint_path=None, resume=False, warm_start=False):
+                 max_iter=DEFAULT_MAX_ITER, inactive_limit=50, warm_start=False):
         self.loss = loss
         self.kappa = kappa
         self.C = C
@@ -233,11 +269,15 @@ class StructuredSVM:
         self.tol = tol
         self.max_iter = max_iter
         self.inactive_limit = inactive_limit
-        self.progress = progress
-        self.log_path = log_path
-        self.checkpoint_path = checkpoint_path
-        self.resume = resume
         self.warm_start = warm_start
+
+    def __sklearn_tags__(self):
+        """Estimator tags for scikit-learn >= 1.6: fit needs Y, and X is a
+        sequence of graphs, not a 2-D array."""
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.two_d_array = False
+        return tags
 
     # ------------------------------------------------------------------
     def _check_params(self):
@@ -290,7 +330,7 @@ class StructuredSVM:
         return list(X), list(ts), list(ws), ts, ws
 
     # ------------------------------------------------------------------
-    def fit(self, X, Y) -> "StructuredSVM":
+    def fit(self, X, Y, callbacks: Sequence[Callback] | None = None) -> "StructuredSVM":
         """Train on inputs X (graphs) and labels Y (targets or pixel counts).
 
         Parameters
@@ -298,25 +338,76 @@ class StructuredSVM:
         X : sequence of objects with ``unary`` (N, Du), ``edges`` (E, 2),
             ``pairwise`` (E, Dp) arrays (e.g. ``SuperpixelGraph``).
         Y : sequence of (N,) targets in {0, 1} or (N, 2) [fg, bg] pixel counts.
+        callbacks : sequence of :class:`segstruct.callbacks.Callback`, optional
+            What the run writes or shows, called in this order after every
+            iteration: e.g. ``[Checkpoint(path, resume=True), JSONLog(path),
+            ProgressBar()]`` (:func:`segstruct.callbacks.training_callbacks`).
+            With a checkpoint that resumes, a run continues from it (if there
+            is one) and ends where an uninterrupted run would.
 
-        With ``checkpoint_path`` set, the whole state is saved there after
-        every iteration; with ``resume=True`` too, a run continues from the
-        checkpoint (if there is one) and ends where an uninterrupted run
-        would.
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        TrainingError
+            A solver failed beyond its retries; the message names the
+            iteration and the checkpoint to resume from.
         """
         self._check_params()
         # Training multiplies small matrices (Gram rows, potentials): with
         # OpenBLAS's default threads it ran 1.6-1.9x slower on 2 cores
         # (BL1 and BL2 on weizmann_horse_voc), so BLAS gets one thread here.
         with threadpool_limits(limits=1, user_api="blas"):
-            return self._fit(X, Y)
+            return self._fit(X, Y, list(callbacks or ()))
 
-    def _fit(self, X, Y) -> "StructuredSVM":
+    def _fit(self, X, Y, callbacks: list) -> "StructuredSVM":
+        """Set the problem up, start from a checkpoint, a warm start or the
+        origin, run the loop with the callbacks around it, keep the result."""
+        run = self._training_run(X, Y)
+        state = TrainingState.start(run.dim, len(run.qp.caps))
+        for callback in callbacks:
+            restored = callback.restore(run)
+            if restored is not None:
+                state = restored
+        run.seconds_before = state.seconds
+        if run.warm and state.iteration == 0:
+            self._warm_state(run, state)
+        try:
+            for callback in callbacks:
+                callback.on_fit_start(run, state)
+            for state in self._cutting_planes(run, state):
+                for callback in callbacks:
+                    callback.on_iteration(run, state)
+        except (SolverError, QPError) as err:
+            raise TrainingError(self._failure(state.iteration + 1, err, callbacks)) from err
+        finally:
+            for callback in callbacks:
+                callback.on_fit_end(run, state)
+        self.working_set_ = run.qp.get_state()
+        self.working_set_.pop("last", None)     # the QP's duals depend on C
+        self._best_cut = (state.best_g, state.best_l)
+        self._warm = run.warm_key
+        self.oracle_ = run.oracle
+        self.w_ = state.best_w
+        self.loss_ = run.loss
+        self.log_ = state.log
+        self.n_iter_ = len(state.log)
+        self.converged_ = state.converged
+        self.primal_ = state.best_primal
+        self.dual_ = state.dual
+        self.gap_ = state.best_primal - state.dual
+        self.n_features_in_ = run.dim
+        self.fit_seconds_ = run.seconds()
+        return self
+
+    def _training_run(self, X, Y) -> "TrainingRun":
+        """The problem of one fit: examples, loss, model, QP and oracle."""
         start = time.perf_counter()
         model = MRFModel(pairwise=self.pairwise)
         xs, ts, ws, all_t, all_w = self._examples(X, Y)
         loss = self._resolve_loss(all_t, all_w)
-        oracle: Callable = self.oracle or loss_augmented
         n = len(xs)
         dim = model.n_features(xs[0])
         nonpositive = np.flatnonzero(model.upper_bounds(xs[0]) == 0)
@@ -325,40 +416,50 @@ class StructuredSVM:
         # the QP's own gap adds to the certified one: keep it far below C tol
         qp.abs_gap_tol = 0.01 * self.C * self.tol
         psi_true = np.stack([model.joint_feature(x, t) for x, t in zip(xs, ts)])
-        st = {"iteration": 0, "w": np.zeros(dim), "xi": np.zeros(len(caps)), "dual": 0.0,
-              "best_primal": np.inf, "best_w": np.zeros(dim), "best_g": np.zeros(dim),
-              "best_l": 0.0, "log": [], "converged": False, "elapsed": 0.0,
-              # whether w solves the working set's QP (w = 0 solves the empty one)
-              "qp_solved": True}
-        fp = None
-        if self.checkpoint_path is not None:
-            fp = self._fingerprint(xs, ts, ws, loss)
-            if self.resume and Path(self.checkpoint_path).exists():
-                st = self._restore(fp, qp, oracle)
-                # the process may have died between the checkpoint and the log
-                self._write_log(st["log"])
         # hashing every feature array costs a fraction of a second: only when asked
         warm_key = self._warm_key(xs, ts, ws, loss) if self.warm_start else None
-        if (warm_key is not None and st["iteration"] == 0
-                and getattr(self, "_warm", None) == warm_key):
-            qp.set_state(self.working_set_)
-            # the cut at the old best point stays exact there; its objective
-            # changes with C
-            st.update(w=self.w_.copy(), best_w=self.w_.copy(), best_g=self._best_cut[0],
-                      best_l=self._best_cut[1])
-            st["best_primal"] = (0.5 * self.w_ @ self.w_ + self.C
-                                 * max(0.0, self._best_cut[1] - self._best_cut[0] @ self.w_))
-            if self.solver == "nslack":          # its cuts are per example
-                st["best_primal"] = np.inf
-            st["qp_solved"] = False      # the old w does not solve the QP at this C
-        log = st["log"]
-        bar = tqdm(total=self.max_iter, initial=min(st["iteration"], self.max_iter),
-                   desc="cutting planes", disable=not self.progress, leave=False)
-        w, xi, dual, converged = st["w"], st["xi"], st["dual"], st["converged"]
+        warm = warm_key is not None and getattr(self, "_warm", None) == warm_key
+        # The oracle may keep state between calls (a TriangleOracle's warm-start
+        # labellings): the fit works on its own copy, so that `oracle` is the
+        # same before and after every fit; a warm start goes on with the last
+        # fit's copy, as it goes on with its working set.
+        oracle = self.oracle_ if warm else copy.deepcopy(self.oracle or loss_augmented)
+        return TrainingRun(
+            estimator=self, model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle,
+            qp=qp, psi_true=psi_true, nonpositive=nonpositive, dim=dim, start=start,
+            warm_key=warm_key, warm=warm,
+            fingerprint=lambda: self._fingerprint(xs, ts, ws, loss))
+
+    def _warm_state(self, run: "TrainingRun", state: TrainingState) -> None:
+        """Start ``state`` from the previous fit's working set and weights."""
+        run.qp.set_state(self.working_set_)
+        # the cut at the old best point stays exact there; its objective
+        # changes with C
+        state.w, state.best_w = self.w_.copy(), self.w_.copy()
+        state.best_g, state.best_l = self._best_cut
+        state.best_primal = (0.5 * self.w_ @ self.w_ + self.C
+                             * max(0.0, self._best_cut[1] - self._best_cut[0] @ self.w_))
+        if self.solver == "nslack":          # its cuts are per example
+            state.best_primal = np.inf
+        state.qp_solved = False      # the old w does not solve the QP at this C
+
+    def _cutting_planes(self, run: "TrainingRun", state: TrainingState):
+        """The cutting-plane loop; yields ``state`` after every iteration.
+
+        It updates ``state`` (and ``run.qp``, ``run.oracle``) in place, and
+        reads and writes nothing else: a caller keeps or shows what it
+        needs between iterations. It ends when training converged or at
+        ``max_iter``.
+        """
+        model, loss, oracle, qp = run.model, run.loss, run.oracle, run.qp
+        xs, ts, ws, psi_true = run.xs, run.ts, run.ws, run.psi_true
+        n, dim, nonpositive = len(xs), run.dim, run.nonpositive
+        log = state.log
+        w, xi, dual, converged = state.w, state.xi, state.dual, state.converged
         # The best point evaluated: weights, objective and its cut (mean g, mean loss).
-        best = _Point(st["best_w"], st["best_g"], st["best_l"], None, st["best_primal"])
+        best = _Point(state.best_w, state.best_g, state.best_l, None, state.best_primal)
         calls = {"n": 0, "seconds": 0.0}
-        qp_solved = st["qp_solved"]
+        qp_solved = state.qp_solved
 
         def evaluate(w) -> _Point:
             """The oracle on every example at w: the objective there and its cut."""
@@ -387,97 +488,72 @@ class StructuredSVM:
             seen.append(point)
             return point
 
-        def elapsed():
-            return st["elapsed"] + time.perf_counter() - start
-        iteration = st["iteration"]
-        try:
-            for iteration in range(st["iteration"] + 1, self.max_iter + 1):
-                if converged:
-                    break
-                calls["n"], calls["seconds"] = 0, 0.0
-                seen = []
-                dual_before = dual
-                at = evaluate(w)
-                entry = {"iteration": iteration, "primal": at.primal}
-                if self.solver == "oneslack":
-                    violation = np.array([at.hinge.mean() - xi[0]])
-                    step = 1.0
-                    if qp.n_constraints:
-                        step = self._line_search(best, at, evaluate, dual, nonpositive)
-                    # Either certifies the best point within C tol of the optimum:
-                    # the gap to the QP's bound, or (the plain cutting-plane test,
-                    # which needs no QP precision below C tol) no violation
-                    # beyond tol at the solution of a QP solved to its tolerance
-                    # (an unsolved QP's "solution" proves nothing).
-                    converged = bool(best.primal - dual <= self.C * self.tol
-                                     or (violation[0] <= self.tol and qp_solved))
-                    cuts = []
-                    if not converged:
-                        # OCAS: cut near the best point, not at the QP's solution,
-                        # whose model of the hinge is poorest where it jumped to.
-                        w_cut = best.w + self.CUT_SHIFT * (w - best.w)
-                        if not np.array_equal(w_cut, w):
-                            evaluate(w_cut)
-                        # nearby points often get the same labelling: one cut each
-                        unique = {(q.g.tobytes(), q.loss): q for q in seen}
-                        cuts = [(q.g, q.loss, 0) for q in unique.values()]
-                    entry["step"] = float(step)
-                else:
-                    violation = at.hinge - xi
-                    violated = np.flatnonzero(violation > self.tol)
-                    cuts = [(at.gs[i], at.losses[i], i) for i in violated]
-                    converged = not cuts
-                for cut in cuts:
-                    qp.add(*cut)
-                entry.update({
-                    "best_primal": best.primal, "dual_before": dual_before,
-                    "max_violation": float(violation.max()),
-                    # examples whose margin is violated at w, and cuts added
-                    "n_violated": int(np.count_nonzero(at.hinge > self.tol)),
-                    "n_added": len(cuts), "oracle_calls": calls["n"],
-                    "oracle_seconds": calls["seconds"]})
-                if converged:
-                    entry.update({"dual": dual, "gap": best.primal - dual,
-                                  "n_constraints": qp.n_constraints, "qp_seconds": 0.0,
-                                  "seconds": elapsed()})
-                else:
-                    sol = qp.solve()
-                    w, xi, dual = sol.w, sol.xi, sol.dual
-                    qp_solved = qp.converged(sol)
-                    removed = qp.prune(self.inactive_limit)
-                    entry.update({"dual": dual, "gap": best.primal - dual,
-                                  "n_constraints": qp.n_constraints, "pruned": removed,
-                                  "qp_gap": sol.primal - sol.dual, "qp_route": qp.last_route,
-                                  "qp_seconds": sol.seconds, "seconds": elapsed()})
-                log.append(entry)
-                if fp is not None:
-                    self._save(fp, qp, oracle, iteration=iteration, w=w, xi=xi, dual=dual,
-                               best_primal=best.primal, best_w=best.w, best_g=best.g,
-                               best_l=best.loss, log=log, converged=converged,
-                               elapsed=elapsed(), qp_solved=qp_solved)
-                self._write_log(log)
-                bar.update()
-                bar.set_postfix(gap=f"{entry['gap']:.3g}", cons=qp.n_constraints)
-        except (SolverError, QPError) as err:
-            raise TrainingError(self._failure(iteration, err)) from err
-        finally:
-            bar.close()
-        best_w, best_primal = best.w, best.primal
-        self.working_set_ = qp.get_state()
-        self.working_set_.pop("last", None)     # the QP's duals depend on C
-        self._best_cut = (best.g, best.loss)
-        self._warm = warm_key
-        self.w_ = best_w
-        self.loss_ = loss
-        self.log_ = log
-        self.n_iter_ = len(log)
-        self.converged_ = converged
-        self.primal_ = best_primal
-        self.dual_ = dual
-        self.gap_ = best_primal - dual
-        self.n_features_in_ = dim
-        self.fit_seconds_ = elapsed()
-        return self
+        elapsed = run.seconds
+        for iteration in range(state.iteration + 1, self.max_iter + 1):
+            if converged:
+                break
+            calls["n"], calls["seconds"] = 0, 0.0
+            seen = []
+            dual_before = dual
+            at = evaluate(w)
+            entry = {"iteration": iteration, "primal": at.primal}
+            if self.solver == "oneslack":
+                violation = np.array([at.hinge.mean() - xi[0]])
+                step = 1.0
+                if qp.n_constraints:
+                    step = self._line_search(best, at, evaluate, dual, nonpositive)
+                # Either certifies the best point within C tol of the optimum:
+                # the gap to the QP's bound, or (the plain cutting-plane test,
+                # which needs no QP precision below C tol) no violation
+                # beyond tol at the solution of a QP solved to its tolerance
+                # (an unsolved QP's "solution" proves nothing).
+                converged = bool(best.primal - dual <= self.C * self.tol
+                                 or (violation[0] <= self.tol and qp_solved))
+                cuts = []
+                if not converged:
+                    # OCAS: cut near the best point, not at the QP's solution,
+                    # whose model of the hinge is poorest where it jumped to.
+                    w_cut = best.w + self.CUT_SHIFT * (w - best.w)
+                    if not np.array_equal(w_cut, w):
+                        evaluate(w_cut)
+                    # nearby points often get the same labelling: one cut each
+                    unique = {(q.g.tobytes(), q.loss): q for q in seen}
+                    cuts = [(q.g, q.loss, 0) for q in unique.values()]
+                entry["step"] = float(step)
+            else:
+                violation = at.hinge - xi
+                violated = np.flatnonzero(violation > self.tol)
+                cuts = [(at.gs[i], at.losses[i], i) for i in violated]
+                converged = not cuts
+            for cut in cuts:
+                qp.add(*cut)
+            entry.update({
+                "best_primal": best.primal, "dual_before": dual_before,
+                "max_violation": float(violation.max()),
+                # examples whose margin is violated at w, and cuts added
+                "n_violated": int(np.count_nonzero(at.hinge > self.tol)),
+                "n_added": len(cuts), "oracle_calls": calls["n"],
+                "oracle_seconds": calls["seconds"]})
+            if converged:
+                entry.update({"dual": dual, "gap": best.primal - dual,
+                              "n_constraints": qp.n_constraints, "qp_seconds": 0.0,
+                              "seconds": elapsed()})
+            else:
+                sol = qp.solve()
+                w, xi, dual = sol.w, sol.xi, sol.dual
+                qp_solved = qp.converged(sol)
+                removed = qp.prune(self.inactive_limit)
+                entry.update({"dual": dual, "gap": best.primal - dual,
+                              "n_constraints": qp.n_constraints, "pruned": removed,
+                              "qp_gap": sol.primal - sol.dual, "qp_route": qp.last_route,
+                              "qp_seconds": sol.seconds, "seconds": elapsed()})
+            log.append(entry)
+            state.iteration, state.w, state.xi, state.dual = iteration, w, xi, dual
+            state.best_w, state.best_g = best.w, best.g
+            state.best_l, state.best_primal = best.loss, best.primal
+            state.converged, state.qp_solved = converged, qp_solved
+            state.seconds = elapsed()
+            yield state
 
     # OCAS's cut placement (Franc & Sonnenburg 2009): a tenth of the way from
     # the best point towards the QP's solution. The line search evaluates the
@@ -530,23 +606,26 @@ class StructuredSVM:
             points[t] = evaluate(w_t)
         return min(points, key=lambda k: points[k].primal)
 
-    def _failure(self, iteration, err) -> str:
+    def _failure(self, iteration, err, callbacks) -> str:
         where = f"training failed at iteration {iteration}: {err}. "
-        if self.checkpoint_path is None:
-            return where + "No checkpoint was kept (set checkpoint_path to keep one)."
+        checkpoint = next((c for c in callbacks if isinstance(c, Checkpoint)), None)
+        if checkpoint is None:
+            return where + ("No checkpoint was kept (give fit a "
+                            "segstruct.callbacks.Checkpoint to keep one).")
         if iteration <= 1:
             return where + "No iteration had finished, so there is nothing to resume."
         return (where + f"The state after iteration {iteration - 1} is saved in "
-                f"{self.checkpoint_path}: run the same command with --resume to continue "
+                f"{checkpoint.path}: run the same command with --resume to continue "
                 "from there.")
 
     # ------------------------------------------------------------------
     # checkpoints
     def _fingerprint(self, xs, ts, ws, loss) -> str:
         arrays = [a for x in xs for a in (x.unary, x.edges, x.pairwise) if a is not None]
-        settings = {k: v for k, v in self.get_params().items()
-                    if k not in ("max_iter", "progress", "log_path", "checkpoint_path",
-                                 "resume", "oracle", "loss", "warm_start")}
+        # the I/O (progress, log_path, checkpoint_path, resume) was excluded here
+        # when it was a hyper-parameter: the same settings, the same fingerprint
+        settings = {k: v for k, v in self.get_params(deep=False).items()
+                    if k not in ("max_iter", "oracle", "loss", "warm_start")}
         settings.update(loss=repr(loss), oracle=oracle_name(self.oracle))
         return fingerprint(arrays + list(ts) + list(ws), settings)
 
@@ -554,46 +633,37 @@ class StructuredSVM:
         """What a warm start must share with the previous fit: data and all
         settings but C, the stopping rule and the I/O."""
         arrays = [a for x in xs for a in (x.unary, x.edges, x.pairwise) if a is not None]
-        settings = {k: v for k, v in self.get_params().items()
+        settings = {k: v for k, v in self.get_params(deep=False).items()
                     if k in ("solver", "scope", "weights", "pairwise", "kappa")}
         settings.update(loss=repr(loss), oracle=repr(self.oracle))
         return fingerprint(arrays + list(ts) + list(ws), settings)
 
-    def _save(self, fp, qp, oracle, **st):
-        arrays = {k: st.pop(k) for k in ("w", "xi", "best_w", "best_g")}
-        arrays.update({f"qp_{k}": v for k, v in qp.get_state().items()})
-        if hasattr(oracle, "get_state"):
-            arrays.update({f"oracle_{k}": v for k, v in oracle.get_state().items()})
-        st["best_primal"] = float(st["best_primal"])
-        st["best_l"] = float(st["best_l"])
-        save_checkpoint(self.checkpoint_path, arrays, {"fingerprint": fp, **st})
-
-    def _restore(self, fp, qp, oracle) -> dict:
-        arrays, meta = load_checkpoint(self.checkpoint_path)
-        if meta.get("fingerprint") != fp:
-            raise CheckpointError(
-                f"checkpoint {self.checkpoint_path} was made with other training data or "
-                "settings; delete it (or give another path) to start again")
-        qp.set_state({k[3:]: v for k, v in arrays.items() if k.startswith("qp_")})
-        if hasattr(oracle, "set_state"):
-            oracle.set_state({k[7:]: v for k, v in arrays.items() if k.startswith("oracle_")})
-        if "best_g" not in arrays:
-            raise CheckpointError(
-                f"checkpoint {self.checkpoint_path} was written by an older segstruct "
-                "that kept no cut at its best point; delete it to train again")
-        return {**{k: meta[k] for k in ("iteration", "dual", "best_primal", "best_l", "log",
-                                        "converged", "elapsed", "qp_solved")},
-                **{k: arrays[k] for k in ("w", "xi", "best_w", "best_g")}}
-
-    def _write_log(self, log):
-        if self.log_path is not None:
-            text = json.dumps(log, indent=1)
-            atomic_write_bytes(Path(self.log_path), lambda f: f.write(text.encode()))
-
     # ------------------------------------------------------------------
     def _check_fitted(self):
         if not hasattr(self, "w_"):
-            raise RuntimeError("this StructuredSVM is not fitted yet; call fit first")
+            raise NotFittedError("this StructuredSVM is not fitted yet; call fit first")
+
+    @classmethod
+    def _from_weights(cls, w, loss: Loss, **params) -> "StructuredSVM":
+        """An estimator restored from saved weights, ready to predict.
+
+        Parameters
+        ----------
+        w : (D,) learnt weights.
+        loss : Loss, the resolved loss the weights were trained for (kappa
+            filled in): both the ``loss`` parameter and ``loss_``.
+        **params : the other hyper-parameters (``__init__``'s).
+
+        Returns
+        -------
+        StructuredSVM with ``w_``, ``loss_`` and ``n_features_in_`` set; the
+        attributes of a training run (``log_``, ``primal_``, ...) are absent.
+        """
+        est = cls(loss=loss, **params)
+        est.w_ = np.asarray(w, np.float64)
+        est.loss_ = loss
+        est.n_features_in_ = est.w_.size
+        return est
 
     def predict(self, X) -> list[np.ndarray]:
         """argmax_y w . Psi(x, y) for each input, by one graph cut each.
@@ -620,9 +690,3 @@ class StructuredSVM:
     def score(self, X, Y) -> float:
         """VOC IoU of the predictions, as a fraction in [0, 1]."""
         return self.voc_score(X, Y).iou
-
-    def get_params(self) -> dict:
-        return {k: getattr(self, k) for k in (
-            "loss", "kappa", "C", "solver", "scope", "weights", "pairwise", "oracle",
-            "tol", "max_iter", "inactive_limit", "progress", "log_path", "checkpoint_path",
-            "resume", "warm_start")}

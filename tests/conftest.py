@@ -1,5 +1,5 @@
-"""Shared fixtures: the real VOC-layout data sets in ../shared/data, and the
-scripts of scripts/ imported as modules.
+"""Shared fixtures: the real VOC-layout data sets in ../shared/data, the
+scripts of scripts/ imported as modules, and small chain-graph problems.
 
 The data sets are read in place, never copied. Set SEGSTRUCT_SHARED_DATA to
 point elsewhere; tests that need them are skipped when they are absent.
@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -55,3 +56,27 @@ def load_script():
     yield load
     for name in loaded:
         sys.modules.pop(name, None)
+
+
+@pytest.fixture(scope="session")
+def chain_graphs():
+    """``chain_graphs(seed, n_graphs, n, lean)``: (X, Y) of chain graphs.
+
+    Each graph has ``n`` nodes with 3 unary features that lean ``lean``
+    towards its (N,) 0/1 targets (about 40 % ones, node 0 always one) and 2
+    pairwise features per edge.
+    """
+    from segstruct.model import Graph
+
+    def make(seed=0, n_graphs=8, n=8, lean=1.0):
+        rng = np.random.default_rng(seed)
+        X, Y = [], []
+        for _ in range(n_graphs):
+            t = (rng.random(n) < 0.4).astype(np.uint8)
+            t[0] = 1
+            edges = np.array([(i, i + 1) for i in range(n - 1)])
+            X.append(Graph(rng.normal(size=(n, 3)) + lean * t[:, None], edges,
+                           rng.uniform(0, 1, (n - 1, 2))))
+            Y.append(t)
+        return X, Y
+    return make

@@ -39,7 +39,7 @@ LAYERS = (
     ("inference", "datasets"),
     ("_version", "provenance", "cache", "checkpoint"),
     ("superpixels", "features", "extraction"),
-    ("model", "scoring", "bootstrap", "active_set", "qp", "linesearch", "ssvm",
+    ("model", "scoring", "bootstrap", "active_set", "qp", "linesearch", "base", "callbacks", "ssvm",
      "multivariate", "methods", "selection", "diagnosis"),
     ("persistence", "inspection", "figures"),
     ("compare",),

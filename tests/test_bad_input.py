@@ -239,7 +239,7 @@ def test_image_whose_superpixels_are_all_void(tmp_path):
                        ("bl2", {"scope": "image"}),
                        ("proposed", {"scope": "image", "n_triangles": 6}),
                        ("proposed", {"weights": "area", "n_triangles": 6})):
-        svm = estimator_for(method, progress=False, max_iter=20, **kw).fit(X, Y)
+        svm = estimator_for(method, max_iter=20, **kw).fit(X, Y)
         assert np.all(np.isfinite(svm.w_))
         score = svm.voc_score(X, Y).to_dict()
         assert np.isfinite(score["voc_iou_percent"])
@@ -319,7 +319,7 @@ def fitted_svm(seed=0, n_unary=CONFIG.n_unary):
         edges = np.array([(i, i + 1) for i in range(5)])
         X.append(Graph(rng.normal(size=(6, n_unary)), edges, rng.uniform(0, 1, (5, 3))))
         Y.append(np.r_[1, rng.integers(0, 2, 5)])
-    return StructuredSVM(progress=False).fit(X, Y)
+    return StructuredSVM().fit(X, Y)
 
 
 @pytest.fixture

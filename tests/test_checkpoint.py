@@ -1,4 +1,5 @@
 """Checkpoints: an interrupted training run resumes and ends with the same model."""
+import functools
 import json
 import os
 import random
@@ -10,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from segstruct.callbacks import Checkpoint
 from segstruct.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from segstruct.datasets import make_synthetic_voc
 from segstruct.inference import loss_augmented
@@ -71,11 +73,14 @@ def make(case, tmp_path=None, crash_at=None, resume=False):
     params = dict(CASES[case])
     base = TriangleOracle(8) if params.pop("oracle", None) else loss_augmented
     oracle = base if crash_at is None else CrashingOracle(base, crash_at)
-    ckpt = None if tmp_path is None else tmp_path / "run.ckpt.npz"
     # inactive_limit=2: constraints get pruned, so the saved working set matters
-    return StructuredSVM(**params, C=5.0, tol=1e-4, max_iter=60, progress=False,
-                         oracle=oracle, checkpoint_path=ckpt, resume=resume,
-                         inactive_limit=2)
+    svm = StructuredSVM(**params, C=5.0, tol=1e-4, max_iter=60, oracle=oracle,
+                        inactive_limit=2)
+    if tmp_path is not None:
+        # the checkpoint is a callback of fit: bind it, so svm.fit(X, Y) keeps one
+        svm.fit = functools.partial(svm.fit, callbacks=[
+            Checkpoint(tmp_path / "run.ckpt.npz", resume=resume)])
+    return svm
 
 
 TIMING = {"oracle_seconds", "qp_seconds", "seconds"}
@@ -137,10 +142,9 @@ def test_restored_state_is_the_saved_state(tmp_path):
 
 def test_oracles_without_a_stable_name_cannot_checkpoint(tmp_path):
     X, Y = problem(3)
-    svm = StructuredSVM(oracle=lambda *a: loss_augmented(*a), progress=False,
-                        checkpoint_path=tmp_path / "c.npz")
+    svm = StructuredSVM(oracle=lambda *a: loss_augmented(*a))
     with pytest.raises(ValueError, match="stable across processes"):
-        svm.fit(X, Y)
+        svm.fit(X, Y, callbacks=[Checkpoint(tmp_path / "c.npz")])
 
 
 def test_resume_needs_the_same_data_and_settings(tmp_path):

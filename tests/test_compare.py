@@ -87,7 +87,7 @@ def test_second_run_trains_nothing(finished, monkeypatch):
     out, _, args = finished
     before = (out / "results.json").read_text()
 
-    def no_training(self, X, Y):
+    def no_training(self, X, Y, callbacks=None):
         raise AssertionError("a finished pair was trained again")
     monkeypatch.setattr("segstruct.ssvm.StructuredSVM.fit", no_training)
     assert main(args + ["--no-figures"]) == 0
@@ -105,9 +105,9 @@ def test_resume_finishes_only_the_missing_pair(finished, tmp_path, monkeypatch):
     from segstruct.ssvm import StructuredSVM
     real_fit = StructuredSVM.fit
 
-    def counting_fit(self, X, Y):
+    def counting_fit(self, X, Y, callbacks=None):
         trained.append(self.pairwise)   # False: bl2 only
-        return real_fit(self, X, Y)
+        return real_fit(self, X, Y, callbacks)
     monkeypatch.setattr("segstruct.ssvm.StructuredSVM.fit", counting_fit)
     new_args = [a if a != str(out) else str(copy) for a in args]
     assert main(new_args + ["--no-figures"]) == 0
@@ -213,13 +213,13 @@ def test_outputs_never_overwrite_the_model_read(finished, data_root, tmp_path, c
 
 def test_an_interrupted_pair_continues_from_its_checkpoint(data_root, tmp_path, monkeypatch,
                                                            capsys):
-    from segstruct.ssvm import StructuredSVM
+    from segstruct.callbacks import Checkpoint
     args = ["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
             "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c"), "--no-figures",
             "--tol", "1e-5", *SMALL]
     reference = tmp_path / "ref"
     assert main([a if a != str(tmp_path / "o") else str(reference) for a in args]) == 0
-    real_save = StructuredSVM._save
+    real_save = Checkpoint.on_iteration
     calls = []
 
     def save_then_die(self, *a, **k):
@@ -227,10 +227,10 @@ def test_an_interrupted_pair_continues_from_its_checkpoint(data_root, tmp_path, 
         calls.append(1)
         if len(calls) == 3:
             raise KeyboardInterrupt
-    monkeypatch.setattr(StructuredSVM, "_save", save_then_die)
+    monkeypatch.setattr(Checkpoint, "on_iteration", save_then_die)
     assert main(args) == 130                      # interrupted after 3 iterations
     assert (tmp_path / "o" / "models" / "car-bl1.ckpt.npz").exists()
-    monkeypatch.setattr(StructuredSVM, "_save", real_save)
+    monkeypatch.setattr(Checkpoint, "on_iteration", real_save)
     capsys.readouterr()
     assert main(args) == 0
     assert "resuming from" in capsys.readouterr().out

@@ -36,7 +36,7 @@ def test_foreground_share_weighs_pixels():
 
 def test_a_healthy_converged_model_has_no_warning():
     X, Y = separable(np.random.default_rng(0))
-    report = diagnose(StructuredSVM(loss="hamming", C=10.0, progress=False).fit(X, Y), X, Y)
+    report = diagnose(StructuredSVM(loss="hamming", C=10.0).fit(X, Y), X, Y)
     assert report["collapse"] is None and report["converged"]
     assert report["warnings"] == []
     assert 0 < report["foreground_share"] < 1
@@ -44,8 +44,7 @@ def test_a_healthy_converged_model_has_no_warning():
 
 def test_collapse_and_its_cause_are_named():
     X, Y = separable(np.random.default_rng(1))
-    est = StructuredSVM(loss="iou", C=1.0, pairwise=False, oracle=bl2,
-                        progress=False).fit(X, Y)
+    est = StructuredSVM(loss="iou", C=1.0, pairwise=False, oracle=bl2).fit(X, Y)
     assert diagnose(est, X, Y)["collapse"] is None
     # weights of a model that learnt nothing, or only the bias
     for w, collapse, cause in [([0.0, 0.0], "no foreground", "weights are all 0"),
@@ -61,7 +60,7 @@ def test_collapse_and_its_cause_are_named():
 
 def test_an_unconverged_run_says_how_far_it_is():
     X, Y = separable(np.random.default_rng(2))
-    est = StructuredSVM(loss="hamming", C=100.0, max_iter=2, progress=False).fit(X, Y)
+    est = StructuredSVM(loss="hamming", C=100.0, max_iter=2).fit(X, Y)
     assert not est.converged_
     report = diagnose(est, X, Y)
     text = " ".join(report["warnings"])

@@ -67,7 +67,7 @@ SCRIPT = textwrap.dedent('''
                        rng.uniform(0, 1, (len(edges), 2))))
         Y.append(y)
     for lp_solver in ("envelope", "decomposition", "lp"):
-        est = estimator_for("proposed", lp_solver=lp_solver, C=1.0, max_iter=15, progress=False)
+        est = estimator_for("proposed", lp_solver=lp_solver, C=1.0, max_iter=15)
         out["train_" + lp_solver] = est.fit(X, Y).primal_
     print(json.dumps(out))
 ''')
@@ -179,6 +179,7 @@ def test_a_solver_failure_names_the_iteration_and_loses_nothing(tmp_path):
     import numpy as np
 
     from segstruct.model import Graph
+    from segstruct.callbacks import Checkpoint
     from segstruct.ssvm import StructuredSVM, TrainingError
     rng = np.random.default_rng(5)
     X, Y = [], []
@@ -188,14 +189,17 @@ def test_a_solver_failure_names_the_iteration_and_loses_nothing(tmp_path):
         X.append(Graph(rng.normal(size=(8, 3)) + y[:, None], edges, rng.random((7, 2))))
         Y.append(y)
     ckpt = tmp_path / "m.ckpt.npz"
-    params = dict(loss="hamming", C=10.0, scope="image", progress=False, checkpoint_path=ckpt)
-    reference = StructuredSVM(oracle=FlakyOracle(fail_on=0), **params).fit(X, Y)
+    params = dict(loss="hamming", C=10.0, scope="image")
+    reference = StructuredSVM(oracle=FlakyOracle(fail_on=0), **params).fit(
+        X, Y, callbacks=[Checkpoint(ckpt)])
     assert reference.n_iter_ > 3
     # image scope, 3 images: call 8 is the 2nd image of iteration 3
     with pytest.raises(TrainingError, match=rf"iteration 3: HiGHS.*after iteration 2 is "
                                             rf"saved in {ckpt}.*--resume"):
-        StructuredSVM(oracle=FlakyOracle(fail_on=8), **params).fit(X, Y)
-    resumed = StructuredSVM(oracle=FlakyOracle(fail_on=0), resume=True, **params).fit(X, Y)
+        StructuredSVM(oracle=FlakyOracle(fail_on=8), **params).fit(
+            X, Y, callbacks=[Checkpoint(ckpt)])
+    resumed = StructuredSVM(oracle=FlakyOracle(fail_on=0), **params).fit(
+        X, Y, callbacks=[Checkpoint(ckpt, resume=True)])
     np.testing.assert_allclose(resumed.w_, reference.w_, rtol=1e-9, atol=1e-12)
     assert resumed.n_iter_ == reference.n_iter_
 

@@ -52,7 +52,7 @@ def test_images_without_foreground_in_the_per_image_scope(method):
     oracle = make_oracle({"proposed": "proposed", "exact": "exact", "bl2": "bl2"}[method],
                          n_triangles=6)
     svm = StructuredSVM(loss="iou", scope="image", solver="nslack", C=10.0, tol=1e-4,
-                        oracle=oracle, pairwise=method != "bl2", progress=False,
+                        oracle=oracle, pairwise=method != "bl2",
                         max_iter=100).fit(X, Y)
     assert_sane(svm)
     assert svm.converged_
@@ -62,11 +62,11 @@ def test_all_background_training_set():
     X, Y = graphs(2, all_background=range(4))
     # adjusted Hamming needs a foreground/background ratio: refused with the reason
     with pytest.raises(ValueError, match="0 foreground"):
-        StructuredSVM(loss="adjusted_hamming", progress=False).fit(X, Y)
+        StructuredSVM(loss="adjusted_hamming").fit(X, Y)
     # IoU over an all-background set is defined (a step at FP = 0): trains, and
     # predicting no foreground anywhere costs nothing
     svm = StructuredSVM(loss="iou", scope="dataset", oracle=make_oracle("exact"),
-                        C=1.0, progress=False).fit(X, Y)
+                        C=1.0).fit(X, Y)
     assert_sane(svm)
     assert all(not y.any() for y in svm.predict(X))
 
@@ -74,8 +74,7 @@ def test_all_background_training_set():
 @pytest.mark.parametrize("C", [1e6, 1e9])
 def test_huge_C(C):
     X, Y = graphs(3)
-    svm = StructuredSVM(loss="hamming", scope="image", C=C, tol=1e-3, max_iter=150,
-                        progress=False).fit(X, Y)
+    svm = StructuredSVM(loss="hamming", scope="image", C=C, tol=1e-3, max_iter=150).fit(X, Y)
     assert_sane(svm)
     # a huge C asks for zero training loss when it is reachable; the
     # certificate stays valid whatever happens
@@ -86,7 +85,7 @@ def test_features_on_very_different_scales():
     scale = np.array([1e-4, 1.0, 1e4])
     X, Y = graphs(4, scale=scale)
     svm = StructuredSVM(loss="adjusted_hamming", scope="dataset", C=1.0, tol=1e-3,
-                        max_iter=300, progress=False).fit(X, Y)
+                        max_iter=300).fit(X, Y)
     assert_sane(svm)
     # the certificate holds: the reported objective is that of the returned w
     scaled_log = svm.log_
@@ -101,7 +100,7 @@ def test_all_tied_potentials_give_a_valid_labelling_and_training_starts():
     X = [Graph(np.ones((n, 2)), np.array([[0, 1], [1, 2]]), np.zeros((2, 1)))] * 3
     Y = [np.array([1, 0, 1, 0, 0], np.uint8)] * 3
     # identical features for positives and negatives: nothing separates them
-    svm = StructuredSVM(loss="hamming", scope="image", C=1.0, progress=False).fit(X, Y)
+    svm = StructuredSVM(loss="hamming", scope="image", C=1.0).fit(X, Y)
     assert_sane(svm)
     assert svm.converged_
 
@@ -109,9 +108,9 @@ def test_all_tied_potentials_give_a_valid_labelling_and_training_starts():
 def test_same_data_and_settings_give_the_same_model():
     X, Y = graphs(5)
     a = StructuredSVM(loss="iou", oracle=make_oracle("proposed", n_triangles=6),
-                      C=2.0, progress=False).fit(X, Y)
+                      C=2.0).fit(X, Y)
     b = StructuredSVM(loss="iou", oracle=make_oracle("proposed", n_triangles=6),
-                      C=2.0, progress=False).fit(X, Y)
+                      C=2.0).fit(X, Y)
     assert np.array_equal(a.w_, b.w_) and a.n_iter_ == b.n_iter_
 
 
@@ -123,4 +122,4 @@ def test_non_finite_features_are_refused_with_the_input_named(name):
     X[2] = Graph(**{**{k: getattr(X[2], k) for k in ("unary", "edges", "pairwise")},
                     name: bad})
     with pytest.raises(ValueError, match=f"input 2 .*non-finite {name}"):
-        StructuredSVM(progress=False).fit(X, Y)
+        StructuredSVM().fit(X, Y)

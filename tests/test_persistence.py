@@ -1,11 +1,13 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from segstruct.features import FeatureConfig
 from segstruct.model import Graph
-from segstruct.persistence import ModelFileError, load_model, model_paths, save_model
+from segstruct.persistence import (DOC_DIGEST, ModelFileError, _doc_digest, load_model,
+                                   model_paths, save_model)
 from segstruct.ssvm import StructuredSVM
 
 CONFIG = FeatureConfig(sift=False)          # 6 colour + 6 position + 1 bias = 13
@@ -21,7 +23,7 @@ def fitted(rng):
         t = rng.integers(0, 2, n)
         t[0] = 1
         Y.append(t)
-    return StructuredSVM(C=2.0, progress=False).fit(X, Y), X
+    return StructuredSVM(C=2.0).fit(X, Y), X
 
 
 def test_round_trip_predicts_identically(tmp_path):
@@ -32,6 +34,7 @@ def test_round_trip_predicts_identically(tmp_path):
     assert doc["class"] == "car" and "code_version" in doc
     assert np.array_equal(loaded.w_, svm.w_)
     assert loaded.loss_ == svm.loss_ and loaded.C == 2.0
+    assert loaded.loss == svm.loss_        # the resolved loss, kappa filled in
     for a, b in zip(loaded.predict(X), svm.predict(X)):
         assert np.array_equal(a, b)
 
@@ -55,3 +58,41 @@ def test_corrupted_or_mismatched_files_are_refused(tmp_path):
         load_model(tmp_path / "m")
     with pytest.raises(ModelFileError, match="not found"):
         load_model(tmp_path / "other")
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_model_saved_before_the_io_left_the_constructor_loads():
+    # written by segstruct at 7b38227 from fitted(default_rng(0)): its JSON
+    # holds "progress" among the estimator's parameters
+    doc = json.loads((DATA / "model_7b38227.json").read_text())
+    assert "progress" in doc["estimator"]
+    loaded, config, codebook, _ = load_model(DATA / "model_7b38227")
+    svm, X = fitted(np.random.default_rng(0))
+    assert config == CONFIG and codebook is None
+    assert "progress" not in loaded.get_params()
+    # today's code trains the same model (bit for bit with the numpy that wrote
+    # the file; other builds differ in the last bits)
+    np.testing.assert_allclose(loaded.w_, svm.w_, rtol=1e-9, atol=1e-12)
+    assert loaded.loss_ == svm.loss_ and loaded.n_features_in_ == svm.w_.size
+    for a, b in zip(loaded.predict(X), svm.predict(X)):
+        assert np.array_equal(a, b)
+
+
+def test_old_io_parameters_are_ignored_but_unknown_ones_refused(tmp_path):
+    svm, _ = fitted(np.random.default_rng(2))
+    json_path = save_model(tmp_path / "m", svm, CONFIG, None, {"class": "car"})
+    doc = json.loads(json_path.read_text())
+    assert not {"progress", "log_path", "checkpoint_path", "resume"} & set(doc["estimator"])
+    doc["estimator"].update(progress=True, log_path="m.log.json",
+                            checkpoint_path="m.ckpt.npz", resume=True)
+    doc[DOC_DIGEST] = _doc_digest(doc)
+    json_path.write_text(json.dumps(doc))
+    loaded, *_ = load_model(tmp_path / "m")
+    assert np.array_equal(loaded.w_, svm.w_)
+    doc["estimator"]["no_such_parameter"] = 1
+    doc[DOC_DIGEST] = _doc_digest(doc)
+    json_path.write_text(json.dumps(doc))
+    with pytest.raises(ModelFileError, match="invalid estimator settings"):
+        load_model(tmp_path / "m")

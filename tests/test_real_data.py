@@ -40,8 +40,8 @@ def test_bl1_gap_shrinks_monotonically_on_horse(horse_root, tmp_path):
     ds = VOCDataset(horse_root)
     extractor = FeatureExtractor(ds, config, ArrayCache(tmp_path), n_jobs=2, progress=False)
     examples = extractor.examples("train", "horse", ids=ds.ids("train")[:40])
-    svm = StructuredSVM(tol=1e-3, progress=False).fit([e.graph for e in examples],
-                                                      [e.counts for e in examples])
+    svm = StructuredSVM(tol=1e-3).fit([e.graph for e in examples],
+                                      [e.counts for e in examples])
     gaps = np.array([e["gap"] for e in svm.log_])
     assert svm.converged_
     assert np.all(np.diff(gaps) <= 1e-9)

@@ -129,7 +129,7 @@ def test_pooled_iou_is_the_voc_score_of_the_held_out_predictions():
             return self
 
     grid = [0.05, 1.0, 20.0]
-    curve = cross_validate_C(lambda: Recording(loss="adjusted_hamming", progress=False),
+    curve = cross_validate_C(lambda: Recording(loss="adjusted_hamming"),
                              X, Y, grid, folds=3, seed=4)
     fold_of = np.array(curve["fold_of_image"])
     assert len(fits) == 9 and sorted({c for c, _, _ in fits}) == grid
@@ -158,12 +158,12 @@ def test_pooled_iou_is_the_voc_score_of_the_held_out_predictions():
 def test_warm_started_path_reaches_the_cold_objectives(method):
     X, Y = chain_problem(0)
     tol = 1e-3
-    warm = estimator_for(method, progress=False, warm_start=True, tol=tol)
+    warm = estimator_for(method, warm_start=True, tol=tol)
     warm_iters = cold_iters = 0
     for c in (0.01, 0.1, 1.0, 10.0):
         warm.C = c
         warm.fit(X, Y)
-        cold = estimator_for(method, progress=False, C=c, tol=tol).fit(X, Y)
+        cold = estimator_for(method, C=c, tol=tol).fit(X, Y)
         assert warm.converged_ and cold.converged_
         # both are within C tol above the optimum (exact oracles)
         assert abs(warm.primal_ - cold.primal_) <= c * tol + 1e-9, c
@@ -175,8 +175,8 @@ def test_warm_started_path_reaches_the_cold_objectives(method):
 def test_auto_picks_a_larger_C_where_a_tiny_one_predicts_no_foreground():
     # per-image scope, rare foreground: BL1 at C = 1e-3 labels nothing foreground
     X, Y = chain_problem(1, fg=0.1)
-    make = lambda: estimator_for("bl1", scope="image", progress=False)  # noqa: E731
-    tiny = estimator_for("bl1", scope="image", C=1e-3, progress=False).fit(X, Y)
+    make = lambda: estimator_for("bl1", scope="image")  # noqa: E731
+    tiny = estimator_for("bl1", scope="image", C=1e-3).fit(X, Y)
     assert not any(y.any() for y in tiny.predict(X))
     C, curve = select_C(make, X, Y, [1e-3, 1e-2, 1.0, 10.0], folds=3, seed=0)
     tp, fp, fn = curve["pooled_counts"][0]
@@ -185,11 +185,18 @@ def test_auto_picks_a_larger_C_where_a_tiny_one_predicts_no_foreground():
     assert curve["pooled_iou_percent"][curve["grid"].index(C)] > 20
 
 
-def test_fold_estimators_must_not_write_the_models_files(tmp_path):
+def test_fold_fits_get_no_callbacks():
+    # no log, checkpoint nor bar of their own: those belong to the final model
     X, Y = chain_problem(0, n_images=6)
-    with pytest.raises(ValueError, match="no log or checkpoint"):
-        cross_validate_C(lambda: StructuredSVM(progress=False, log_path=tmp_path / "l.json"),
-                         X, Y, [0.1, 1], folds=2)
+    given = []
+
+    class Recording(StructuredSVM):
+        def fit(self, X_train, Y_train, callbacks=None):
+            given.append(callbacks)
+            return super().fit(X_train, Y_train, callbacks)
+
+    cross_validate_C(Recording, X, Y, [0.1, 1], folds=2)
+    assert len(given) == 4 and all(c is None for c in given)
 
 
 def test_a_failed_fit_names_its_fold_and_C():
@@ -205,7 +212,7 @@ def test_a_failed_fit_names_its_fold_and_C():
     with pytest.raises(CrossValidationError,
                        match=r"fold 1 of 2 at C 10 \(training on 3 images, warm-started from "
                              r"C 0.1\): solver broke"):
-        cross_validate_C(lambda: FailsAtLargeC(progress=False), X, Y, [0.1, 10], folds=2)
+        cross_validate_C(lambda: FailsAtLargeC(), X, Y, [0.1, 10], folds=2)
 
 
 def test_cv_figure_draws_one_pooled_line_per_method():
@@ -271,7 +278,7 @@ def test_train_auto_records_the_curve_and_refits_at_the_chosen_C(data_root, cach
     # the saved model is a plain fit on the whole training split at the chosen C
     ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(cache[1]),
                           progress=False, codebook=codebook).examples("train", "car")
-    ref = estimator_for("bl1", C=curve["chosen_C"], progress=False).fit(
+    ref = estimator_for("bl1", C=curve["chosen_C"]).fit(
         [e.graph for e in ex], [e.counts for e in ex])
     assert np.array_equal(svm.w_, ref.w_)
 
@@ -315,7 +322,7 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
     # the same command resumes without training; a fixed C is another experiment
     capsys.readouterr()
 
-    def no_training(self, X, Y):
+    def no_training(self, X, Y, callbacks=None):
         raise AssertionError("a finished pair was trained again")
     monkeypatch.setattr("segstruct.ssvm.StructuredSVM.fit", no_training)
     assert main(args + ["--no-figures"]) == 0

@@ -64,8 +64,7 @@ def test_learner_reaches_the_full_qp_optimum(solver):
     for _ in range(3):
         X, Y = random_problem(rng, n_graphs=n_graphs)
         tol, C = 1e-4, 1.0
-        svm = StructuredSVM(loss="hamming", C=C, solver=solver, scope="image", tol=tol,
-                            progress=False).fit(X, Y)
+        svm = StructuredSVM(loss="hamming", C=C, solver=solver, scope="image", tol=tol).fit(X, Y)
         reference = full_qp_optimum(X, Y, HammingLoss(), C, solver)
         assert svm.converged_
         # the learner's certificate brackets the true optimum
@@ -76,10 +75,8 @@ def test_learner_reaches_the_full_qp_optimum(solver):
 
 def test_nslack_and_oneslack_agree():
     X, Y = random_problem(np.random.default_rng(1), n_graphs=6, n=6)
-    a = StructuredSVM(loss="hamming", solver="nslack", scope="image", tol=1e-5,
-                      progress=False).fit(X, Y)
-    b = StructuredSVM(loss="hamming", solver="oneslack", scope="image", tol=1e-5,
-                      progress=False).fit(X, Y)
+    a = StructuredSVM(loss="hamming", solver="nslack", scope="image", tol=1e-5).fit(X, Y)
+    b = StructuredSVM(loss="hamming", solver="oneslack", scope="image", tol=1e-5).fit(X, Y)
     assert a.primal_ == pytest.approx(b.primal_, abs=1e-4)
 
 
@@ -87,8 +84,7 @@ def test_nslack_and_oneslack_agree():
 @pytest.mark.parametrize("scope", ["image", "dataset"])
 def test_separable_problem_reaches_zero_training_loss(solver, scope):
     X, Y = random_problem(np.random.default_rng(2), n_graphs=10, n=8, separable=True)
-    svm = StructuredSVM(loss="hamming", C=10.0, solver=solver, scope=scope, tol=1e-4,
-                        progress=False).fit(X, Y)
+    svm = StructuredSVM(loss="hamming", C=10.0, solver=solver, scope=scope, tol=1e-4).fit(X, Y)
     assert svm.converged_
     for y_hat, t in zip(svm.predict(X), Y):
         assert np.array_equal(y_hat, t)
@@ -106,7 +102,7 @@ def test_gap_monotone_and_pairwise_weights_nonpositive(monkeypatch):
         return sol
 
     monkeypatch.setattr(qp_module.WorkingSetQP, "solve", recording_solve)
-    svm = StructuredSVM(loss=IoULoss(), scope="image", tol=1e-4, progress=False,
+    svm = StructuredSVM(loss=IoULoss(), scope="image", tol=1e-4,
                         oracle=_brute_force_oracle).fit(X, Y)
     gaps = [e["gap"] for e in svm.log_]
     assert svm.converged_ and len(seen) == svm.n_iter_ - 1
@@ -123,14 +119,14 @@ def _brute_force_oracle(u, edges, p, t, a, loss):
 
 def test_kappa_is_training_fg_bg_ratio():
     X, Y = random_problem(np.random.default_rng(4), n_graphs=5, n=6)
-    svm = StructuredSVM(progress=False, max_iter=2).fit(X, Y)
+    svm = StructuredSVM(max_iter=2).fit(X, Y)
     fg = sum(int(t.sum()) for t in Y)
     bg = sum(int((1 - t).sum()) for t in Y)
     assert isinstance(svm.loss_, AdjustedHammingLoss)
     assert svm.loss_.kappa == pytest.approx(fg / bg)
     # area mode counts pixels: (N, 2) [fg, bg] label specs
     counts_y = [np.stack([t * 10, (1 - t) * 3 + 1], 1) for t in Y]
-    area = StructuredSVM(weights="area", progress=False, max_iter=2).fit(X, counts_y)
+    area = StructuredSVM(weights="area", max_iter=2).fit(X, counts_y)
     pix_fg = sum(float(c[:, 0][c[:, 0] > c[:, 1]].sum() + c[:, 1][c[:, 0] > c[:, 1]].sum())
                  for c in counts_y)
     t_w = [targets_and_weights(c, "area") for c in counts_y]
@@ -141,7 +137,7 @@ def test_kappa_is_training_fg_bg_ratio():
 
 def test_dataset_scope_is_one_example_over_the_union():
     X, Y = random_problem(np.random.default_rng(5), n_graphs=3, n=4)
-    svm = StructuredSVM(loss="iou", scope="dataset", tol=1e-4, progress=False,
+    svm = StructuredSVM(loss="iou", scope="dataset", tol=1e-4,
                         oracle=_brute_force_oracle_union).fit(X, Y)
     assert svm.converged_
     # n = 1: its hinge at the solution is the union's, recomputed here
@@ -167,20 +163,20 @@ def test_bad_parameters_and_inputs():
     for kwargs in ({"solver": "bmrm"}, {"scope": "batch"}, {"weights": "pixels"},
                    {"C": -1.0}, {"loss": "iou", "kappa": 0.5}):
         with pytest.raises(ValueError):
-            StructuredSVM(progress=False, **kwargs).fit(X, Y)
+            StructuredSVM(**kwargs).fit(X, Y)
     with pytest.raises(ValueError, match="inputs"):
-        StructuredSVM(progress=False).fit(X, Y[:-1])
+        StructuredSVM().fit(X, Y[:-1])
     with pytest.raises(ValueError, match="nodes"):
-        StructuredSVM(progress=False).fit(X, [t[:-1] for t in Y])
+        StructuredSVM().fit(X, [t[:-1] for t in Y])
     with pytest.raises(RuntimeError, match="not fitted"):
         StructuredSVM().predict(X)
     with pytest.raises(ValueError, match="kappa"):
-        StructuredSVM(progress=False).fit(X, [np.zeros_like(t) for t in Y])
+        StructuredSVM().fit(X, [np.zeros_like(t) for t in Y])
 
 
 def test_weights_match_the_reported_objective_when_stopped_early():
     X, Y = random_problem(np.random.default_rng(8), n_graphs=8, n=7)
-    svm = StructuredSVM(loss="hamming", scope="image", max_iter=3, progress=False).fit(X, Y)
+    svm = StructuredSVM(loss="hamming", scope="image", max_iter=3).fit(X, Y)
     assert not svm.converged_
     model = MRFModel()
     hinge = []
@@ -201,7 +197,7 @@ def test_warm_start_reuses_cuts_and_reaches_the_cold_optimum():
     # every labelling) within C tol, and start with the old cuts.
     rng = np.random.default_rng(7)
     X, Y = random_problem(rng, n_graphs=2, n=4)
-    svm = StructuredSVM(loss="iou", scope="dataset", tol=1e-4, progress=False,
+    svm = StructuredSVM(loss="iou", scope="dataset", tol=1e-4,
                         warm_start=True, oracle=_brute_force_oracle)
     svm.fit(X, Y)
     n_cuts = svm.working_set_["G"].shape[0]
@@ -214,7 +210,7 @@ def test_warm_start_reuses_cuts_and_reaches_the_cold_optimum():
     assert optimum - 1e-9 <= svm.primal_ <= optimum + 2.0 * 1e-4 + 1e-9
     # the first iteration already had the old cuts (plus the new ones)
     assert svm.log_[0]["n_constraints"] > n_cuts
-    cold = StructuredSVM(loss="iou", scope="dataset", tol=1e-4, progress=False, C=2.0,
+    cold = StructuredSVM(loss="iou", scope="dataset", tol=1e-4, C=2.0,
                          oracle=_brute_force_oracle)
     cold.fit(X, Y)
     assert cold.log_[0]["n_constraints"] <= 2
@@ -224,11 +220,11 @@ def test_warm_start_on_other_data_starts_afresh():
     rng = np.random.default_rng(8)
     X, Y = random_problem(rng, n_graphs=2, n=4)
     X2, Y2 = random_problem(rng, n_graphs=2, n=4)
-    warm = StructuredSVM(loss="iou", tol=1e-4, progress=False, warm_start=True,
+    warm = StructuredSVM(loss="iou", tol=1e-4, warm_start=True,
                          oracle=_brute_force_oracle)
     warm.fit(X, Y)
     warm.fit(X2, Y2)
-    cold = StructuredSVM(loss="iou", tol=1e-4, progress=False,
+    cold = StructuredSVM(loss="iou", tol=1e-4,
                          oracle=_brute_force_oracle).fit(X2, Y2)
     np.testing.assert_array_equal(warm.w_, cold.w_)
     assert warm.n_iter_ == cold.n_iter_
@@ -241,7 +237,7 @@ def test_returned_weights_are_the_best_evaluated():
     rng = np.random.default_rng(9)
     X, Y = random_problem(rng, n_graphs=2, n=4)
     svm = StructuredSVM(loss="iou", scope="dataset", tol=1e-6, max_iter=6,
-                        progress=False, oracle=_brute_force_oracle).fit(X, Y)
+                        oracle=_brute_force_oracle).fit(X, Y)
     union, t = disjoint_union(X), np.concatenate(Y)
     model = MRFModel()
 

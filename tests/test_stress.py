@@ -130,7 +130,7 @@ def _fit(X, Y, method: str, scale: float) -> dict:
     from segstruct.diagnosis import diagnose
 
     X = [replace(g, unary=g.unary * scale) for g in X]
-    estimator = CompareSettings().estimator(method, progress=False)
+    estimator = CompareSettings().estimator(method)
     start = time.perf_counter()
     estimator.fit(X, Y)
     seconds = time.perf_counter() - start

@@ -152,7 +152,7 @@ def _prepare(oracle, loss, t, a):
 
 def _triangulation(n_triangles):
     def make(u, edges, p, t, a, loss):
-        from segstruct import triangulation as tri
+        from segstruct.inference import triangulation as tri
         from segstruct.inference.losses import totals
         n_pos, n_neg = totals(t, a)
         cache = getattr(tri, "_CACHE", None)
@@ -608,7 +608,7 @@ def measure_dataset_scope(inst: Instance, repeats: int = 3, n_triangles: int = T
     gc_ms = [1e3 * _timed(lambda: loss_augmented(inst.u, inst.edges, inst.p, inst.t,
                                                  inst.a, "hamming"))[0]
              for _ in range(repeats)]
-    from segstruct import triangulation as tri
+    from segstruct.inference import triangulation as tri
     cache = getattr(tri, "_CACHE", None)
     if cache is not None:       # time a cold build, not a cache hit
         cache.clear()
@@ -681,7 +681,7 @@ def pixel_grid(sp_labels, u_sp, lab, target, void, lambda_factor: float = PIXEL_
 def pixel_instances(source: Source, split: str, n_images: int, seed: int):
     """Pixel grids of the first ``n_images`` images (seeded order) that hold the class."""
     from segstruct.datasets.voc import VOID_LABEL, class_index
-    from segstruct.features import rgb_to_lab
+    from segstruct.features.descriptors import rgb_to_lab
 
     cls = class_index(source.class_name)
     ids = source.dataset.ids(split)
@@ -888,17 +888,17 @@ class Source:
 def load_source(shared: Path, name: str, class_name: str, args, progress: bool,
                 model_path: Path | None = None) -> Source:
     """A trained BL1 model (or the saved ``model_path``) of one data set / class."""
-    from segstruct.cache import ArrayCache
+    from segstruct.features.cache import ArrayCache
     from segstruct.datasets import VOCDataset
-    from segstruct.extraction import FeatureExtractor
-    from segstruct.features import FeatureConfig
-    from segstruct.ssvm import StructuredSVM
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.learn.ssvm import StructuredSVM
 
     dataset = VOCDataset(_check_root(shared, name))
     cache = ArrayCache(args.cache)
     train = None
     if model_path is not None:
-        from segstruct.persistence import load_model
+        from segstruct.io.persistence import load_model
         estimator, config, codebook, doc = load_model(model_path)
         if not estimator.pairwise:
             raise SystemExit(f"error: {model_path} is a unary-only model; the benchmark "
@@ -1015,8 +1015,8 @@ def main(argv=None) -> int:
     if scope_on:
         _check_root(args.shared_data, args.scope_data_set[0])
 
-    from segstruct.cache import atomic_write_bytes
-    from segstruct.provenance import code_version, machine
+    from segstruct.io.files import atomic_write_bytes
+    from segstruct.io.provenance import code_version, machine
 
     run_start = time.perf_counter()
     m_values = list(args.triangles) + ([TARGET_M] if TARGET_M not in args.triangles else [])

@@ -272,7 +272,7 @@ def reference_optimum(X, y, c_perf, rtol=1e-5, max_iter=5000, time_limit=600.0,
 # ----------------------------------------------------------------------
 def fit_one(X, y, Xt, yt, c_perf: float) -> dict:
     """One MultivariateSVM fit at SVM-perf's -c ``c_perf``, measured."""
-    from segstruct.multivariate import MultivariateSVM
+    from segstruct.learn.multivariate import MultivariateSVM
 
     n = X.shape[0]
     C = 25.0 * c_perf / n ** 2
@@ -375,7 +375,7 @@ def git_state() -> dict:
 def machine_info() -> dict:
     import importlib.metadata as md
 
-    from segstruct.provenance import machine
+    from segstruct.io.provenance import machine
     out = dict(machine())
     for pkg in ("numpy", "highspy", "scipy", "threadpoolctl"):
         try:
@@ -474,7 +474,7 @@ def main(argv=None) -> int:
         git = git_state()   # before the learner is imported: the code it runs
     from threadpoolctl import threadpool_limits
 
-    from segstruct.provenance import code_version
+    from segstruct.io.provenance import code_version
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
@@ -497,7 +497,7 @@ def main(argv=None) -> int:
         return _worker(*args.worker)
     ref_sizes = [min(args.sizes)] if args.reference_sizes is None else args.reference_sizes
 
-    from segstruct.multivariate import MultivariateSVM
+    from segstruct.learn.multivariate import MultivariateSVM
     defaults = MultivariateSVM().get_params()
     start = time.perf_counter()
     runs, references = [], {}

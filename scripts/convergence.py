@@ -10,7 +10,7 @@ Two uses:
     python scripts/convergence.py table BEFORE.jsonl results/soak/soak.json --out F.md
 
 `run` imports only what every segstruct version since the data-set scope has
-(``segstruct.methods.estimator_for`` and the feature extractor), so the same
+(``segstruct.learn.methods.estimator_for`` and the feature extractor), so the same
 file measures an older install: e.g. ``pip install --no-deps`` of commit
 aea6378 into a virtual environment made with ``--system-site-packages``,
 then this script with that environment's python.
@@ -30,10 +30,10 @@ def run(args) -> dict:
     from threadpoolctl import threadpool_limits
 
     from segstruct import __version__
-    from segstruct.cache import ArrayCache
+    from segstruct.features.cache import ArrayCache
     from segstruct.datasets.voc import VOCDataset
-    from segstruct.extraction import FeatureExtractor
-    from segstruct.methods import estimator_for
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.learn.methods import estimator_for
 
     dataset = VOCDataset(args.data)
     extractor = FeatureExtractor(dataset, cache=ArrayCache(), n_jobs=1, progress=False)

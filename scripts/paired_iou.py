@@ -20,8 +20,8 @@ import json
 import sys
 from pathlib import Path
 
-from segstruct.bootstrap import paired_bootstrap
-from segstruct.provenance import code_version
+from segstruct.evaluate.bootstrap import paired_bootstrap
+from segstruct.io.provenance import code_version
 
 # what must agree for the two reports to be paired image by image
 SAME = ("dataset", "data_root", "split", "class")

@@ -8,7 +8,7 @@ class with at least ``--min-images`` training images showing it, this trains
 
 on ``train`` and scores them on ``val``, through ``segstruct.compare.Comparison``
 (the code ``segstruct compare`` runs), at the library's default settings
-(``CompareSettings()``: data-set loss scope, C, tol and max_iter as the library
+(``TrainingSettings()``: data-set loss scope, C, tol and max_iter as the library
 sets them; the default features). A run that raises is recorded (error type,
 message, the traceback's last line) and the soak goes on.
 
@@ -52,13 +52,15 @@ from pathlib import Path
 import numpy as np
 
 import segstruct
-from segstruct.cache import ArrayCache, atomic_write_bytes
-from segstruct.compare import CompareSettings, Comparison
+from segstruct.features.cache import ArrayCache
+from segstruct.io.files import atomic_write_bytes
+from segstruct.compare import Comparison
+from segstruct.learn.methods import TrainingSettings
 from segstruct.datasets import VOC_CLASSES, VOID_LABEL, VOCDataset
-from segstruct.extraction import FeatureExtractor
-from segstruct.features import FeatureConfig
-from segstruct.inspection import training_set_problem
-from segstruct.provenance import code_version, machine
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.descriptors import FeatureConfig
+from segstruct.evaluate.inspection import training_set_problem
+from segstruct.io.provenance import code_version, machine
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FORMAT = "segstruct-soak"
@@ -116,13 +118,13 @@ def machine_info() -> dict:
     return info
 
 
-def settings_for(run: str, base: CompareSettings) -> CompareSettings:
+def settings_for(run: str, base: TrainingSettings) -> TrainingSettings:
     _, lp_solver = RUNS[run]
     return base if lp_solver is None else replace(base, lp_solver=lp_solver)
 
 
-def cli_default_mismatches(base: CompareSettings) -> list[str]:
-    """Where ``segstruct compare``'s option defaults differ from CompareSettings()."""
+def cli_default_mismatches(base: TrainingSettings) -> list[str]:
+    """Where ``segstruct compare``'s option defaults differ from TrainingSettings()."""
     from segstruct.cli import build_parser
     try:
         args = build_parser().parse_args(["compare"])
@@ -132,7 +134,7 @@ def cli_default_mismatches(base: CompareSettings) -> list[str]:
     for field in ("scope", "C", "tol", "max_iter", "weights", "solver"):
         if getattr(args, field, None) != getattr(base, field):
             out.append(f"{field}: compare --{field} defaults to {getattr(args, field)!r}, "
-                       f"CompareSettings to {getattr(base, field)!r}")
+                       f"TrainingSettings to {getattr(base, field)!r}")
     return out
 
 
@@ -161,7 +163,7 @@ class Soak:
         self.md_path = self.out / "soak.md"
         self.work = self.out / "models"
         self.progress = sys.stdout.isatty() and sys.stderr.isatty()
-        base = CompareSettings()           # the library's defaults, nothing hard-coded
+        base = TrainingSettings()           # the library's defaults, nothing hard-coded
         if args.max_iter is not None:
             base = replace(base, max_iter=args.max_iter)
         self.base = base
@@ -177,14 +179,14 @@ class Soak:
                 "compare_settings": asdict(base),
                 "runs": {name: {"method": m, "settings": asdict(settings_for(name, base))}
                          for name, (m, _) in RUNS.items()},
-                "library_defaults": asdict(CompareSettings()),
+                "library_defaults": asdict(TrainingSettings()),
                 "max_iter_option": args.max_iter,
                 "features": self.features.to_dict(),
                 "train_split": TRAIN_SPLIT, "eval_split": EVAL_SPLIT,
                 "min_images": args.min_images, "data": str(Path(args.data).resolve()),
                 "seed": 0, "timeout_seconds": args.timeout,
             },
-            "warnings": cli_default_mismatches(CompareSettings()),
+            "warnings": cli_default_mismatches(TrainingSettings()),
         })
         self.log_file = None
 
@@ -377,7 +379,7 @@ def execute(job: dict) -> dict:
                                          n_jobs=job["n_jobs"], progress=job["progress"],
                                          codebook_split=TRAIN_SPLIT)
             comparison = Comparison(extractor, [job["class_name"]], [job["method"]],
-                                    CompareSettings(**job["settings"]), job["folder"],
+                                    TrainingSettings(**job["settings"]), job["folder"],
                                     train_split=TRAIN_SPLIT, eval_split=EVAL_SPLIT, seed=0,
                                     progress=job["progress"], say=say)
             results = comparison.run(figures=False)
@@ -627,7 +629,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="worker processes for feature extraction (default 1)")
     ap.add_argument("--max-iter", type=int, default=None,
                     help=f"cutting-plane iterations (default: the library's, "
-                         f"{CompareSettings().max_iter})")
+                         f"{TrainingSettings().max_iter})")
     ap.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                     help="run each training in its own process and kill it after this "
                          "long, recorded as a crash of type Timeout (default: no limit, "

@@ -30,13 +30,13 @@ def best_of(fn, repeats):
 
 def main(argv=None) -> int:
     from segstruct.datasets import VOCDataset
-    from segstruct.extraction import FeatureExtractor
-    from segstruct.features import dense_opponent_sift
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.features.descriptors import dense_opponent_sift
     from segstruct.inference import maximize
     from segstruct.model import MRFModel, disjoint_union
     from segstruct.inference.proposed import TriangleOracle
-    from segstruct.provenance import code_version, machine
-    from segstruct.ssvm import StructuredSVM, targets_and_weights
+    from segstruct.io.provenance import code_version, machine
+    from segstruct.learn.ssvm import StructuredSVM, targets_and_weights
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2]

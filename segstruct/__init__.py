@@ -1,16 +1,49 @@
-"""segstruct: structured SVMs for MRF segmentation under complex losses."""
-from ._version import __version__
+"""segstruct: structured SVMs for MRF segmentation under complex losses.
 
-__all__ = ["__version__", "MultivariateSVM", "StructuredSVM"]
+The public API. Names are imported on first use, so that a bare ``import
+segstruct`` stays light (the estimators pull in the learner, HiGHS and
+PyMaxflow):
+
+- data: :class:`VOCDataset`;
+- features: :class:`FeatureExtractor`, :class:`FeatureConfig`, :func:`paint`
+  (superpixel labels back to a pixel mask);
+- learning: :class:`StructuredSVM`, :class:`MultivariateSVM`,
+  :func:`estimator_for` (the paper's methods by name), :func:`get_loss`;
+- files: :func:`save_model`, :func:`load_model`.
+
+The data flow, folder by folder: ``datasets`` (images and masks) ->
+``features`` (superpixel graphs, descriptors, cache) -> ``model`` (joint
+feature map) -> ``learn`` (estimators, cutting planes, QP) <-> ``inference``
+(the loss-augmented oracles, on plain arrays) -> ``evaluate`` (VOC measure,
+checks) -> ``io`` and ``report`` (files, figures, tables) -> ``workflow`` /
+``compare`` -> ``cli``.
+"""
+from importlib import import_module
+
+from segstruct._version import __version__
+
+# public name -> module that defines it
+_EXPORTS = {
+    "VOCDataset": "segstruct.datasets",
+    "FeatureExtractor": "segstruct.features.extraction",
+    "FeatureConfig": "segstruct.features.descriptors",
+    "paint": "segstruct.features.superpixels",
+    "StructuredSVM": "segstruct.learn.ssvm",
+    "MultivariateSVM": "segstruct.learn.multivariate",
+    "estimator_for": "segstruct.learn.methods",
+    "get_loss": "segstruct.inference.losses",
+    "save_model": "segstruct.io.persistence",
+    "load_model": "segstruct.io.persistence",
+}
+
+__all__ = ["__version__", *_EXPORTS]
 
 
 def __getattr__(name):
-    # Imported on first use, so that a bare `import segstruct` stays light
-    # (the estimators pull in the learner, HiGHS and PyMaxflow).
-    if name == "MultivariateSVM":
-        from .multivariate import MultivariateSVM
-        return MultivariateSVM
-    if name == "StructuredSVM":
-        from .ssvm import StructuredSVM
-        return StructuredSVM
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

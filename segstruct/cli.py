@@ -8,25 +8,21 @@ subcommands through ``_SUBCOMMANDS``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
 from pathlib import Path
 
 from segstruct.datasets import DatasetError, VOCDataset, default_synthetic_root, make_synthetic_voc
-from segstruct.inference.proposed import DEFAULT_LP_SOLVER, LP_SOLVERS
-from segstruct.inference.triangulation import N_TRIANGLES
-
-from .cache import ArrayCache, atomic_write_bytes
-from .diagnosis import diagnose
-from .extraction import FeatureExtractor
-from .features import FeatureConfig
-from .methods import METHOD_HELP, METHODS
-from .provenance import code_version
-from .selection import DEFAULT_FOLDS, DEFAULT_GRID
-from .ssvm import DEFAULT_MAX_ITER, oracle_name
-from .superpixels import SuperpixelParams
+from segstruct.features.cache import ArrayCache
+from segstruct.features.descriptors import FeatureConfig
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.superpixels import SuperpixelParams
+from segstruct.inference.proposed import LP_SOLVERS
+from segstruct.io.files import write_json
+from segstruct.io.provenance import code_version
+from segstruct.learn.methods import DEFAULTS, METHOD_HELP, METHODS
+from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
 
 
 class UsageError(Exception):
@@ -181,7 +177,7 @@ def _codebook_split(args) -> str:
 
 def _refuse_overwriting(output, models) -> None:
     """An output file must not be one of the model files the command reads."""
-    from .persistence import checkpoint_path, log_path, model_paths
+    from segstruct.io.persistence import checkpoint_path, log_path, model_paths
     if output is None:
         return
     out = Path(output).resolve()
@@ -190,11 +186,6 @@ def _refuse_overwriting(output, models) -> None:
                                          checkpoint_path(model))}:
             raise UsageError(f"{output} is a file of model {model}: writing there would "
                              "destroy it; give another output path")
-
-
-def _write_json(path: Path, payload: dict) -> None:
-    text = json.dumps(payload, indent=2, sort_keys=False) + "\n"
-    atomic_write_bytes(Path(path), lambda f: f.write(text.encode()))
 
 
 def _provenance(dataset: VOCDataset, extractor: FeatureExtractor) -> dict:
@@ -235,13 +226,13 @@ def _print_inspection(report: dict, dataset: VOCDataset) -> None:
 
 
 def cmd_inspect(args) -> int:
-    from .inspection import inspect_dataset
+    from segstruct.evaluate.inspection import inspect_dataset
     dataset = _dataset(args)
     extractor = _extractor(args, dataset)
     report = inspect_dataset(extractor, args.split, args.class_names)
     _print_inspection(report, dataset)
     if args.json:
-        _write_json(args.json, {**_provenance(dataset, extractor), **report})
+        write_json(args.json, {**_provenance(dataset, extractor), **report})
         print(f"wrote {args.json}")
     return 1 if report["problems"] else 0
 
@@ -292,12 +283,12 @@ def _check_loss_options(args, methods) -> None:
             if value is not None:
                 raise UsageError(f"{flag} applies only to the proposed method")
     if args.lp_solver is None:
-        args.lp_solver = DEFAULT_LP_SOLVER
+        args.lp_solver = DEFAULTS.lp_solver
     if args.triangles is not None and args.lp_solver == "envelope":
         raise UsageError("--triangles applies to --lp-solver decomposition or lp; the "
                          "envelope solver (the default) uses no triangles")
     if args.triangles is None:
-        args.triangles = N_TRIANGLES
+        args.triangles = DEFAULTS.n_triangles
 
 
 def _check_C_options(args) -> None:
@@ -315,7 +306,7 @@ def _check_C_options(args) -> None:
         A number that is not positive and finite (as the estimator's own
         check has always done: exit status 2 without the usage text).
     """
-    from .selection import check_folds, check_grid
+    from segstruct.learn.selection import check_folds, check_grid
     args.C = _parse_C(args.C)
     if args.C != "auto":
         if not (math.isfinite(args.C) and args.C > 0):
@@ -369,7 +360,7 @@ def _estimator(args):
 
 def _make_estimator(args):
     """``estimator_for`` with the checked training options."""
-    from .methods import estimator_for
+    from segstruct.learn.methods import estimator_for
     C = args.cv[0][0] if args.cv is not None else args.C
     try:
         return estimator_for(args.method, loss=args.loss, beta=args.beta or 1.0,
@@ -383,7 +374,7 @@ def _make_estimator(args):
 
 def _cv_figure_path(model) -> Path:
     """Where ``train --C auto`` draws its curve: ``MODEL.cv.png``."""
-    from .persistence import model_paths
+    from segstruct.io.persistence import model_paths
     json_path, _ = model_paths(model)
     return json_path.with_name(json_path.name[: -len(".json")] + ".cv.png")
 
@@ -391,8 +382,8 @@ def _cv_figure_path(model) -> Path:
 def _choose_C_for_train(args, dataset, X, Y) -> dict:
     """Cross-validate C on the training split, print the curve, draw it next to
     the model; returns the curve (with ``chosen_C``)."""
-    from .figures import cv_figure, save_figure
-    from .selection import format_curve, select_C
+    from segstruct.report.figures import cv_figure, save_figure
+    from segstruct.learn.selection import format_curve, select_C
     grid, folds = args.cv
     # the folds' estimators: same method and options, no log, checkpoint nor bar
     # of their own (the cross-validation has one)
@@ -413,10 +404,8 @@ def _choose_C_for_train(args, dataset, X, Y) -> dict:
 
 
 def cmd_train(args) -> int:
-    from .inspection import training_set_problem
-    from .persistence import checkpoint_path, log_path, model_paths
-    json_path, _ = model_paths(args.out)
-    log_file = log_path(args.out)
+    from segstruct.io.persistence import checkpoint_path
+    from segstruct.workflow import check_training_set, train_model
     checkpoint = checkpoint_path(args.out)
     if checkpoint.exists() and not args.resume:
         raise UsageError(f"{checkpoint} holds an unfinished training run: add --resume to "
@@ -424,19 +413,14 @@ def cmd_train(args) -> int:
                          "to start again")
     # every option is checked before any feature is computed
     estimator = _estimator(args)
-    estimator._check_params()
+    estimator.check_params()
     if args.resume and not checkpoint.exists():
         print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
     dataset = _dataset(args)
     _check_cv_size(args, dataset, args.split)
     extractor = _extractor(args, dataset)
-    examples = extractor.examples(args.split, args.class_name, with_features=False)
-    problem = training_set_problem(examples, args.class_name, args.split)
-    if problem:
-        raise DatasetError(f"{dataset.root}: {problem}")
-    if args.cv is not None:
-        from .selection import check_cv_data
-        check_cv_data([ex.counts for ex in examples], args.cv[1])
+    check_training_set(extractor, args.split, args.class_name,
+                       args.cv[1] if args.cv is not None else None)
     examples = extractor.examples(args.split, args.class_name)
     X = [ex.graph for ex in examples]
     Y = [ex.counts for ex in examples]
@@ -445,23 +429,10 @@ def cmd_train(args) -> int:
         curve = _choose_C_for_train(args, dataset, X, Y)
         estimator.C = curve["chosen_C"]       # the saved model: all of the split at that C
         extra = {"C_selection": curve}
-    from .callbacks import training_callbacks
-    estimator.fit(X, Y, callbacks=training_callbacks(
-        progress=show_progress(args), log_path=log_file, checkpoint_path=checkpoint,
-        resume=args.resume))
-    codebook = extractor.codebook()[0] if extractor.config.sift else None
-    train_score = estimator.voc_score(X, Y).to_dict()
-    diagnosis = diagnose(estimator, X, Y)
-    from .persistence import save_model
-    save_model(args.out, estimator, extractor.config, codebook, {
-        "class": args.class_name, "method": args.method, "dataset": dataset.name,
-        "oracle": oracle_name(estimator.oracle),
-        "data_root": str(dataset.root), "train_split": args.split,
-        "n_train_images": len(examples), "train_score": train_score,
-        "diagnosis": diagnosis, "training_log": log_file.name, **extra})
-    if estimator.converged_:
-        checkpoint.unlink(missing_ok=True)  # the model is safe: the checkpoint is spent
-    # (kept when stopped at --max-iter, so --resume with a higher one continues)
+    trained = train_model(estimator, X, Y, args.out, extractor, split=args.split,
+                          class_name=args.class_name, method=args.method, metadata=extra,
+                          progress=show_progress(args), resume=args.resume)
+    train_score, diagnosis = trained.train_score, trained.diagnosis
     status = "converged" if estimator.converged_ else "stopped at --max-iter"
     print(f"{args.method} on {dataset.name}/{args.split}, class {args.class_name}: "
           f"{status} after {estimator.n_iter_} iterations in {estimator.fit_seconds_:.1f} s; "
@@ -470,14 +441,14 @@ def cmd_train(args) -> int:
     print(f"training-set VOC IoU {train_score['voc_iou_percent']:.2f} %")
     for warning in diagnosis["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"wrote {json_path} (+ .npz) and {log_file}")
+    print(f"wrote {trained.path} (+ .npz) and {trained.log_path}")
     if checkpoint.exists():
         print(f"kept {checkpoint}: rerun with --resume and a higher --max-iter to continue")
     return 0
 
 
 def cmd_evaluate(args) -> int:
-    from .persistence import load_model
+    from segstruct.io.persistence import load_model
     _refuse_overwriting(args.json, [args.model])
     estimator, config, codebook, doc = load_model(args.model)
     dataset = _dataset(args)
@@ -493,7 +464,7 @@ def cmd_evaluate(args) -> int:
           f"F1 {_fmt(score['f1_percent'], '.1f')}, "
           f"mean per-image IoU {_fmt(score['mean_image_iou_percent'], '.1f')})")
     if args.json:
-        _write_json(args.json, {
+        write_json(args.json, {
             "dataset": dataset.name, "data_root": str(dataset.root), "split": args.split,
             "class": doc["class"], "method": doc["method"], "model": str(args.model),
             "estimator": doc["estimator"], "features": doc["features"],
@@ -512,7 +483,8 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .compare import CompareSettings, Comparison, classes_in
+    from segstruct.compare import Comparison, classes_in
+    from segstruct.learn.methods import TrainingSettings
     if not args.no_figures and args.figure_images < 1 and not args.figure_ids:
         raise UsageError("--figure-images must be at least 1 (or give --no-figures)")
     if args.no_figures and args.figure_ids:
@@ -530,7 +502,7 @@ def cmd_compare(args) -> int:
     extractor = _extractor(args, dataset)
     classes = args.classes or classes_in(dataset, args.split_train)
     grid, folds = args.cv or (None, None)
-    settings = CompareSettings(loss=args.loss, beta=args.beta or 1.0, scope=args.scope,
+    settings = TrainingSettings(loss=args.loss, beta=args.beta or 1.0, scope=args.scope,
                                C=args.C, weights=args.weights, n_triangles=args.triangles,
                                lp_solver=args.lp_solver, polish=not args.no_polish,
                                solver=args.solver, tol=args.tol, max_iter=args.max_iter,
@@ -550,8 +522,8 @@ def cmd_compare(args) -> int:
 def cmd_visualize(args) -> int:
     import numpy as np
 
-    from .compare import pick_images, save_qualitative
-    from .persistence import load_model
+    from segstruct.compare import pick_images, save_qualitative
+    from segstruct.io.persistence import load_model
     if len(set(args.model)) < len(args.model):
         raise UsageError("a --model is given twice")
     if args.images and len(set(args.images)) < len(args.images):
@@ -611,14 +583,14 @@ _SUBCOMMANDS = {
 
 def _add_training_options(g) -> None:
     g.add_argument("--loss", choices=("iou", "fbeta", "f1"), default=None,
-                   help="loss of bl2 / proposed / exact (default iou)")
-    g.add_argument("--beta", type=float, default=None, help="beta of --loss fbeta (default 1)")
+                   help=f"loss of bl2 / proposed / exact (default {DEFAULTS.loss})")
+    g.add_argument("--beta", type=float, default=None, help=f"beta of --loss fbeta (default {DEFAULTS.beta:g})")
     g.add_argument("--triangles", type=int, default=None,
                    help="loss-surface triangles M of the proposed method's triangle-LP "
-                        "solvers (--lp-solver decomposition or lp; default 40, as in the "
-                        "paper)")
+                        "solvers (--lp-solver decomposition or lp; default "
+                        f"{DEFAULTS.n_triangles}, as in the paper)")
     g.add_argument("--lp-solver", choices=LP_SOLVERS, default=None,
-                   help="proposed: 'envelope' (default) finds the exact maximiser of the "
+                   help=f"proposed: 'envelope' (default: {DEFAULTS.lp_solver}) finds the exact maximiser of the "
                         "true loss by branch and bound with graph cuts; 'decomposition' and "
                         "'lp' solve the paper's triangle LPs (by column generation with "
                         "graph-cut pricing, or by HiGHS on Eq. 22-26)")
@@ -626,7 +598,7 @@ def _add_training_options(g) -> None:
                    help="proposed: skip the greedy single-node flips on the true loss "
                         "(with --lp-solver decomposition or lp: the paper's method as "
                         "published)")
-    g.add_argument("--C", default=0.5, metavar="C|auto",
+    g.add_argument("--C", default=DEFAULTS.C, metavar="C|auto",
                    help="trade-off in 1/2 ||w||^2 + C xi; 0.5 is the paper's C = 1 "
                         "(its Eq. 8 has no 1/2). 'auto': choose C per method and class by "
                         "k-fold cross-validation on the training split (pooled held-out VOC "
@@ -638,22 +610,22 @@ def _add_training_options(g) -> None:
     g.add_argument("--folds", type=int, default=None, metavar="K",
                    help="--C auto: folds of the training split, by image, drawn with "
                         f"--seed (default {DEFAULT_FOLDS})")
-    g.add_argument("--solver", choices=("oneslack", "nslack"), default="oneslack",
+    g.add_argument("--solver", choices=("oneslack", "nslack"), default=DEFAULTS.solver,
                    help="cutting-plane formulation: one slack for all constraints "
                         "(stabilised as OCAS) or one slack per example; both reach the "
                         "same optimum (default %(default)s)")
-    g.add_argument("--scope", choices=("dataset", "image"), default="dataset",
+    g.add_argument("--scope", choices=("dataset", "image"), default=DEFAULTS.scope,
                    help="one loss over the whole training set (the paper's setting, with "
                         "--C 0.5), or one loss per image, averaged, which needs a larger C "
                         "(default %(default)s)")
-    g.add_argument("--weights", choices=("count", "area"), default="count",
+    g.add_argument("--weights", choices=("count", "area"), default=DEFAULTS.weights,
                    help="FP and FN count superpixels (the paper's) or non-void pixels "
                         "(default %(default)s)")
-    g.add_argument("--tol", type=float, default=1e-3,
+    g.add_argument("--tol", type=float, default=DEFAULTS.tol,
                    help="cutting-plane tolerance epsilon, in loss units: training stops "
                         "when the objective is within C * tol of the working-set QP's "
                         "lower bound (default %(default)s)")
-    g.add_argument("--max-iter", type=int, default=DEFAULT_MAX_ITER,
+    g.add_argument("--max-iter", type=int, default=DEFAULTS.max_iter,
                    help="cutting-plane iterations at most (default %(default)s)")
 
 
@@ -752,7 +724,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if hasattr(args, "loss"):
         args.loss_given = args.loss is not None
-        args.loss = args.loss or "iou"
+        args.loss = args.loss or DEFAULTS.loss
     try:
         return args.func(args)
     except UsageError as err:

@@ -26,113 +26,24 @@ import hashlib
 import io
 import json
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from segstruct.datasets import VOCDataset, class_index
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.superpixels import paint
 from segstruct.inference.losses import totals
-from segstruct.inference.proposed import DEFAULT_LP_SOLVER
-from segstruct.inference.triangulation import N_TRIANGLES
-
-from .cache import atomic_write_bytes
-from .callbacks import training_callbacks
-from .diagnosis import diagnose
-from .extraction import FeatureExtractor
-from .methods import METHODS, estimator_for, method_loss
-from .persistence import checkpoint_path, load_model, model_paths, save_model
-from .persistence import log_path as log_file
-from .ssvm import DEFAULT_MAX_ITER, oracle_name
-from .provenance import code_version, machine
-from .selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds, check_grid,
-                        format_curve, select_C)
-from .superpixels import paint
+from segstruct.io.files import write_json, write_text
+from segstruct.io.persistence import checkpoint_path, load_model, model_paths
+from segstruct.io.provenance import code_version, machine
+from segstruct.learn.methods import METHODS, TrainingSettings, c_text, method_loss
+from segstruct.learn.selection import format_curve, select_C
+from segstruct.learn.ssvm import oracle_name
+from segstruct.workflow import check_training_set, train_model
 
 RESULTS_FORMAT = "segstruct-comparison"
-
-
-@dataclass(frozen=True)
-class CompareSettings:
-    """Everything besides features and data that changes a trained model.
-
-    ``n_triangles`` and ``lp_solver`` only affect the proposed method, and
-    ``loss`` / ``beta`` only bl2, proposed and exact; they are recorded for
-    every pair all the same, so a record says in full how it was made.
-
-    ``C`` is a number, or "auto": each pair then gets the C that ``folds``-fold
-    cross-validation on the training split picks from ``C_grid``
-    (``segstruct.selection``; None means the defaults there). ``C_grid`` and
-    ``folds`` are recorded only with "auto" (:meth:`to_dict`), so the records
-    of a fixed C are what they were before the option existed.
-    """
-
-    loss: str = "iou"
-    beta: float = 1.0
-    scope: str = "dataset"
-    C: float | str = 0.5
-    weights: str = "count"
-    n_triangles: int = N_TRIANGLES
-    lp_solver: str = DEFAULT_LP_SOLVER
-    polish: bool = True
-    solver: str = "oneslack"
-    tol: float = 1e-3
-    max_iter: int = DEFAULT_MAX_ITER
-    C_grid: tuple | None = None
-    folds: int | None = None
-
-    @property
-    def auto(self) -> bool:
-        """Whether C is chosen by cross-validation."""
-        return self.C == "auto"
-
-    def cv(self) -> tuple[tuple[float, ...], int]:
-        """(grid, folds) of ``C = "auto"``, defaults filled in and checked (ValueError)."""
-        return (check_grid(DEFAULT_GRID if self.C_grid is None else self.C_grid),
-                check_folds(DEFAULT_FOLDS if self.folds is None else self.folds))
-
-    def to_dict(self) -> dict:
-        """The settings as recorded (results.json, the resume identity)."""
-        out = asdict(self)
-        del out["C_grid"], out["folds"]
-        if self.auto:
-            grid, folds = self.cv()
-            out.update(C_grid=list(grid), folds=folds)
-        return out
-
-    def C_text(self) -> str:
-        """How C was set, for captions: "C 0.5" or "C auto (3-fold CV over 5 values 0.05-50)"."""
-        return c_text(self.to_dict())
-
-    def estimator(self, method: str, C=None):
-        """The method's StructuredSVM (unfitted).
-
-        ``C`` overrides the settings' C (needed with "auto": the chosen one,
-        or a grid value for the folds).
-        """
-        C = self.C if C is None else C
-        return estimator_for(method, loss=self.loss, beta=self.beta,
-                             n_triangles=self.n_triangles, lp_solver=self.lp_solver,
-                             polish=self.polish, weights=self.weights, C=C, scope=self.scope,
-                             solver=self.solver, tol=self.tol, max_iter=self.max_iter)
-
-
-def c_text(settings: dict) -> str:
-    """How C was set, from recorded settings (a dict of :meth:`CompareSettings.to_dict`)."""
-    if settings["C"] != "auto":
-        return f"C {settings['C']:g}"
-    grid = settings["C_grid"]
-    return (f"C auto ({settings['folds']}-fold CV over {len(grid)} values "
-            f"{grid[0]:g}-{grid[-1]:g})")
-
-
-def _write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(Path(path), lambda f: f.write(text.encode()))
-
-
-def _write_json(path: Path, payload) -> None:
-    _write_text(path, json.dumps(payload, indent=2) + "\n")
 
 
 def classes_in(dataset: VOCDataset, split: str) -> list[str]:
@@ -152,7 +63,7 @@ class Comparison:
     extractor : FeatureExtractor over the data set (its features are shared by
         every pair).
     classes, methods : lists of VOC class names and ``METHODS`` names.
-    settings : CompareSettings.
+    settings : TrainingSettings.
     out_dir : output folder (created).
     train_split, eval_split : split names.
     seed : recorded in every result and used to pick the qualitative images
@@ -162,7 +73,7 @@ class Comparison:
     """
 
     def __init__(self, extractor: FeatureExtractor, classes, methods,
-                 settings: CompareSettings, out_dir, train_split="train", eval_split="val",
+                 settings: TrainingSettings, out_dir, train_split="train", eval_split="val",
                  seed=0, progress=True, say: Callable[[str], None] = print):
         self.extractor = extractor
         self.dataset = extractor.dataset
@@ -195,7 +106,7 @@ class Comparison:
         # bad C, grid, folds, tol, ... fail before any training
         C = self.settings.cv()[0][0] if self.settings.auto else None
         for method in self.methods:
-            self.settings.estimator(method, C=C)._check_params()
+            self.settings.estimator(method, C=C).check_params()
         train_ids = set(self.dataset.ids(self.train_split))   # DatasetError if missing
         shared = train_ids & set(self.dataset.ids(self.eval_split))
         if shared:
@@ -281,9 +192,9 @@ class Comparison:
                      f"{record['training']['n_iter']} iterations"
                      f"{'' if record['training']['converged'] else ', stopped at max_iter'})")
         results = self.results()
-        _write_json(self.out_dir / "results.json", results)
-        _write_text(self.out_dir / "table.md", table_markdown(results))
-        _write_text(self.out_dir / "table.csv", table_csv(results))
+        write_json(self.out_dir / "results.json", results)
+        write_text(self.out_dir / "table.md", table_markdown(results))
+        write_text(self.out_dir / "table.csv", table_csv(results))
         self.say(f"wrote {self.out_dir / 'results.json'}, table.md and table.csv")
         if figures:
             for path in self.figures(figure_images, figure_ids):
@@ -292,30 +203,14 @@ class Comparison:
 
     def _check_classes_present(self, classes):
         """Refuse, before any training, a class the training split cannot teach."""
-        from segstruct.datasets import DatasetError
-
-        from .inspection import training_set_problem
+        folds = self.settings.cv()[1] if self.settings.auto else None
         for class_name in sorted(classes):
-            examples = self.extractor.examples(self.train_split, class_name,
-                                               with_features=False)
-            problem = training_set_problem(examples, class_name, self.train_split)
-            if problem:
-                raise DatasetError(f"{self.dataset.root}: {problem}")
-            if self.settings.auto:
-                try:
-                    check_cv_data([ex.counts for ex in examples], self.settings.cv()[1])
-                except ValueError as err:
-                    raise DatasetError(f"{self.dataset.root}, class {class_name!r}, split "
-                                       f"{self.train_split!r}: {err}") from err
+            check_training_set(self.extractor, self.train_split, class_name, folds)
 
     def _train_and_score(self, class_name, method) -> dict:
         model_path = self.model_path(class_name, method)
-        json_path, _ = model_paths(model_path)
-        log_path = log_file(model_path)
         model_path.parent.mkdir(parents=True, exist_ok=True)
         train = self.extractor.examples(self.train_split, class_name)
-        # an interrupted pair continues from its last cutting-plane iteration
-        checkpoint = checkpoint_path(model_path)
         X, Y = [ex.graph for ex in train], [ex.counts for ex in train]
         C, extra = self.settings.C, {}
         if self.settings.auto:
@@ -323,22 +218,17 @@ class Comparison:
             # the checkpoint was made with
             C, curve = self._choose_C(class_name, method, X, Y)
             extra = {"C_selection": curve}
+        # an interrupted pair continues from its last cutting-plane iteration
+        checkpoint = checkpoint_path(model_path)
         if checkpoint.exists():
             self.say(f"      resuming from {checkpoint}")
-        estimator = self.settings.estimator(method, C=C)
-        estimator.fit(X, Y, callbacks=training_callbacks(
-            progress=self.progress, log_path=log_path, checkpoint_path=checkpoint,
-            resume=True))
-        train_score = estimator.voc_score(X, Y).to_dict()
-        diagnosis = diagnose(estimator, X, Y)
+        trained = train_model(self.settings.estimator(method, C=C), X, Y, model_path,
+                              self.extractor, split=self.train_split, class_name=class_name,
+                              method=method, metadata=extra, progress=self.progress)
+        estimator, train_score, diagnosis = (trained.estimator, trained.train_score,
+                                             trained.diagnosis)
         for warning in diagnosis["warnings"]:
             self.say(f"      warning: {class_name}/{method}: {warning}")
-        codebook = self.extractor.codebook()[0] if self.extractor.config.sift else None
-        save_model(model_path, estimator, self.extractor.config, codebook, {
-            "class": class_name, "method": method, "dataset": self.dataset.name,
-            "data_root": str(self.dataset.root), "train_split": self.train_split,
-            "n_train_images": len(train), "train_score": train_score,
-            "diagnosis": diagnosis, "training_log": log_path.name, **extra})
         start = time.perf_counter()
         evaluation = self.extractor.examples(self.eval_split, class_name)
         eval_score = estimator.voc_score([ex.graph for ex in evaluation],
@@ -357,11 +247,11 @@ class Comparison:
             "n_train_images": len(train), "n_eval_images": len(evaluation),
             "train_score": train_score, "eval_score": eval_score, "diagnosis": diagnosis,
             "eval_seconds": time.perf_counter() - start,
-            "model": str(json_path.relative_to(self.out_dir)),
-            "training_log": str(log_path.relative_to(self.out_dir)),
+            "model": str(trained.path.relative_to(self.out_dir)),
+            "training_log": str(trained.log_path.relative_to(self.out_dir)),
             "identity": self.identity(),
         }
-        _write_json(self.record_path(class_name, method), record)
+        write_json(self.record_path(class_name, method), record)
         checkpoint.unlink(missing_ok=True)      # the record is written: nothing to resume
         return record
 
@@ -419,7 +309,7 @@ class Comparison:
     def figures(self, n_images=4, ids=None) -> list[Path]:
         """Training curves, qualitative grids and loss surfaces, one set per class;
         with ``C = "auto"``, the cross-validation curves too."""
-        from .figures import cv_figure, loss_surface_figure, save_figure, training_figure
+        from segstruct.report.figures import cv_figure, loss_surface_figure, save_figure, training_figure
         fig_dir = self.out_dir / "figures"
         written = []
         for class_name in self.classes:
@@ -492,7 +382,7 @@ def save_qualitative(extractor: FeatureExtractor, class_name: str, split: str, i
     ----------
     models : method name -> fitted StructuredSVM (all on the extractor's features).
     """
-    from .figures import qualitative_figure, save_figure
+    from segstruct.report.figures import qualitative_figure, save_figure
     dataset = extractor.dataset
     value = class_index(class_name)
     examples = extractor.examples(split, class_name, ids=list(ids))

@@ -32,17 +32,16 @@ THIRD_PARTY = {
     "segstruct.datasets": {"numpy", "scipy", "PIL"},
 }
 
-# Modules of segstruct by layer, lowest first; "inference" and "datasets" stand
-# for the whole subpackage. The package's __init__ (the public API) may import
-# anything.
+# Modules of segstruct by layer, lowest first, as paths below segstruct; a
+# package name stands for all its modules. The package's __init__ (the public
+# API) may import anything.
 LAYERS = (
     ("inference", "datasets"),
-    ("_version", "provenance", "cache", "checkpoint"),
-    ("superpixels", "features", "extraction"),
-    ("model", "scoring", "bootstrap", "active_set", "qp", "linesearch", "base", "callbacks", "ssvm",
-     "multivariate", "methods", "selection", "diagnosis"),
-    ("persistence", "inspection", "figures"),
-    ("compare",),
+    ("_version", "io.files", "io.provenance"),
+    ("features", "io.checkpoint"),
+    ("model", "learn", "evaluate"),
+    ("io.persistence", "report"),
+    ("compare", "workflow"),
     ("cli",),
 )
 
@@ -50,9 +49,14 @@ LAYERS = (
 def module_files():
     """(module name, package name, path) of every module of the three packages."""
     for folder, package in PACKAGES:
-        for path in sorted((ROOT / folder).glob("*.py")):
-            name = package if path.stem == "__init__" else f"{package}.{path.stem}"
-            yield name, package, path
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                name = ".".join((package, *parts[:-1]))
+                yield name, name, path
+            else:
+                name = ".".join((package, *parts))
+                yield name, name.rpartition(".")[0], path
 
 
 def imports(source: str, package: str):
@@ -88,18 +92,19 @@ def layer_of(module: str) -> int | None:
     """Layer index of a segstruct module, None for the package itself."""
     if module == "segstruct":
         return None
-    parts = module.split(".")
-    key = parts[1]
-    for index, members in enumerate(LAYERS):
-        if key in members:
-            return index
+    parts = module.split(".")[1:]
+    for n in range(len(parts), 0, -1):       # the longest prefix LAYERS names decides
+        for index, members in enumerate(LAYERS):
+            if ".".join(parts[:n]) in members:
+                return index
     raise AssertionError(f"module {module} is in no layer of LAYERS: add it")
 
 
 def violations(name: str, package: str, source: str) -> list[str]:
     """Every rule that ``source`` (module ``name`` of ``package``) breaks."""
     found = []
-    own = package if package != "segstruct" else None
+    # the self-contained subpackage the module belongs to, if any
+    own = next((p for p in THIRD_PARTY if name == p or name.startswith(p + ".")), None)
     for line, module, names in imports(source, package):
         top = module.split(".")[0]
         where = f"{name}:{line} imports {module}"
@@ -112,7 +117,7 @@ def violations(name: str, package: str, source: str) -> list[str]:
         for part_index, part in enumerate(module.split(".")):
             if is_private(part) and module.startswith("segstruct"):
                 owner = ".".join(module.split(".")[:part_index])
-                if package != owner:
+                if not (package == owner or package.startswith(owner + ".")):
                     found.append(f"{where}: a private module of another package")
         for imported in names:
             if is_private(imported):
@@ -135,7 +140,8 @@ def test_every_module_keeps_the_rules():
 
 def test_every_segstruct_module_has_a_layer():
     for name, package, _ in module_files():
-        if package == "segstruct" and name != "segstruct":
+        # a subpackage's __init__ (name == package) imports nothing
+        if name != package and not name.startswith(tuple(THIRD_PARTY)):
             layer_of(name)
 
 
@@ -147,10 +153,12 @@ def test_every_segstruct_module_has_a_layer():
      "may import only"),
     ("segstruct.inference.lp", "segstruct.inference",
      "from .graphcut import _min_cut\n", "private name"),
-    ("segstruct.qp", "segstruct", "from segstruct.inference._mrf import raw_score\n",
-     "private module"),
-    ("segstruct.ssvm", "segstruct", "from .compare import Comparison\n", "layer"),
-    ("segstruct.cache", "segstruct", "from . import cli\n", "layer"),
+    ("segstruct.learn.qp", "segstruct.learn",
+     "from segstruct.inference._mrf import raw_score\n", "private module"),
+    ("segstruct.learn.ssvm", "segstruct.learn", "from ..compare import Comparison\n", "layer"),
+    ("segstruct.features.cache", "segstruct.features", "from .. import cli\n", "layer"),
+    ("segstruct.io.provenance", "segstruct.io", "from .persistence import load_model\n",
+     "layer"),
 ])
 def test_the_checker_finds_each_kind_of_violation(name, package, source, rule):
     found = violations(name, package, source)
@@ -163,3 +171,5 @@ def test_allowed_imports_pass_the_checker():
                       "from .highs import run\nimport math\n") == []
     assert violations("segstruct.cli", "segstruct",
                       "from .compare import Comparison\nfrom segstruct.inference import bl2\n") == []
+    assert violations("segstruct.io.provenance", "segstruct.io",
+                      "from segstruct._version import __version__\n") == []

@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from segstruct.cache import ArrayCache
+from segstruct.features.cache import ArrayCache
 from segstruct.cli import main
 from segstruct.datasets import DatasetError, VOCDataset, make_synthetic_voc, voc_colormap
-from segstruct.extraction import FeatureExtractor
-from segstruct.features import FeatureConfig
-from segstruct.inspection import inspect_dataset, training_set_problem
-from segstruct.methods import estimator_for
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.descriptors import FeatureConfig
+from segstruct.evaluate.inspection import inspect_dataset, training_set_problem
+from segstruct.learn.methods import estimator_for
 from segstruct.model import Graph
-from segstruct.persistence import ModelFileError, load_model, model_paths, save_model
-from segstruct.ssvm import StructuredSVM
-from segstruct.superpixels import SuperpixelParams
+from segstruct.io.persistence import ModelFileError, load_model, model_paths, save_model
+from segstruct.learn.ssvm import StructuredSVM
+from segstruct.features.superpixels import SuperpixelParams
 
 SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
 CAR = 7
@@ -247,7 +247,7 @@ def test_image_whose_superpixels_are_all_void(tmp_path):
 
 # ------------------------------------------------------------------- features
 def test_non_finite_features_name_the_image(tmp_path, monkeypatch):
-    import segstruct.features as F
+    import segstruct.features.descriptors as F
     ds = tiny_voc(tmp_path, {"a": (rgb(), mask()), "nan_img": (rgb(seed=5), mask())})
     real = F.colour_features
 

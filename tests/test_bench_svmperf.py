@@ -6,7 +6,7 @@ import pytest
 
 from segstruct.inference import bl2
 from segstruct.inference.losses import get_loss
-from segstruct.multivariate import MultivariateSVM
+from segstruct.learn.multivariate import MultivariateSVM
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from segstruct.bootstrap import bootstrap_differences, paired_bootstrap
-from segstruct.scoring import VOCScore
+from segstruct.evaluate.bootstrap import bootstrap_differences, paired_bootstrap
+from segstruct.evaluate.scoring import VOCScore
 
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from segstruct.cache import ArrayCache
+from segstruct.features.cache import ArrayCache
 
 
 def test_round_trip_and_keys(tmp_path):
@@ -48,7 +48,7 @@ def test_disabled_cache_never_writes(tmp_path):
 def test_atomic_write_gives_the_usual_permissions(tmp_path):
     # mkstemp files are private (0600); written results must be readable by others
     import os
-    from segstruct.cache import atomic_write_bytes
+    from segstruct.io.files import atomic_write_bytes
     mask = os.umask(0o022)
     try:
         path = tmp_path / "r.json"

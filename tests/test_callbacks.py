@@ -4,10 +4,10 @@ import json
 import numpy as np
 import pytest
 
-from segstruct.callbacks import (Callback, Checkpoint, JSONLog, ProgressBar, TrainingState,
+from segstruct.learn.callbacks import (Callback, Checkpoint, JSONLog, ProgressBar, TrainingState,
                                  training_callbacks)
-from segstruct.methods import estimator_for
-from segstruct.ssvm import StructuredSVM
+from segstruct.learn.methods import estimator_for
+from segstruct.learn.ssvm import StructuredSVM
 
 
 def problem(chain_graphs, seed):

@@ -11,13 +11,13 @@ import time
 import numpy as np
 import pytest
 
-from segstruct.callbacks import Checkpoint
-from segstruct.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from segstruct.learn.callbacks import Checkpoint
+from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from segstruct.datasets import make_synthetic_voc
 from segstruct.inference import loss_augmented
 from segstruct.model import Graph
 from segstruct.inference.proposed import TriangleOracle
-from segstruct.ssvm import StructuredSVM, oracle_name
+from segstruct.learn.ssvm import StructuredSVM, oracle_name
 
 
 class Crash(Exception):
@@ -129,7 +129,7 @@ def test_restored_state_is_the_saved_state(tmp_path):
     svm.max_iter = 5
     svm.fit(X, Y)
     arrays, _ = load_checkpoint(tmp_path / "run.ckpt.npz")
-    from segstruct.qp import WorkingSetQP
+    from segstruct.learn.qp import WorkingSetQP
     qp = WorkingSetQP(arrays["qp_G"].shape[1], [1.0])
     qp.set_state({k[3:]: v for k, v in arrays.items() if k.startswith("qp_")})
     for name, value in qp.get_state().items():
@@ -203,7 +203,7 @@ def _train(root, cache, out, *extra):
 
 @pytest.mark.slow
 def test_sigkill_mid_training_then_resume_gives_the_same_model(tmp_path):
-    from segstruct.persistence import load_model
+    from segstruct.io.persistence import load_model
     root = make_synthetic_voc(tmp_path / "voc", n_train=8, n_val=2)
     cache = tmp_path / "cache"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}

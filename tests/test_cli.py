@@ -150,7 +150,7 @@ def test_default_data_set_needs_no_arguments(tmp_path, monkeypatch, capsys):
 
 
 def test_train_then_evaluate(data_root, tmp_path, capsys):
-    from segstruct.persistence import load_model
+    from segstruct.io.persistence import load_model
     cache = ["--cache", str(tmp_path / "c")]
     model = tmp_path / "car_bl1"
     assert main(["train", "--data", str(data_root), "--class", "car", "--out", str(model),
@@ -166,8 +166,8 @@ def test_train_then_evaluate(data_root, tmp_path, capsys):
     assert result["class"] == "car" and result["method"] == "bl1"
     assert result["dataset"] == "voc" and result["split"] == "val" and "code_version" in result
     # the printed score is the model's own VOC measure on the val split
-    from segstruct.cache import ArrayCache
-    from segstruct.extraction import FeatureExtractor
+    from segstruct.features.cache import ArrayCache
+    from segstruct.features.extraction import FeatureExtractor
     svm, config, codebook, _ = load_model(model)
     ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c"),
                           progress=False, codebook=codebook).examples("val", "car")
@@ -175,7 +175,7 @@ def test_train_then_evaluate(data_root, tmp_path, capsys):
     assert result["score"] == expect
     # per-image counts, in split order, of the model's own predictions
     assert [r["image_id"] for r in result["per_image"]] == VOCDataset(data_root).ids("val")
-    from segstruct.scoring import superpixel_confusion
+    from segstruct.evaluate.scoring import superpixel_confusion
     for r, e, y in zip(result["per_image"], ex, svm.predict([e.graph for e in ex])):
         assert (r["tp"], r["fp"], r["fn"]) == superpixel_confusion(y, e.fg, e.bg)
 
@@ -189,7 +189,7 @@ def test_train_refuses_a_class_with_no_superpixel(data_root, tmp_path, capsys):
 
 @pytest.mark.parametrize("method", ["bl2", "proposed"])
 def test_train_complex_loss_methods(method, data_root, tmp_path, capsys):
-    from segstruct.persistence import load_model
+    from segstruct.io.persistence import load_model
     model = tmp_path / method
     assert main(["train", "--data", str(data_root), "--class", "car", "--method", method,
                  "--loss", "iou", "--out", str(model),
@@ -211,7 +211,7 @@ def test_conflicting_training_options(data_root, tmp_path, capsys):
 
 
 def test_train_stopped_at_max_iter_resumes_with_a_higher_one(data_root, tmp_path, capsys):
-    from segstruct.persistence import load_model
+    from segstruct.io.persistence import load_model
     cache = ["--cache", str(tmp_path / "c")]
     base = ["train", "--data", str(data_root), "--class", "car", "--tol", "1e-5", *cache,
             *SMALL]
@@ -240,7 +240,7 @@ def test_feature_options_that_would_be_ignored_are_refused(extra, words, data_ro
 
 
 def test_no_polish_gives_the_papers_oracle(data_root, tmp_path):
-    from segstruct.persistence import load_model
+    from segstruct.io.persistence import load_model
     model = tmp_path / "paper"
     assert main(["train", "--data", str(data_root), "--class", "car", "--method", "proposed",
                  "--lp-solver", "decomposition", "--triangles", "6", "--no-polish",

@@ -89,7 +89,7 @@ def test_second_run_trains_nothing(finished, monkeypatch):
 
     def no_training(self, X, Y, callbacks=None):
         raise AssertionError("a finished pair was trained again")
-    monkeypatch.setattr("segstruct.ssvm.StructuredSVM.fit", no_training)
+    monkeypatch.setattr("segstruct.learn.ssvm.StructuredSVM.fit", no_training)
     assert main(args + ["--no-figures"]) == 0
     after = json.loads((out / "results.json").read_text())
     assert after["results"] == json.loads(before)["results"]
@@ -102,13 +102,13 @@ def test_resume_finishes_only_the_missing_pair(finished, tmp_path, monkeypatch):
     shutil.copytree(out, copy)
     (copy / "runs" / "car-bl2.json").unlink()       # as if interrupted before it
     trained = []
-    from segstruct.ssvm import StructuredSVM
+    from segstruct.learn.ssvm import StructuredSVM
     real_fit = StructuredSVM.fit
 
     def counting_fit(self, X, Y, callbacks=None):
         trained.append(self.pairwise)   # False: bl2 only
         return real_fit(self, X, Y, callbacks)
-    monkeypatch.setattr("segstruct.ssvm.StructuredSVM.fit", counting_fit)
+    monkeypatch.setattr("segstruct.learn.ssvm.StructuredSVM.fit", counting_fit)
     new_args = [a if a != str(out) else str(copy) for a in args]
     assert main(new_args + ["--no-figures"]) == 0
     assert trained == [False]
@@ -213,7 +213,7 @@ def test_outputs_never_overwrite_the_model_read(finished, data_root, tmp_path, c
 
 def test_an_interrupted_pair_continues_from_its_checkpoint(data_root, tmp_path, monkeypatch,
                                                            capsys):
-    from segstruct.callbacks import Checkpoint
+    from segstruct.learn.callbacks import Checkpoint
     args = ["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
             "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c"), "--no-figures",
             "--tol", "1e-5", *SMALL]

@@ -17,10 +17,10 @@ def data_root(tmp_path_factory):
 
 
 def test_features_are_bit_identical_without_cache(data_root):
-    from segstruct.cache import ArrayCache
+    from segstruct.features.cache import ArrayCache
     from segstruct.datasets import VOCDataset
-    from segstruct.extraction import FeatureExtractor
-    from segstruct.features import FeatureConfig
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.features.descriptors import FeatureConfig
     config = FeatureConfig(n_words=16, codebook_descriptors=2000, seed=3)
     runs = [FeatureExtractor(VOCDataset(data_root), config, ArrayCache(enabled=False),
                              progress=False) for _ in range(2)]
@@ -35,7 +35,7 @@ def test_features_are_bit_identical_without_cache(data_root):
 
 
 def test_same_command_same_model_and_seed_recorded(data_root, tmp_path):
-    from segstruct.persistence import load_model
+    from segstruct.io.persistence import load_model
     models = []
     for k in range(2):
         out = tmp_path / f"m{k}"

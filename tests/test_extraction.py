@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from segstruct import features as F
-from segstruct.cache import ArrayCache
+from segstruct.features import descriptors as F
+from segstruct.features.cache import ArrayCache
 from segstruct.datasets import VOCDataset, make_synthetic_voc
-from segstruct.extraction import FeatureExtractor
-from segstruct.superpixels import SuperpixelParams, adjacency, pixel_counts
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.superpixels import SuperpixelParams, adjacency, pixel_counts
 
 SMALL = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=6,
                         kmeans_iterations=5, superpixels=SuperpixelParams(min_size=400))

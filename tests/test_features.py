@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from segstruct import features as F
-from segstruct.superpixels import SuperpixelParams, segment
+from segstruct.features import descriptors as F
+from segstruct.features.superpixels import SuperpixelParams, segment
 
 
 def test_opponent_channels_known_colours():

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from segstruct.figures import (BOUNDARY_COLOUR, VOID_COLOUR, image_iou, loss_surface_figure,
+from segstruct.report.figures import (BOUNDARY_COLOUR, VOID_COLOUR, image_iou, loss_surface_figure,
                                overlay, qualitative_figure, save_figure, training_figure)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -31,7 +31,7 @@ from segstruct.inference.losses import (
     IoULoss,
 )
 from segstruct.inference.proposed import TriangleOracle
-from segstruct.superpixels import majority_targets, paint, pixel_counts
+from segstruct.features.superpixels import majority_targets, paint, pixel_counts
 from segstruct.inference.triangulation import triangulate
 
 FUZZ = settings(deadline=None, derandomize=True, database=None,

@@ -32,9 +32,9 @@ SCRIPT = textwrap.dedent('''
     from segstruct.inference.envelope import envelope_oracle
     from segstruct.inference.lp import lp_oracle
     from segstruct.inference.milp import milp_oracle
-    from segstruct.methods import estimator_for
+    from segstruct.learn.methods import estimator_for
     from segstruct.model import Graph
-    from segstruct.qp import WorkingSetQP
+    from segstruct.learn.qp import WorkingSetQP
 
     rng = np.random.default_rng(3)
     n = 12
@@ -179,8 +179,8 @@ def test_a_solver_failure_names_the_iteration_and_loses_nothing(tmp_path):
     import numpy as np
 
     from segstruct.model import Graph
-    from segstruct.callbacks import Checkpoint
-    from segstruct.ssvm import StructuredSVM, TrainingError
+    from segstruct.learn.callbacks import Checkpoint
+    from segstruct.learn.ssvm import StructuredSVM, TrainingError
     rng = np.random.default_rng(5)
     X, Y = [], []
     for _ in range(3):
@@ -207,7 +207,7 @@ def test_a_solver_failure_names_the_iteration_and_loses_nothing(tmp_path):
 def test_the_qp_is_solved_without_highs_when_every_highs_route_fails(monkeypatch):
     import numpy as np
 
-    from segstruct.qp import WorkingSetQP
+    from segstruct.learn.qp import WorkingSetQP
     rng = np.random.default_rng(2)
 
     def working_set():

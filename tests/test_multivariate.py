@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from segstruct import MultivariateSVM
-from segstruct.qp import WorkingSetQP
+from segstruct.learn.qp import WorkingSetQP
 
 
 # References written from the table of docs/design.md ("Counts and losses"),

@@ -11,8 +11,8 @@ import pytest
 
 from segstruct.inference import maximize
 from segstruct.model import Graph
-from segstruct.methods import make_oracle
-from segstruct.ssvm import StructuredSVM
+from segstruct.learn.methods import make_oracle
+from segstruct.learn.ssvm import StructuredSVM
 
 
 def graphs(seed, n_graphs=4, n=6, du=3, all_background=(), scale=None):

@@ -4,11 +4,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from segstruct.features import FeatureConfig
+from segstruct.features.descriptors import FeatureConfig
 from segstruct.model import Graph
-from segstruct.persistence import (DOC_DIGEST, ModelFileError, _doc_digest, load_model,
+from segstruct.io.persistence import (DOC_DIGEST, ModelFileError, _doc_digest, load_model,
                                    model_paths, save_model)
-from segstruct.ssvm import StructuredSVM
+from segstruct.learn.ssvm import StructuredSVM
 
 CONFIG = FeatureConfig(sift=False)          # 6 colour + 6 position + 1 bias = 13
 

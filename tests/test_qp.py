@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from segstruct.qp import WorkingSetQP
+from segstruct.learn.qp import WorkingSetQP
 
 
 def random_qp(rng, d=None, k=None):
@@ -138,7 +138,7 @@ def test_the_route_that_met_the_tolerance_goes_first(monkeypatch):
 def test_gap_test_is_relative_without_a_floor():
     """An objective of 1e-9 with a gap of half of it is not solved (a floor of 1
     on the relative test would accept it); the caller's absolute tolerance is."""
-    from segstruct.qp import QPSolution
+    from segstruct.learn.qp import QPSolution
     qp = WorkingSetQP(2, [1e-8])
     sol = QPSolution(np.zeros(2), np.zeros(0), np.zeros(0), np.zeros(1), 1e-9, 0.5e-9, 0.0)
     assert not qp.converged(sol)

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from segstruct.datasets import VOCDataset
-from segstruct.cache import ArrayCache
-from segstruct.extraction import FeatureExtractor
-from segstruct.inspection import inspect_dataset
+from segstruct.features.cache import ArrayCache
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.evaluate.inspection import inspect_dataset
 
 pytestmark = pytest.mark.shared_data
 
@@ -33,8 +33,8 @@ def test_inspect_horse_val(horse_root, tmp_path):
 
 
 def test_bl1_gap_shrinks_monotonically_on_horse(horse_root, tmp_path):
-    from segstruct.features import FeatureConfig
-    from segstruct.ssvm import StructuredSVM
+    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.learn.ssvm import StructuredSVM
     config = FeatureConfig(n_words=50, codebook_descriptors=5000, codebook_images=20,
                            kmeans_iterations=5)
     ds = VOCDataset(horse_root)

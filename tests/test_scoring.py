@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from segstruct.scoring import (VOCScore, iou, oracle_score, pixel_confusion,
+from segstruct.evaluate.scoring import (VOCScore, iou, oracle_score, pixel_confusion,
                                superpixel_confusion)
-from segstruct.superpixels import majority_targets, paint, pixel_counts
+from segstruct.features.superpixels import majority_targets, paint, pixel_counts
 
 
 def test_pixel_confusion_hand_made():

@@ -8,13 +8,13 @@ import pytest
 from segstruct.cli import main
 from segstruct.datasets import make_synthetic_voc
 from segstruct.inference import maximize
-from segstruct.methods import estimator_for
+from segstruct.learn.methods import estimator_for
 from segstruct.model import Graph, MRFModel
-from segstruct.scoring import VOCScore, superpixel_confusion
-from segstruct.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds,
+from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
+from segstruct.learn.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds,
                                  check_grid, choose_C, cross_validate_C, edge_warning,
                                  format_curve, image_strata, make_folds, select_C)
-from segstruct.ssvm import StructuredSVM
+from segstruct.learn.ssvm import StructuredSVM
 
 SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -208,7 +208,7 @@ def test_a_failed_fit_names_its_fold_and_C():
                 raise ValueError("solver broke")
             return super().fit(X_train, Y_train)
 
-    from segstruct.selection import CrossValidationError
+    from segstruct.learn.selection import CrossValidationError
     with pytest.raises(CrossValidationError,
                        match=r"fold 1 of 2 at C 10 \(training on 3 images, warm-started from "
                              r"C 0.1\): solver broke"):
@@ -216,7 +216,7 @@ def test_a_failed_fit_names_its_fold_and_C():
 
 
 def test_cv_figure_draws_one_pooled_line_per_method():
-    from segstruct.figures import cv_figure
+    from segstruct.report.figures import cv_figure
     curve = {"grid": [0.1, 1, 10], "folds": 2, "chosen_C": 1,
              "pooled_iou_percent": [10, 30, None], "fold_iou_percent": [[5, 15], [20, 40],
                                                                         [None, 1]]}
@@ -230,12 +230,12 @@ def test_cv_figure_draws_one_pooled_line_per_method():
 
 
 def test_settings_of_a_fixed_C_are_recorded_as_before():
-    from segstruct.compare import CompareSettings
+    from segstruct.learn.methods import TrainingSettings
     before = ["loss", "beta", "scope", "C", "weights", "n_triangles", "lp_solver", "polish",
               "solver", "tol", "max_iter"]
-    assert list(CompareSettings().to_dict()) == before
-    assert CompareSettings().to_dict() == {k: asdict(CompareSettings())[k] for k in before}
-    auto = CompareSettings(C="auto").to_dict()
+    assert list(TrainingSettings().to_dict()) == before
+    assert TrainingSettings().to_dict() == {k: asdict(TrainingSettings())[k] for k in before}
+    auto = TrainingSettings(C="auto").to_dict()
     assert auto["C"] == "auto" and auto["C_grid"] == list(DEFAULT_GRID)
     assert auto["folds"] == DEFAULT_FOLDS
 
@@ -256,10 +256,10 @@ def cache(tmp_path_factory):
 
 def test_train_auto_records_the_curve_and_refits_at_the_chosen_C(data_root, cache,
                                                                  tmp_path, capsys):
-    from segstruct.cache import ArrayCache
+    from segstruct.features.cache import ArrayCache
     from segstruct.datasets import VOCDataset
-    from segstruct.extraction import FeatureExtractor
-    from segstruct.persistence import load_model
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.io.persistence import load_model
     model = tmp_path / "car"
     assert main(["train", "--data", str(data_root), "--class", "car", "--C", "auto",
                  "--out", str(model), *cache, *SMALL]) == 0
@@ -284,7 +284,7 @@ def test_train_auto_records_the_curve_and_refits_at_the_chosen_C(data_root, cach
 
 
 def test_train_with_a_fixed_C_writes_no_curve(data_root, cache, tmp_path):
-    from segstruct.persistence import load_model
+    from segstruct.io.persistence import load_model
     model = tmp_path / "fixed"
     assert main(["train", "--data", str(data_root), "--class", "car", "--out", str(model),
                  *cache, *SMALL]) == 0
@@ -324,7 +324,7 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
 
     def no_training(self, X, Y, callbacks=None):
         raise AssertionError("a finished pair was trained again")
-    monkeypatch.setattr("segstruct.ssvm.StructuredSVM.fit", no_training)
+    monkeypatch.setattr("segstruct.learn.ssvm.StructuredSVM.fit", no_training)
     assert main(args + ["--no-figures"]) == 0
     assert main(common + ["--no-figures"]) == 2
     assert "settings differ" in capsys.readouterr().err

@@ -17,8 +17,8 @@ from sklearn.model_selection import (GridSearchCV, KFold, StratifiedKFold,  # no
                                      cross_val_score)
 
 from segstruct import MultivariateSVM, StructuredSVM  # noqa: E402
-from segstruct.base import ParamsMixin  # noqa: E402
-from segstruct.methods import estimator_for  # noqa: E402
+from segstruct.learn.base import ParamsMixin  # noqa: E402
+from segstruct.learn.methods import estimator_for  # noqa: E402
 
 
 def points(seed=0, n=60):
@@ -98,7 +98,7 @@ def test_clone_is_unfitted_and_refits_to_the_same_model(kind, chain_graphs):
 #: such a check is an expected failure (xfail) when it fails in any way.
 EXPECTED_FAILURES = {
     "check_estimators_unfitted": (
-        "predict before fit raises segstruct.base.NotFittedError, a ValueError and an "
+        "predict before fit raises segstruct.learn.base.NotFittedError, a ValueError and an "
         "AttributeError like sklearn.exceptions.NotFittedError, but the check wants that "
         "very class, and the library does not import scikit-learn. "
         "sklearn.utils.validation.check_is_fitted works on the estimator "
@@ -232,7 +232,7 @@ def test_the_library_runs_without_importing_sklearn(tmp_path):
     import sys
     code = ("import sys, numpy as np\n"
             "from segstruct import MultivariateSVM, StructuredSVM\n"
-            "import segstruct.callbacks, segstruct.cli, segstruct.compare, segstruct.persistence\n"
+            "import segstruct.learn.callbacks, segstruct.cli, segstruct.compare, segstruct.io.persistence\n"
             "X = np.array([[0.0], [1.0], [2.0], [3.0]])\n"
             "m = MultivariateSVM().fit(X, [0, 0, 1, 1])\n"
             "m.predict(X); m.score(X, [0, 0, 1, 1]); m.get_params(); repr(m)\n"

@@ -3,11 +3,11 @@ import itertools
 import numpy as np
 import pytest
 
-import segstruct.qp as qp_module
+import segstruct.learn.qp as qp_module
 from segstruct.inference.losses import AdjustedHammingLoss, HammingLoss, IoULoss, counts, totals
 from segstruct.model import Graph, MRFModel, disjoint_union
-from segstruct.qp import WorkingSetQP
-from segstruct.ssvm import StructuredSVM, targets_and_weights
+from segstruct.learn.qp import WorkingSetQP
+from segstruct.learn.ssvm import StructuredSVM, targets_and_weights
 
 
 def random_problem(rng, n_graphs=3, n=4, du=3, separable=False):
@@ -257,7 +257,7 @@ def test_line_search_never_leaves_the_pairwise_bound():
     # of the hinge falls steeply along the ray, so its minimum lies far past
     # t = 2, where the pairwise weight (index 1) reaches 0: the search must
     # stop there.
-    from segstruct.ssvm import _Point
+    from segstruct.learn.ssvm import _Point
     svm = StructuredSVM(C=1.0, tol=1e-3)
     g = np.array([10.0, 0.0])
     best = _Point(np.array([0.0, -1.0]), g, 5.0, None, 3.0)

@@ -4,14 +4,14 @@ Each case generates a small VOC-layout set with ``make_synthetic_voc`` (object
 size, share of images showing the class, number of training images, one or
 two classes), extracts its features, optionally multiplies the unary
 features by a factor, and trains bl1, bl2 and proposed exactly as
-``segstruct compare`` builds them (``CompareSettings()``: the library's
+``segstruct compare`` builds them (``TrainingSettings()``: the library's
 default C, tol, max_iter and the data-set loss scope). Every run must
 
 * not raise,
 * converge (``converged_``), with a final gap of at most C * tol,
 * where the data make the foreground learnable, not collapse: the model
   must predict some foreground, and not only foreground, on its own
-  training set (``segstruct.diagnosis.diagnose``).
+  training set (``segstruct.evaluate.diagnosis.diagnose``).
 
 Why the foreground is learnable here: the target class has a (colour,
 texture) pair that no distractor copies (``datasets/synthetic.py``), every
@@ -95,11 +95,11 @@ def _params():
 
 def _build_case(name: str, root: Path):
     """(X, Y, facts) of a case's training split, features computed without cache."""
-    from segstruct.cache import ArrayCache
+    from segstruct.features.cache import ArrayCache
     from segstruct.datasets import VOCDataset, make_synthetic_voc
-    from segstruct.extraction import FeatureExtractor
-    from segstruct.features import FeatureConfig
-    from segstruct.superpixels import SuperpixelParams
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.superpixels import SuperpixelParams
 
     c = CASES[name]
     rest = 1.0 - c["p_empty"]
@@ -126,11 +126,11 @@ def _build_case(name: str, root: Path):
 def _fit(X, Y, method: str, scale: float) -> dict:
     from dataclasses import replace
 
-    from segstruct.compare import CompareSettings
-    from segstruct.diagnosis import diagnose
+    from segstruct.learn.methods import TrainingSettings
+    from segstruct.evaluate.diagnosis import diagnose
 
     X = [replace(g, unary=g.unary * scale) for g in X]
-    estimator = CompareSettings().estimator(method)
+    estimator = TrainingSettings().estimator(method)
     start = time.perf_counter()
     estimator.fit(X, Y)
     seconds = time.perf_counter() - start

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from segstruct.superpixels import (SuperpixelParams, adjacency, majority_targets, paint,
+from segstruct.features.superpixels import (SuperpixelParams, adjacency, majority_targets, paint,
                                    pixel_counts, relabel_raster_order, segment)
 
 # 0 0 1 1

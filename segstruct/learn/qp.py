@@ -27,7 +27,7 @@ import numpy as np
 
 from segstruct.inference.highs import SolverError, new_highs, run
 
-from .active_set import refine
+from segstruct.learn.active_set import refine
 
 
 class QPError(RuntimeError):

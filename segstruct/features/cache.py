@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import warnings
 import zipfile
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from segstruct.io.files import atomic_write_bytes
 
 _KEY_FIELD = "__cache_key__"
 
@@ -64,41 +65,6 @@ def file_digest(path: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def atomic_write_bytes(path: Path, write: Callable) -> None:
-    """Call ``write(file)`` on a temporary sibling of path, then rename it in.
-
-    The rename is atomic on POSIX file systems, so readers see either the
-    old file or the complete new one.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            # mkstemp makes the file private (0600); results are for reading
-            os.fchmod(f.fileno(), 0o666 & ~_UMASK)
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def _read_umask() -> int:
-    """The process umask (reading it means setting it: put it straight back)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-# read once at import: changing the umask while other threads write races
-_UMASK = _read_umask()
 
 
 class ArrayCache:

@@ -8,7 +8,7 @@ labels ``y in {0,1}^n`` of all points at once, the joint feature map
 and a loss of the contingency table (F1, IoU, ...) of the whole labelling.
 That is exactly the unary-only model of docs/design.md ("The model") at the
 data-set scope, with one node per point and no edges, so :class:`MultivariateSVM` is a thin
-scikit-learn-style front end to :class:`segstruct.ssvm.StructuredSVM` with
+scikit-learn-style front end to :class:`segstruct.learn.ssvm.StructuredSVM` with
 the BL2 oracle (:func:`segstruct.inference.bl2`): no cutting-plane loop of
 its own.
 """
@@ -22,9 +22,9 @@ from scipy import sparse
 from segstruct.inference import bl2
 from segstruct.inference.losses import FBetaLoss, IoULoss, Loss, get_loss
 
-from .base import DataConversionWarning, NotFittedError, ParamsMixin
-from .model import Graph
-from .ssvm import StructuredSVM
+from segstruct.learn.base import DataConversionWarning, NotFittedError, ParamsMixin
+from segstruct.model import Graph
+from segstruct.learn.ssvm import StructuredSVM
 
 __all__ = ["MultivariateSVM"]
 

@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 from scipy import sparse
 
-from .superpixels import SuperpixelParams
+from segstruct.features.superpixels import SuperpixelParams
 
 SIFT_DIM = 128
 OPPONENT_DIM = 3 * SIFT_DIM

@@ -12,9 +12,9 @@ import numpy as np
 from segstruct.datasets.voc import (SPLIT_DIR, VOC_CLASSES, VOID_LABEL, DatasetError,
                                     class_index, void_message)
 
-from .extraction import Example, FeatureExtractor
-from .scoring import oracle_score
-from .superpixels import pixel_counts
+from segstruct.features.extraction import Example, FeatureExtractor
+from segstruct.evaluate.scoring import oracle_score
+from segstruct.features.superpixels import pixel_counts
 
 
 def readable_ids(dataset, split: str, checked: dict | None = None

@@ -1,6 +1,6 @@
 """What a training run shows and keeps: callbacks of ``StructuredSVM.fit``.
 
-The cutting-plane loop of :class:`segstruct.ssvm.StructuredSVM` reads and
+The cutting-plane loop of :class:`segstruct.learn.ssvm.StructuredSVM` reads and
 writes no file and prints nothing. ``fit(X, Y, callbacks=[...])`` hangs the
 I/O on it:
 
@@ -14,7 +14,6 @@ of one's own subclasses :class:`Callback` and overrides the hooks it needs.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,11 +21,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm.auto import tqdm
 
-from .cache import atomic_write_bytes
-from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from segstruct.io.files import write_json
+from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 if TYPE_CHECKING:                     # ssvm imports this module
-    from .ssvm import TrainingRun
+    from segstruct.learn.ssvm import TrainingRun
 
 __all__ = ["Callback", "Checkpoint", "JSONLog", "ProgressBar", "TrainingState",
            "training_callbacks"]
@@ -37,7 +36,7 @@ class TrainingState:
     """The state of the cutting-plane loop after ``iteration`` iterations.
 
     With the QP's working set and the oracle's warm-start state (both in the
-    :class:`~segstruct.ssvm.TrainingRun`), it is everything a run needs to
+    :class:`~segstruct.learn.ssvm.TrainingRun`), it is everything a run needs to
     continue exactly where it stopped.
 
     Attributes
@@ -83,7 +82,7 @@ class Callback:
     ``fit`` calls every callback's :meth:`restore`, then :meth:`on_fit_start`,
     :meth:`on_iteration` after each iteration and :meth:`on_fit_end` (also
     when training fails), in the order the callbacks were given. ``run`` is
-    the :class:`~segstruct.ssvm.TrainingRun`: the estimator, the working-set
+    the :class:`~segstruct.learn.ssvm.TrainingRun`: the estimator, the working-set
     QP, the oracle in use and the data's fingerprint.
     """
 
@@ -180,8 +179,7 @@ class JSONLog(Callback):
         self.path = Path(path)
 
     def _write(self, log):
-        text = json.dumps(log, indent=1)
-        atomic_write_bytes(self.path, lambda f: f.write(text.encode()))
+        write_json(self.path, log, indent=1)
 
     def on_fit_start(self, run, state):
         if state.log:

@@ -14,7 +14,7 @@ ever seen:
    (cutting planes do not depend on C, so each fit starts from the
    previous one's), and scores it on the held-out fold.
 3. The score of a C is the VOC IoU of TP, FP and FN pooled over every
-   held-out image of every fold (:class:`segstruct.scoring.VOCScore`); per
+   held-out image of every fold (:class:`segstruct.evaluate.scoring.VOCScore`); per
    fold IoU is recorded beside it. :func:`choose_C` takes the best pooled
    IoU, ties to the smaller C (the stronger regulariser).
 4. The caller refits on the whole training split at that C; that model is
@@ -22,7 +22,7 @@ ever seen:
 
 Everything here is numbers in, numbers out: the curve is a JSON-able dict
 that ``train`` stores in the model file, ``compare`` in results.json, and
-:func:`segstruct.figures.cv_figure` draws.
+:func:`segstruct.report.figures.cv_figure` draws.
 """
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ from typing import Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from .scoring import iou
-from .ssvm import label_counts
+from segstruct.evaluate.scoring import iou
+from segstruct.learn.ssvm import label_counts
 
 #: Default grid of C: 5 values from 0.05 to 50, log-spaced (3 significant
 #: digits, so records stay readable).

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import atomic_write_bytes
+from segstruct.io.files import atomic_write_bytes
 
 FORMAT = "segstruct-checkpoint"
 FORMAT_VERSION = 1

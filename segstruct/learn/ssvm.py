@@ -13,7 +13,7 @@ so its C = 1 is our C = 0.5):
 
 The 1-slack solver is stabilised as OCAS is (Franc & Sonnenburg, JMLR 2009):
 it keeps the best point evaluated, searches the objective on the line from
-it to the working-set QP's solution (``segstruct.linesearch``), and takes
+it to the working-set QP's solution (``segstruct.learn.linesearch``), and takes
 the next cut near the best point rather than at the QP's solution. Plain
 cutting planes jump far from the optimum while the working set is small:
 at the data-set scope the constraint vectors sum over thousands of
@@ -47,13 +47,13 @@ from segstruct.inference import loss_augmented, maximize
 from segstruct.inference.highs import SolverError
 from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
 
-from .base import NotFittedError, ParamsMixin
-from .callbacks import Callback, Checkpoint, TrainingState
-from .checkpoint import fingerprint
-from .linesearch import minimize_model
-from .model import MRFModel, disjoint_union
-from .qp import QPError, WorkingSetQP
-from .scoring import VOCScore, superpixel_confusion
+from segstruct.learn.base import NotFittedError, ParamsMixin
+from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
+from segstruct.io.checkpoint import fingerprint
+from segstruct.learn.linesearch import minimize_model
+from segstruct.model import MRFModel, disjoint_union
+from segstruct.learn.qp import QPError, WorkingSetQP
+from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 
 SOLVERS = ("nslack", "oneslack")
 
@@ -82,7 +82,7 @@ class _Point:
 class TrainingRun:
     """One fit's problem, as the loop and the callbacks see it.
 
-    Callbacks (``segstruct.callbacks``) use ``estimator``, ``qp`` (the
+    Callbacks (``segstruct.learn.callbacks``) use ``estimator``, ``qp`` (the
     working set: ``get_state`` / ``set_state``), ``oracle`` (the fit's own
     copy, whose ``get_state`` / ``set_state`` hold its warm starts),
     ``fingerprint()`` (SHA-256 of the training data and settings) and
@@ -185,7 +185,7 @@ class StructuredSVM(ParamsMixin):
     contract: ``get_params`` / ``set_params`` / ``clone`` work); ``fit``
     checks them. What a training run writes or shows (checkpoint, log,
     progress bar) is not a hyper-parameter: it is given to ``fit`` as
-    callbacks (:mod:`segstruct.callbacks`).
+    callbacks (:mod:`segstruct.learn.callbacks`).
 
     Parameters
     ----------
@@ -251,7 +251,7 @@ class StructuredSVM(ParamsMixin):
     Notes
     -----
     A saved model is restored by :meth:`_from_weights` (used by
-    ``segstruct.persistence.load_model``), which sets only ``w_``,
+    ``segstruct.io.persistence.load_model``), which sets only ``w_``,
     ``loss_`` and ``n_features_in_``: enough to predict.
     """
 
@@ -280,7 +280,12 @@ class StructuredSVM(ParamsMixin):
         return tags
 
     # ------------------------------------------------------------------
-    def _check_params(self):
+    def check_params(self) -> None:
+        """Raise ValueError for a bad hyper-parameter, without fitting.
+
+        ``fit`` runs this check first; the commands run it before they
+        compute any feature, so a typo fails in seconds, not after hours.
+        """
         if self.solver not in SOLVERS:
             raise ValueError(f"unknown solver {self.solver!r}; use one of {SOLVERS}")
         if self.scope not in SCOPES:
@@ -338,10 +343,10 @@ class StructuredSVM(ParamsMixin):
         X : sequence of objects with ``unary`` (N, Du), ``edges`` (E, 2),
             ``pairwise`` (E, Dp) arrays (e.g. ``SuperpixelGraph``).
         Y : sequence of (N,) targets in {0, 1} or (N, 2) [fg, bg] pixel counts.
-        callbacks : sequence of :class:`segstruct.callbacks.Callback`, optional
+        callbacks : sequence of :class:`segstruct.learn.callbacks.Callback`, optional
             What the run writes or shows, called in this order after every
             iteration: e.g. ``[Checkpoint(path, resume=True), JSONLog(path),
-            ProgressBar()]`` (:func:`segstruct.callbacks.training_callbacks`).
+            ProgressBar()]`` (:func:`segstruct.learn.callbacks.training_callbacks`).
             With a checkpoint that resumes, a run continues from it (if there
             is one) and ends where an uninterrupted run would.
 
@@ -355,7 +360,7 @@ class StructuredSVM(ParamsMixin):
             A solver failed beyond its retries; the message names the
             iteration and the checkpoint to resume from.
         """
-        self._check_params()
+        self.check_params()
         # Training multiplies small matrices (Gram rows, potentials): with
         # OpenBLAS's default threads it ran 1.6-1.9x slower on 2 cores
         # (BL1 and BL2 on weizmann_horse_voc), so BLAS gets one thread here.
@@ -571,7 +576,7 @@ class StructuredSVM(ParamsMixin):
 
         Both ends are evaluated already; each further call of ``evaluate``
         (which keeps the best point it sees) adds a line to the 1-D model of
-        the hinge (``segstruct.linesearch``). The search stops when the best
+        the hinge (``segstruct.learn.linesearch``). The search stops when the best
         value found is within a tenth of the remaining gap (best objective
         minus ``dual``, the QP's lower bound) or of C tol of the model's
         minimum, which bounds the objective on the whole ray.
@@ -611,7 +616,7 @@ class StructuredSVM(ParamsMixin):
         checkpoint = next((c for c in callbacks if isinstance(c, Checkpoint)), None)
         if checkpoint is None:
             return where + ("No checkpoint was kept (give fit a "
-                            "segstruct.callbacks.Checkpoint to keep one).")
+                            "segstruct.learn.callbacks.Checkpoint to keep one).")
         if iteration <= 1:
             return where + "No iteration had finished, so there is nothing to resume."
         return (where + f"The state after iteration {iteration - 1} is saved in "

@@ -18,9 +18,9 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from . import features as F
-from .cache import ArrayCache, file_digest, key_digest
-from .superpixels import (SuperpixelParams, adjacency, majority_targets, pixel_counts,
+from segstruct.features import descriptors as F
+from segstruct.features.cache import ArrayCache, file_digest, key_digest
+from segstruct.features.superpixels import (SuperpixelParams, adjacency, majority_targets, pixel_counts,
                           segment)
 from segstruct.datasets.voc import VOID_LABEL, DatasetError, VOCDataset, class_index
 

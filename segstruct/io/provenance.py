@@ -6,7 +6,7 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-from ._version import __version__
+from segstruct._version import __version__
 
 
 @lru_cache(maxsize=1)
@@ -16,7 +16,7 @@ def code_version() -> str:
     Returns e.g. ``"0.1.0"`` for an installed release, ``"0.1.0+g1a2b3c4"``
     from a clean checkout and ``"0.1.0+g1a2b3c4.dirty"`` with local changes.
     """
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]          # the segstruct package folder
     try:
         def git(*args):
             return subprocess.run(["git", *args], cwd=here, capture_output=True,

@@ -36,7 +36,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 from skimage.segmentation import find_boundaries
 
-from segstruct.cache import atomic_write_bytes
+from segstruct.io.files import atomic_write_bytes
 from segstruct.inference.losses import get_loss
 from segstruct.inference.triangulation import triangulate
 
@@ -405,7 +405,7 @@ def training_figure(logs, caption: str = "") -> Figure:
     Parameters
     ----------
     logs : dict of str -> list of dict
-        Method name -> :attr:`segstruct.ssvm.StructuredSVM.log_` (or the
+        Method name -> :attr:`segstruct.learn.ssvm.StructuredSVM.log_` (or the
         ``MODEL.log.json`` file read back): entries with keys
         ``"iteration"``, ``"primal"``, ``"best_primal"``, ``"dual"``,
         ``"gap"``, ``"n_violated"``, ... (any may be missing).
@@ -486,7 +486,7 @@ def cv_figure(curves, caption: str = "") -> Figure:
     Parameters
     ----------
     curves : dict of str -> dict
-        Method name -> curve of :func:`segstruct.selection.cross_validate_C`
+        Method name -> curve of :func:`segstruct.learn.selection.cross_validate_C`
         with ``chosen_C`` (keys ``"grid"`` (m,), ``"pooled_iou_percent"`` (m,),
         ``"fold_iou_percent"`` (m, k), ``"chosen_C"``, ``"folds"``); None
         marks an undefined IoU.
@@ -538,7 +538,7 @@ def save_figure(fig: Figure, path, dpi: float = 100) -> Path:
     """Render ``fig`` to PNG with the Agg canvas and write it atomically.
 
     The PNG is rendered into memory first and then written through
-    :func:`segstruct.cache.atomic_write_bytes`, so a reader never sees half a
+    :func:`segstruct.io.files.atomic_write_bytes`, so a reader never sees half a
     file and a failed render leaves any old file in place.
 
     Parameters

@@ -23,9 +23,9 @@ import numpy as np
 from segstruct.datasets.voc import class_index
 from segstruct.inference.losses import loss_from_dict
 
-from .cache import atomic_write_bytes
-from .features import OPPONENT_DIM, FeatureConfig
-from .provenance import code_version
+from segstruct.io.files import atomic_write_bytes, write_json
+from segstruct.features.descriptors import OPPONENT_DIM, FeatureConfig
+from segstruct.io.provenance import code_version
 
 FORMAT = "segstruct-model"
 FORMAT_VERSION = 2
@@ -107,8 +107,7 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
     }
     doc[DOC_DIGEST] = _doc_digest(doc)
     atomic_write_bytes(npz_path, lambda f: f.write(payload))
-    text = json.dumps(doc, indent=2) + "\n"
-    atomic_write_bytes(json_path, lambda f: f.write(text.encode()))
+    write_json(json_path, doc)
     return json_path
 
 
@@ -123,7 +122,7 @@ def load_model(path):
     codebook : (n_words, 384) float32 array or None
     doc : dict, the whole JSON document.
     """
-    from .ssvm import StructuredSVM
+    from segstruct.learn.ssvm import StructuredSVM
 
     json_path, npz_path = model_paths(path)
     for p in (json_path, npz_path):

@@ -1,0 +1,182 @@
+"""The named training methods of the paper's Table 1 (and two references), and
+the training settings with their defaults.
+
+A method fixes the loss (or takes the one asked for), whether the model has
+a pairwise block, and the loss-augmented inference oracle. ``train`` and
+``compare`` both build their estimators here, so the two commands cannot
+disagree about what "bl2" means; :data:`DEFAULTS` (a :class:`TrainingSettings`)
+holds the default of every training option, which the command line shows.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import asdict, dataclass
+
+from segstruct.inference import bl2, loss_augmented
+from segstruct.inference.losses import get_loss
+from segstruct.inference.milp import milp_oracle
+from segstruct.inference.proposed import DEFAULT_LP_SOLVER, TriangleOracle
+from segstruct.inference.triangulation import N_TRIANGLES
+
+from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID, check_folds, check_grid
+from segstruct.learn.ssvm import StructuredSVM
+
+# loss None = the loss asked for (IoU by default).
+METHODS = {
+    "bl1": {"loss": "adjusted_hamming", "pairwise": True, "oracle": "graphcut"},  # Eq. 28
+    "hamming": {"loss": "hamming", "pairwise": True, "oracle": "graphcut"},  # kappa = 1
+    "bl2": {"loss": None, "pairwise": False, "oracle": "bl2"},       # Joachims 2005
+    "proposed": {"loss": None, "pairwise": True, "oracle": "proposed"},  # Sec. 4
+    "exact": {"loss": None, "pairwise": True, "oracle": "exact"},    # MILP, small data only
+}
+
+METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the training "
+               "set), unary + pairwise, graph cut; hamming: kappa = 1; bl2: the loss with "
+               "a unary-only model, exact enumeration (Joachims 2005); proposed: the loss "
+               "with unary + pairwise (the paper's method), its most violated constraint "
+               "found as --lp-solver says: exactly, by branch and bound with graph cuts "
+               "(envelope, the default), or by the paper's one LP per loss-surface triangle "
+               "(decomposition, lp); exact: the loss by MILP (small data only)")
+
+
+# StructuredSVM's own defaults (C, tol, max_iter, scope, solver, weights), read
+# from its signature so that they are written down once.
+_SVM = {name: p.default for name, p in inspect.signature(StructuredSVM).parameters.items()}
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """Everything besides features and data that changes a trained model, with
+    the defaults of every command (the one place they are set).
+
+    ``n_triangles`` and ``lp_solver`` only affect the proposed method, and
+    ``loss`` / ``beta`` only bl2, proposed and exact; they are recorded for
+    every pair all the same, so a record says in full how it was made.
+
+    ``C`` is a number, or "auto": each pair then gets the C that ``folds``-fold
+    cross-validation on the training split picks from ``C_grid``
+    (``segstruct.learn.selection``; None means the defaults there). ``C_grid`` and
+    ``folds`` are recorded only with "auto" (:meth:`to_dict`), so the records
+    of a fixed C are what they were before the option existed.
+    """
+
+    loss: str = "iou"            # of bl2 / proposed / exact; bl1 and hamming have their own
+    beta: float = 1.0
+    scope: str = _SVM["scope"]
+    C: float | str = _SVM["C"]
+    weights: str = _SVM["weights"]
+    n_triangles: int = N_TRIANGLES
+    lp_solver: str = DEFAULT_LP_SOLVER
+    polish: bool = True
+    solver: str = _SVM["solver"]
+    tol: float = _SVM["tol"]
+    max_iter: int = _SVM["max_iter"]
+    C_grid: tuple | None = None
+    folds: int | None = None
+
+    @property
+    def auto(self) -> bool:
+        """Whether C is chosen by cross-validation."""
+        return self.C == "auto"
+
+    def cv(self) -> tuple[tuple[float, ...], int]:
+        """(grid, folds) of ``C = "auto"``, defaults filled in and checked (ValueError)."""
+        return (check_grid(DEFAULT_GRID if self.C_grid is None else self.C_grid),
+                check_folds(DEFAULT_FOLDS if self.folds is None else self.folds))
+
+    def to_dict(self) -> dict:
+        """The settings as recorded (results.json, the resume identity)."""
+        out = asdict(self)
+        del out["C_grid"], out["folds"]
+        if self.auto:
+            grid, folds = self.cv()
+            out.update(C_grid=list(grid), folds=folds)
+        return out
+
+    def C_text(self) -> str:
+        """How C was set, for captions: "C 0.5" or "C auto (3-fold CV over 5 values 0.05-50)"."""
+        return c_text(self.to_dict())
+
+    def estimator(self, method: str, C=None):
+        """The method's StructuredSVM (unfitted).
+
+        ``C`` overrides the settings' C (needed with "auto": the chosen one,
+        or a grid value for the folds).
+        """
+        C = self.C if C is None else C
+        return estimator_for(method, loss=self.loss, beta=self.beta,
+                             n_triangles=self.n_triangles, lp_solver=self.lp_solver,
+                             polish=self.polish, weights=self.weights, C=C, scope=self.scope,
+                             solver=self.solver, tol=self.tol, max_iter=self.max_iter)
+
+
+#: The defaults of every command and of the functions below.
+DEFAULTS = TrainingSettings()
+
+
+def c_text(settings: dict) -> str:
+    """How C was set, from recorded settings (a dict of :meth:`TrainingSettings.to_dict`)."""
+    if settings["C"] != "auto":
+        return f"C {settings['C']:g}"
+    grid = settings["C_grid"]
+    return (f"C auto ({settings['folds']}-fold CV over {len(grid)} values "
+            f"{grid[0]:g}-{grid[-1]:g})")
+
+
+def method_loss(method: str, loss: str = DEFAULTS.loss, beta: float = DEFAULTS.beta):
+    """The loss a method trains with: its own, or ``loss`` for the complex-loss methods."""
+    spec = METHODS[_check(method)]["loss"]
+    if spec is not None:
+        return spec
+    return get_loss(loss, **({"beta": beta} if loss == "fbeta" else {}))
+
+
+def make_oracle(name: str, n_triangles: int = DEFAULTS.n_triangles,
+                lp_solver: str = DEFAULTS.lp_solver, polish: bool = DEFAULTS.polish):
+    """The oracle of a method: graphcut, bl2, proposed (triangles) or exact (MILP)."""
+    if name == "graphcut":
+        return loss_augmented
+    if name == "bl2":
+        return bl2
+    if name == "proposed":
+        return TriangleOracle(n_triangles, lp_solver, polish=polish)
+    if name == "exact":
+        return milp_oracle
+    raise ValueError(f"unknown oracle {name!r}")
+
+
+def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAULTS.beta,
+                  n_triangles: int = DEFAULTS.n_triangles,
+                  lp_solver: str = DEFAULTS.lp_solver, polish: bool = DEFAULTS.polish,
+                  weights: str = DEFAULTS.weights, **params) -> StructuredSVM:
+    """A ``StructuredSVM`` set up for ``method``.
+
+    Parameters
+    ----------
+    method : one of ``METHODS``.
+    loss, beta : the complex loss of bl2 / proposed / exact ("iou", "fbeta", "f1").
+    n_triangles, lp_solver, polish : the proposed method's M, triangle-LP
+        solver and closing greedy flips (False: the paper's method as published).
+    weights : "count" or "area" node weights.
+    **params : further StructuredSVM hyper-parameters (C, scope, solver, ...).
+
+    Raises
+    ------
+    ValueError for an unknown method, or bl2 with area weights (its exact
+    enumeration counts superpixels).
+    """
+    spec = METHODS[_check(method)]
+    if method == "bl2" and weights != "count":
+        raise ValueError("bl2 needs count weights: its exact oracle counts superpixels")
+    oracle = None
+    if spec["oracle"] != "graphcut":
+        oracle = make_oracle(spec["oracle"], n_triangles=n_triangles, lp_solver=lp_solver,
+                             polish=polish)
+    return StructuredSVM(loss=method_loss(method, loss, beta), pairwise=spec["pairwise"],
+                         oracle=oracle, weights=weights, **params)
+
+
+def _check(method: str) -> str:
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; use one of {sorted(METHODS)}")
+    return method

@@ -1,0 +1,1 @@
+"""Figures and tables for people to read."""

@@ -1,0 +1,118 @@
+"""Training a model for one class of a VOC data set: the steps every command shares.
+
+``segstruct train`` and ``segstruct compare`` (and the scripts built on
+``compare``) train through :func:`train_model`, so they check the data, fit,
+diagnose and save in one way:
+
+1. :func:`check_training_set` refuses, before any feature is computed, a split
+   that cannot teach the class (too few images, no foreground, too few for
+   cross-validation);
+2. :func:`train_model` fits with a training log and a checkpoint beside the
+   model (an interrupted run continues from it), scores the training set,
+   diagnoses a collapse, saves the model and drops the checkpoint once the
+   run converged (one stopped at ``max_iter`` keeps it, so that a higher
+   ``max_iter`` can continue it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from segstruct.datasets import DatasetError
+from segstruct.evaluate.diagnosis import diagnose
+from segstruct.evaluate.inspection import training_set_problem
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.io.persistence import checkpoint_path, log_path, model_paths, save_model
+from segstruct.learn.callbacks import training_callbacks
+from segstruct.learn.selection import check_cv_data
+from segstruct.learn.ssvm import oracle_name
+
+__all__ = ["TrainedModel", "check_training_set", "train_model"]
+
+
+@dataclass
+class TrainedModel:
+    """What :func:`train_model` made.
+
+    Attributes
+    ----------
+    estimator : the fitted StructuredSVM.
+    path : the model's JSON file (its arrays are beside it, ``.npz``).
+    log_path : the training log (JSON).
+    checkpoint : the checkpoint path; the file exists only if the run did
+        not converge.
+    n_images : training images.
+    train_score : the VOC score on the training split, as a dict.
+    diagnosis : :func:`segstruct.evaluate.diagnosis.diagnose`'s report.
+    """
+
+    estimator: object
+    path: Path
+    log_path: Path
+    checkpoint: Path
+    n_images: int
+    train_score: dict
+    diagnosis: dict
+
+
+def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
+                       folds: int | None = None) -> None:
+    """Refuse a training split that cannot teach ``class_name``.
+
+    Reads masks only (no features). Raises DatasetError naming the data root
+    when the split has no image showing the class, or, for cross-validation
+    with ``folds`` folds, too few of them.
+    """
+    examples = extractor.examples(split, class_name, with_features=False)
+    root = extractor.dataset.root
+    problem = training_set_problem(examples, class_name, split)
+    if problem:
+        raise DatasetError(f"{root}: {problem}")
+    if folds is not None:
+        try:
+            check_cv_data([ex.counts for ex in examples], folds)
+        except ValueError as err:
+            raise DatasetError(f"{root}, class {class_name!r}, split {split!r}: {err}") from err
+
+
+def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str,
+                class_name: str, method: str, metadata: dict | None = None,
+                progress: bool = False, resume: bool = True) -> TrainedModel:
+    """Fit ``estimator`` on one split's examples and save it as model ``out``.
+
+    Parameters
+    ----------
+    estimator : StructuredSVM, not fitted (its C already chosen).
+    X, Y : the split's graphs and label counts (``ex.graph``, ``ex.counts``
+        of ``extractor.examples(split, class_name)``).
+    out : model path (``out.json`` and ``out.npz`` are written; the log and
+        the checkpoint go beside them).
+    extractor : the features the model is trained on (saved with it).
+    split, class_name, method : what is trained, recorded in the model file.
+    metadata : more entries for the model file (e.g. the C selection curve).
+    progress : show a progress bar.
+    resume : continue from the checkpoint when there is one.
+
+    Returns
+    -------
+    TrainedModel
+    """
+    json_path, _ = model_paths(out)
+    log_file, checkpoint = log_path(out), checkpoint_path(out)
+    estimator.fit(X, Y, callbacks=training_callbacks(
+        progress=progress, log_path=log_file, checkpoint_path=checkpoint, resume=resume))
+    train_score = estimator.voc_score(X, Y).to_dict()
+    diagnosis = diagnose(estimator, X, Y)
+    config = extractor.config
+    codebook = extractor.codebook()[0] if config.sift else None
+    dataset = extractor.dataset
+    save_model(out, estimator, config, codebook, {
+        "class": class_name, "method": method, "dataset": dataset.name,
+        "oracle": oracle_name(estimator.oracle),
+        "data_root": str(dataset.root), "train_split": split,
+        "n_train_images": len(X), "train_score": train_score,
+        "diagnosis": diagnosis, "training_log": log_file.name, **(metadata or {})})
+    if estimator.converged_:
+        checkpoint.unlink(missing_ok=True)  # the model is safe: the checkpoint is spent
+    return TrainedModel(estimator, json_path, log_file, checkpoint, len(X), train_score,
+                        diagnosis)

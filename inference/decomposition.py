@@ -73,7 +73,7 @@ def _solve_small_lp(cost, a_ub, b_ub, n_free=0):
     Returns (status, objective, x, row duals of a_ub, dual of the convexity
     row), duals signed for the maximisation (>= 0 on binding <= rows);
     status is "optimal" or "Infeasible" (then the rest is None). Any other
-    HiGHS status, after the retries of ``_highs.run``, raises SolverError.
+    HiGHS status, after the retries of ``highs.run``, raises SolverError.
     """
     n = cost.size
     m = n - n_free

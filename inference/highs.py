@@ -12,8 +12,6 @@ from __future__ import annotations
 import highspy
 import numpy as np
 
-
-
 #: Threads of every HiGHS model. Our LPs, QPs and MILPs are small (their
 #: solves take milliseconds; the data-set scope decomposition's masters have 4
 #: rows), and parallel HiGHS only pays on large ones, while joblib already

@@ -23,8 +23,9 @@ from .losses import get_loss, totals
 from .lp import lp_oracle
 from .triangulation import N_TRIANGLES, triangulate
 
-#: Solvers of the proposed oracle (``--lp-solver``); the first is the default.
+#: Solvers of the proposed oracle (``--lp-solver``).
 LP_SOLVERS = ("envelope", "decomposition", "lp")
+#: The exact one: no triangles, no LP.
 DEFAULT_LP_SOLVER = "envelope"
 
 

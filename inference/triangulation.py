@@ -73,11 +73,11 @@ __all__ = [
     "EXACT_LATTICE_LIMIT",
 ]
 
-#: Largest lattice, in points, on which the error is computed exactly.
 #: M, the number of triangles of the paper's mesh (Sec. 4.1): the default
 #: wherever a triangulation is built.
 N_TRIANGLES = 40
 
+#: Largest lattice, in points, on which the error is computed exactly.
 EXACT_LATTICE_LIMIT = 2_000_000
 
 #: Relative tolerance of the closed-triangle test (times the domain size).

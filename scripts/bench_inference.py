@@ -376,7 +376,7 @@ TARGET_MEASURES = {
     "superpixel_M40_ratio":
         f"median over the sampled real images of ({PROPOSED} ms / {BASELINE} ms on the same "
         f"image), each time the per-image aggregate of --repeats calls; {PROPOSED} times "
-        "TriangleOracle(40) (default envelope solver, polish on; it builds no triangulation); also every image's true objective >= {PROPOSED_LP}'s - "
+        f"TriangleOracle(40) (default envelope solver, polish on; it builds no triangulation); also every image's true objective >= {PROPOSED_LP}'s - "
         f"{OBJECTIVE_RTOL:g} relative",
     "exact_share":
         f"share of instances (the real images and the random 50-node ones) where {PROPOSED}'s "
@@ -888,10 +888,10 @@ class Source:
 def load_source(shared: Path, name: str, class_name: str, args, progress: bool,
                 model_path: Path | None = None) -> Source:
     """A trained BL1 model (or the saved ``model_path``) of one data set / class."""
-    from segstruct.features.cache import ArrayCache
     from segstruct.datasets import VOCDataset
-    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.features.cache import ArrayCache
     from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.extraction import FeatureExtractor
     from segstruct.learn.ssvm import StructuredSVM
 
     dataset = VOCDataset(_check_root(shared, name))

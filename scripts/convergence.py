@@ -9,11 +9,12 @@ Two uses:
     # beside a soak's records (scripts/soak.py) made by this one
     python scripts/convergence.py table BEFORE.jsonl results/soak/soak.json --out F.md
 
-`run` imports only what every segstruct version since the data-set scope has
-(``segstruct.learn.methods.estimator_for`` and the feature extractor), so the same
-file measures an older install: e.g. ``pip install --no-deps`` of commit
-aea6378 into a virtual environment made with ``--system-site-packages``,
-then this script with that environment's python.
+`run` needs only ``estimator_for``, the feature extractor and the cache, which
+every segstruct version since the data-set scope has (before the package was
+split into folders, at the top of ``segstruct``), so the same file measures an
+older install: e.g. ``pip install --no-deps`` of commit aea6378 into a
+virtual environment made with ``--system-site-packages``, then this script
+with that environment's python.
 """
 from __future__ import annotations
 
@@ -30,10 +31,15 @@ def run(args) -> dict:
     from threadpoolctl import threadpool_limits
 
     from segstruct import __version__
-    from segstruct.features.cache import ArrayCache
     from segstruct.datasets.voc import VOCDataset
-    from segstruct.features.extraction import FeatureExtractor
-    from segstruct.learn.methods import estimator_for
+    try:
+        from segstruct.features.cache import ArrayCache
+        from segstruct.features.extraction import FeatureExtractor
+        from segstruct.learn.methods import estimator_for
+    except ImportError:         # a version from before the folders
+        from segstruct.cache import ArrayCache
+        from segstruct.extraction import FeatureExtractor
+        from segstruct.methods import estimator_for
 
     dataset = VOCDataset(args.data)
     extractor = FeatureExtractor(dataset, cache=ArrayCache(), n_jobs=1, progress=False)

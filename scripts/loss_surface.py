@@ -20,9 +20,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from segstruct.report.figures import loss_surface_figure, save_figure
 from segstruct.inference.losses import get_loss
 from segstruct.io.provenance import code_version
+from segstruct.report.figures import loss_surface_figure, save_figure
 
 FORMULAS = {
     "iou": "Delta = (FP + FN) / (Np + FP)",

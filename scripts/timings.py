@@ -30,13 +30,14 @@ def best_of(fn, repeats):
 
 def main(argv=None) -> int:
     from segstruct.datasets import VOCDataset
-    from segstruct.features.extraction import FeatureExtractor
     from segstruct.features.descriptors import dense_opponent_sift
+    from segstruct.features.extraction import FeatureExtractor
     from segstruct.inference import maximize
-    from segstruct.model import MRFModel, disjoint_union
     from segstruct.inference.proposed import TriangleOracle
+    from segstruct.inference.triangulation import N_TRIANGLES
     from segstruct.io.provenance import code_version, machine
     from segstruct.learn.ssvm import StructuredSVM, targets_and_weights
+    from segstruct.model import MRFModel, disjoint_union
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
     scope = {"class": "car", "nodes": int(u.size), "edges": int(len(union.edges)),
              "graph_cut_seconds": cut, "solvers": {}}
     for solver in ("envelope", "decomposition"):
-        oracle = TriangleOracle(40, solver=solver)
+        oracle = TriangleOracle(N_TRIANGLES, solver=solver)
         start = time.perf_counter()
         res = oracle(u, union.edges, p, t, a, "iou")      # triangulation included
         proposed = time.perf_counter() - start

@@ -13,10 +13,10 @@ PyMaxflow):
 
 The data flow, folder by folder: ``datasets`` (images and masks) ->
 ``features`` (superpixel graphs, descriptors, cache) -> ``model`` (joint
-feature map) -> ``learn`` (estimators, cutting planes, QP) <-> ``inference``
-(the loss-augmented oracles, on plain arrays) -> ``evaluate`` (VOC measure,
-checks) -> ``io`` and ``report`` (files, figures, tables) -> ``workflow`` /
-``compare`` -> ``cli``.
+feature map) -> ``learn`` (estimators, cutting planes, QP), which calls the
+oracles of ``inference`` (on plain arrays) -> ``evaluate`` (VOC measure,
+checks) -> ``io`` and ``report`` (files, figures) -> ``workflow`` /
+``compare`` -> ``cli``. docs/design.md gives the import layers.
 """
 from importlib import import_module
 

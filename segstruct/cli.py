@@ -363,7 +363,7 @@ def _make_estimator(args):
     from segstruct.learn.methods import estimator_for
     C = args.cv[0][0] if args.cv is not None else args.C
     try:
-        return estimator_for(args.method, loss=args.loss, beta=args.beta or 1.0,
+        return estimator_for(args.method, loss=args.loss, beta=args.beta or DEFAULTS.beta,
                              n_triangles=args.triangles, lp_solver=args.lp_solver,
                              polish=not args.no_polish, weights=args.weights, C=C,
                              solver=args.solver, scope=args.scope, tol=args.tol,
@@ -382,8 +382,8 @@ def _cv_figure_path(model) -> Path:
 def _choose_C_for_train(args, dataset, X, Y) -> dict:
     """Cross-validate C on the training split, print the curve, draw it next to
     the model; returns the curve (with ``chosen_C``)."""
-    from segstruct.report.figures import cv_figure, save_figure
     from segstruct.learn.selection import format_curve, select_C
+    from segstruct.report.figures import cv_figure, save_figure
     grid, folds = args.cv
     # the folds' estimators: same method and options, no log, checkpoint nor bar
     # of their own (the cross-validation has one)
@@ -502,11 +502,11 @@ def cmd_compare(args) -> int:
     extractor = _extractor(args, dataset)
     classes = args.classes or classes_in(dataset, args.split_train)
     grid, folds = args.cv or (None, None)
-    settings = TrainingSettings(loss=args.loss, beta=args.beta or 1.0, scope=args.scope,
-                               C=args.C, weights=args.weights, n_triangles=args.triangles,
-                               lp_solver=args.lp_solver, polish=not args.no_polish,
-                               solver=args.solver, tol=args.tol, max_iter=args.max_iter,
-                               C_grid=grid, folds=folds)
+    settings = TrainingSettings(loss=args.loss, beta=args.beta or DEFAULTS.beta,
+                                scope=args.scope, C=args.C, weights=args.weights,
+                                n_triangles=args.triangles, lp_solver=args.lp_solver,
+                                polish=not args.no_polish, solver=args.solver, tol=args.tol,
+                                max_iter=args.max_iter, C_grid=grid, folds=folds)
     comparison = Comparison(extractor, classes, args.methods, settings, args.out,
                             train_split=args.split_train, eval_split=args.split_eval,
                             seed=args.seed, progress=show_progress(args))
@@ -584,16 +584,18 @@ _SUBCOMMANDS = {
 def _add_training_options(g) -> None:
     g.add_argument("--loss", choices=("iou", "fbeta", "f1"), default=None,
                    help=f"loss of bl2 / proposed / exact (default {DEFAULTS.loss})")
-    g.add_argument("--beta", type=float, default=None, help=f"beta of --loss fbeta (default {DEFAULTS.beta:g})")
+    g.add_argument("--beta", type=float, default=None,
+                   help=f"beta of --loss fbeta (default {DEFAULTS.beta:g})")
     g.add_argument("--triangles", type=int, default=None,
                    help="loss-surface triangles M of the proposed method's triangle-LP "
                         "solvers (--lp-solver decomposition or lp; default "
                         f"{DEFAULTS.n_triangles}, as in the paper)")
     g.add_argument("--lp-solver", choices=LP_SOLVERS, default=None,
-                   help=f"proposed: 'envelope' (default: {DEFAULTS.lp_solver}) finds the exact maximiser of the "
-                        "true loss by branch and bound with graph cuts; 'decomposition' and "
-                        "'lp' solve the paper's triangle LPs (by column generation with "
-                        "graph-cut pricing, or by HiGHS on Eq. 22-26)")
+                   help="proposed: 'envelope' finds the exact maximiser of the true loss "
+                        "by branch and bound with graph cuts; 'decomposition' and 'lp' "
+                        "solve the paper's triangle LPs (by column generation with "
+                        "graph-cut pricing, or by HiGHS on Eq. 22-26) (default "
+                        f"{DEFAULTS.lp_solver})")
     g.add_argument("--no-polish", action="store_true",
                    help="proposed: skip the greedy single-node flips on the true loss "
                         "(with --lp-solver decomposition or lp: the paper's method as "

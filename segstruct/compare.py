@@ -219,12 +219,14 @@ class Comparison:
             C, curve = self._choose_C(class_name, method, X, Y)
             extra = {"C_selection": curve}
         # an interrupted pair continues from its last cutting-plane iteration
-        checkpoint = checkpoint_path(model_path)
-        if checkpoint.exists():
-            self.say(f"      resuming from {checkpoint}")
+        if checkpoint_path(model_path).exists():
+            self.say(f"      resuming from {checkpoint_path(model_path)}")
+        # the checkpoint stays until the pair's record is written: an interruption
+        # while the eval split is scored then restores the model at once
         trained = train_model(self.settings.estimator(method, C=C), X, Y, model_path,
                               self.extractor, split=self.train_split, class_name=class_name,
-                              method=method, metadata=extra, progress=self.progress)
+                              method=method, metadata=extra, progress=self.progress,
+                              keep_checkpoint=True)
         estimator, train_score, diagnosis = (trained.estimator, trained.train_score,
                                              trained.diagnosis)
         for warning in diagnosis["warnings"]:
@@ -252,7 +254,7 @@ class Comparison:
             "identity": self.identity(),
         }
         write_json(self.record_path(class_name, method), record)
-        checkpoint.unlink(missing_ok=True)      # the record is written: nothing to resume
+        trained.checkpoint.unlink(missing_ok=True)  # the record is written: nothing to resume
         return record
 
     def _choose_C(self, class_name, method, X, Y) -> tuple[float, dict]:

@@ -11,7 +11,8 @@ diagnose and save in one way:
    model (an interrupted run continues from it), scores the training set,
    diagnoses a collapse, saves the model and drops the checkpoint once the
    run converged (one stopped at ``max_iter`` keeps it, so that a higher
-   ``max_iter`` can continue it).
+   ``max_iter`` can continue it; ``compare`` keeps it until its record of the
+   pair is written, so that an interruption in between costs no training).
 """
 from __future__ import annotations
 
@@ -39,9 +40,8 @@ class TrainedModel:
     estimator : the fitted StructuredSVM.
     path : the model's JSON file (its arrays are beside it, ``.npz``).
     log_path : the training log (JSON).
-    checkpoint : the checkpoint path; the file exists only if the run did
-        not converge.
-    n_images : training images.
+    checkpoint : the checkpoint path; the file exists if the run did not
+        converge, or if it was kept (``keep_checkpoint``).
     train_score : the VOC score on the training split, as a dict.
     diagnosis : :func:`segstruct.evaluate.diagnosis.diagnose`'s report.
     """
@@ -50,7 +50,6 @@ class TrainedModel:
     path: Path
     log_path: Path
     checkpoint: Path
-    n_images: int
     train_score: dict
     diagnosis: dict
 
@@ -77,7 +76,8 @@ def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
 
 def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str,
                 class_name: str, method: str, metadata: dict | None = None,
-                progress: bool = False, resume: bool = True) -> TrainedModel:
+                progress: bool = False, resume: bool = True,
+                keep_checkpoint: bool = False) -> TrainedModel:
     """Fit ``estimator`` on one split's examples and save it as model ``out``.
 
     Parameters
@@ -92,6 +92,8 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     metadata : more entries for the model file (e.g. the C selection curve).
     progress : show a progress bar.
     resume : continue from the checkpoint when there is one.
+    keep_checkpoint : keep the checkpoint of a converged run too (the caller
+        deletes it once its own records are written).
 
     Returns
     -------
@@ -112,7 +114,6 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
         "data_root": str(dataset.root), "train_split": split,
         "n_train_images": len(X), "train_score": train_score,
         "diagnosis": diagnosis, "training_log": log_file.name, **(metadata or {})})
-    if estimator.converged_:
+    if estimator.converged_ and not keep_checkpoint:
         checkpoint.unlink(missing_ok=True)  # the model is safe: the checkpoint is spent
-    return TrainedModel(estimator, json_path, log_file, checkpoint, len(X), train_score,
-                        diagnosis)
+    return TrainedModel(estimator, json_path, log_file, checkpoint, train_score, diagnosis)

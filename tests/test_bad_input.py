@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from segstruct.features.cache import ArrayCache
 from segstruct.cli import main
 from segstruct.datasets import DatasetError, VOCDataset, make_synthetic_voc, voc_colormap
-from segstruct.features.extraction import FeatureExtractor
-from segstruct.features.descriptors import FeatureConfig
 from segstruct.evaluate.inspection import inspect_dataset, training_set_problem
-from segstruct.learn.methods import estimator_for
-from segstruct.model import Graph
-from segstruct.io.persistence import ModelFileError, load_model, model_paths, save_model
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.features.cache import ArrayCache
+from segstruct.features.descriptors import FeatureConfig
+from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams
+from segstruct.io.persistence import ModelFileError, load_model, model_paths, save_model
+from segstruct.learn.methods import estimator_for
+from segstruct.learn.ssvm import StructuredSVM
+from segstruct.model import Graph
 
 SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
 CAR = 7

@@ -11,13 +11,13 @@ import time
 import numpy as np
 import pytest
 
-from segstruct.learn.callbacks import Checkpoint
-from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from segstruct.datasets import make_synthetic_voc
 from segstruct.inference import loss_augmented
-from segstruct.model import Graph
 from segstruct.inference.proposed import TriangleOracle
+from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from segstruct.learn.callbacks import Checkpoint
 from segstruct.learn.ssvm import StructuredSVM, oracle_name
+from segstruct.model import Graph
 
 
 class Crash(Exception):

@@ -241,6 +241,39 @@ def test_an_interrupted_pair_continues_from_its_checkpoint(data_root, tmp_path, 
     assert not (tmp_path / "o" / "models" / "car-bl1.ckpt.npz").exists()
 
 
+def test_an_interruption_after_training_keeps_the_trained_model(data_root, tmp_path,
+                                                                 monkeypatch):
+    """Killed while the eval split is scored, a pair's converged training is not
+    lost: the rerun restores it from the checkpoint without iterating."""
+    from segstruct.learn import ssvm
+    args = ["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
+            "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c"), "--no-figures",
+            *SMALL]
+    real_score = ssvm.StructuredSVM.voc_score
+    scored = []
+
+    def die_on_the_eval_split(self, X, Y):
+        scored.append(1)
+        if len(scored) == 2:                      # the training split first, then eval
+            raise KeyboardInterrupt
+        return real_score(self, X, Y)
+    monkeypatch.setattr(ssvm.StructuredSVM, "voc_score", die_on_the_eval_split)
+    assert main(args) == 130
+    assert (tmp_path / "o" / "models" / "car-bl1.ckpt.npz").exists()
+    monkeypatch.setattr(ssvm.StructuredSVM, "voc_score", real_score)
+    iterations = []
+    real_planes = ssvm.StructuredSVM._cutting_planes
+
+    def counting(self, *a, **k):
+        for state in real_planes(self, *a, **k):
+            iterations.append(1)
+            yield state
+    monkeypatch.setattr(ssvm.StructuredSVM, "_cutting_planes", counting)
+    assert main(args) == 0
+    assert iterations == []                      # restored, not trained again
+    assert not (tmp_path / "o" / "models" / "car-bl1.ckpt.npz").exists()
+
+
 def test_unreadable_eval_data_and_bad_ids_fail_before_training(data_root, tmp_path, capsys):
     import shutil
     root = tmp_path / "voc"

@@ -9,8 +9,8 @@ from segstruct.cli import main, show_progress
 from segstruct.datasets import make_synthetic_voc
 from segstruct.evaluate.diagnosis import diagnose, foreground_share
 from segstruct.inference import bl2
-from segstruct.model import Graph
 from segstruct.learn.ssvm import StructuredSVM
+from segstruct.model import Graph
 
 SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
 

@@ -10,12 +10,12 @@ from scipy.optimize import linprog
 
 from segstruct.inference import envelope as E
 from segstruct.inference import score
-from segstruct.inference.decomposition import decomposition_oracle
 from segstruct.inference._mrf import raw_score
+from segstruct.inference.decomposition import decomposition_oracle
 from segstruct.inference.graphcut import min_cut
+from segstruct.inference.losses import CallableLoss, counts, get_loss, totals
 from segstruct.inference.lp import lp_oracle
 from segstruct.inference.milp import milp_oracle
-from segstruct.inference.losses import CallableLoss, counts, get_loss, totals
 from segstruct.inference.proposed import TriangleOracle
 
 LOSSES = ["iou", "f1", "hamming"]

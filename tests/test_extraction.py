@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from segstruct.datasets import VOCDataset, make_synthetic_voc
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache
-from segstruct.datasets import VOCDataset, make_synthetic_voc
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams, adjacency, pixel_counts
 

@@ -22,16 +22,16 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from segstruct.datasets import VOC_CLASSES, VOCDataset, voc_colormap
+from segstruct.features.superpixels import majority_targets, paint, pixel_counts
 from segstruct.inference import bl2, brute_force, loss_augmented, maximize
-from segstruct.inference.milp import milp_oracle
 from segstruct.inference.losses import (
     AdjustedHammingLoss,
     FBetaLoss,
     HammingLoss,
     IoULoss,
 )
+from segstruct.inference.milp import milp_oracle
 from segstruct.inference.proposed import TriangleOracle
-from segstruct.features.superpixels import majority_targets, paint, pixel_counts
 from segstruct.inference.triangulation import triangulate
 
 FUZZ = settings(deadline=None, derandomize=True, database=None,

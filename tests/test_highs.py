@@ -33,8 +33,8 @@ SCRIPT = textwrap.dedent('''
     from segstruct.inference.lp import lp_oracle
     from segstruct.inference.milp import milp_oracle
     from segstruct.learn.methods import estimator_for
-    from segstruct.model import Graph
     from segstruct.learn.qp import WorkingSetQP
+    from segstruct.model import Graph
 
     rng = np.random.default_rng(3)
     n = 12
@@ -141,8 +141,8 @@ def test_triangle_oracle_falls_back_to_the_envelope_when_its_lps_fail(monkeypatc
     import numpy as np
 
     import segstruct.inference.proposed as proposed
-    from segstruct.inference.highs import SolverError
     from segstruct.inference.envelope import envelope_oracle
+    from segstruct.inference.highs import SolverError
 
     def failing(*args, **kwargs):
         raise SolverError("HiGHS could not solve a master LP: status Unknown")
@@ -178,9 +178,9 @@ class FlakyOracle:
 def test_a_solver_failure_names_the_iteration_and_loses_nothing(tmp_path):
     import numpy as np
 
-    from segstruct.model import Graph
     from segstruct.learn.callbacks import Checkpoint
     from segstruct.learn.ssvm import StructuredSVM, TrainingError
+    from segstruct.model import Graph
     rng = np.random.default_rng(5)
     X, Y = [], []
     for _ in range(3):

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from segstruct.inference import loss_augmented
-from segstruct.inference.brute_force import brute_force
 from segstruct.inference import score
+from segstruct.inference.brute_force import brute_force
 from segstruct.inference.local_search import flip_gains, polish
-from segstruct.inference.milp import milp_oracle
 from segstruct.inference.losses import counts, get_loss, totals
+from segstruct.inference.milp import milp_oracle
 from segstruct.inference.proposed import TriangleOracle
 
 

@@ -7,9 +7,9 @@ import pytest
 
 from segstruct.inference import brute_force, score
 from segstruct.inference.decomposition import decomposition_oracle
+from segstruct.inference.losses import FBetaLoss, IoULoss, counts, get_loss, totals
 from segstruct.inference.lp import lp_oracle
 from segstruct.inference.milp import milp_oracle
-from segstruct.inference.losses import FBetaLoss, IoULoss, counts, get_loss, totals
 from segstruct.inference.proposed import TriangleOracle
 from segstruct.inference.triangulation import triangulate
 

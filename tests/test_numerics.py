@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from segstruct.inference import maximize
-from segstruct.model import Graph
 from segstruct.learn.methods import make_oracle
 from segstruct.learn.ssvm import StructuredSVM
+from segstruct.model import Graph
 
 
 def graphs(seed, n_graphs=4, n=6, du=3, all_background=(), scale=None):

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from segstruct.features.descriptors import FeatureConfig
-from segstruct.model import Graph
 from segstruct.io.persistence import (DOC_DIGEST, ModelFileError, _doc_digest, load_model,
                                    model_paths, save_model)
 from segstruct.learn.ssvm import StructuredSVM
+from segstruct.model import Graph
 
 CONFIG = FeatureConfig(sift=False)          # 6 colour + 6 position + 1 bias = 13
 

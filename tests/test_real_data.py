@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from segstruct.datasets import VOCDataset
+from segstruct.evaluate.inspection import inspect_dataset
 from segstruct.features.cache import ArrayCache
 from segstruct.features.extraction import FeatureExtractor
-from segstruct.evaluate.inspection import inspect_dataset
 
 pytestmark = pytest.mark.shared_data
 

@@ -7,14 +7,14 @@ import pytest
 
 from segstruct.cli import main
 from segstruct.datasets import make_synthetic_voc
+from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.inference import maximize
 from segstruct.learn.methods import estimator_for
-from segstruct.model import Graph, MRFModel
-from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.learn.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds,
                                  check_grid, choose_C, cross_validate_C, edge_warning,
                                  format_curve, image_strata, make_folds, select_C)
 from segstruct.learn.ssvm import StructuredSVM
+from segstruct.model import Graph, MRFModel
 
 SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -256,8 +256,8 @@ def cache(tmp_path_factory):
 
 def test_train_auto_records_the_curve_and_refits_at_the_chosen_C(data_root, cache,
                                                                  tmp_path, capsys):
-    from segstruct.features.cache import ArrayCache
     from segstruct.datasets import VOCDataset
+    from segstruct.features.cache import ArrayCache
     from segstruct.features.extraction import FeatureExtractor
     from segstruct.io.persistence import load_model
     model = tmp_path / "car"

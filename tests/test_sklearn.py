@@ -73,6 +73,9 @@ def test_nested_params_of_a_parameter_that_is_an_estimator():
     assert params["oracle__factor"] == 2.0 and "oracle__factor" not in est.get_params(deep=False)
     est.set_params(oracle__factor=3.0, C=1.5)
     assert est.oracle.factor == 3.0 and est.C == 1.5
+    # like scikit-learn: a nested name of a parameter that has none is a ValueError
+    with pytest.raises(ValueError, match="invalid parameters \\['x'\\] of 'oracle'"):
+        StructuredSVM().set_params(oracle__x=1)
 
 
 @pytest.mark.parametrize("kind", sorted(ESTIMATORS))

@@ -5,9 +5,9 @@ import pytest
 
 import segstruct.learn.qp as qp_module
 from segstruct.inference.losses import AdjustedHammingLoss, HammingLoss, IoULoss, counts, totals
-from segstruct.model import Graph, MRFModel, disjoint_union
 from segstruct.learn.qp import WorkingSetQP
 from segstruct.learn.ssvm import StructuredSVM, targets_and_weights
+from segstruct.model import Graph, MRFModel, disjoint_union
 
 
 def random_problem(rng, n_graphs=3, n=4, du=3, separable=False):

@@ -95,10 +95,10 @@ def _params():
 
 def _build_case(name: str, root: Path):
     """(X, Y, facts) of a case's training split, features computed without cache."""
-    from segstruct.features.cache import ArrayCache
     from segstruct.datasets import VOCDataset, make_synthetic_voc
-    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.features.cache import ArrayCache
     from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.extraction import FeatureExtractor
     from segstruct.features.superpixels import SuperpixelParams
 
     c = CASES[name]
@@ -126,8 +126,8 @@ def _build_case(name: str, root: Path):
 def _fit(X, Y, method: str, scale: float) -> dict:
     from dataclasses import replace
 
-    from segstruct.learn.methods import TrainingSettings
     from segstruct.evaluate.diagnosis import diagnose
+    from segstruct.learn.methods import TrainingSettings
 
     X = [replace(g, unary=g.unary * scale) for g in X]
     estimator = TrainingSettings().estimator(method)

@@ -12,8 +12,8 @@ import numpy as np
 from segstruct.datasets.voc import (SPLIT_DIR, VOC_CLASSES, VOID_LABEL, DatasetError,
                                     class_index, void_message)
 
-from segstruct.features.extraction import Example, FeatureExtractor
 from segstruct.evaluate.scoring import oracle_score
+from segstruct.features.extraction import Example, FeatureExtractor
 from segstruct.features.superpixels import pixel_counts
 
 

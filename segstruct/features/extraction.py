@@ -18,11 +18,11 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from segstruct.datasets.voc import VOID_LABEL, DatasetError, VOCDataset, class_index
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest, key_digest
 from segstruct.features.superpixels import (SuperpixelParams, adjacency, majority_targets, pixel_counts,
                           segment)
-from segstruct.datasets.voc import VOID_LABEL, DatasetError, VOCDataset, class_index
 
 # Bump when the meaning of a cached array changes, so old entries are ignored.
 FEATURE_VERSION = 1

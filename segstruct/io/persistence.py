@@ -23,8 +23,8 @@ import numpy as np
 from segstruct.datasets.voc import class_index
 from segstruct.inference.losses import loss_from_dict
 
-from segstruct.io.files import atomic_write_bytes, write_json
 from segstruct.features.descriptors import OPPONENT_DIM, FeatureConfig
+from segstruct.io.files import atomic_write_bytes, write_json
 from segstruct.io.provenance import code_version
 
 FORMAT = "segstruct-model"
@@ -117,7 +117,7 @@ def load_model(path):
     Returns
     -------
     estimator : StructuredSVM with ``w_``, ``loss_`` and ``n_features_in_``
-        set (ready to predict; see ``StructuredSVM._from_weights``).
+        set (ready to predict; see ``StructuredSVM.from_weights``).
     feature_config : FeatureConfig
     codebook : (n_words, 384) float32 array or None
     doc : dict, the whole JSON document.
@@ -168,7 +168,7 @@ def load_model(path):
         params.pop(name, None)
     # The saved loss is the resolved one (kappa filled in), so kappa is None.
     try:
-        estimator = StructuredSVM._from_weights(w, loss, **{**params, "kappa": None})
+        estimator = StructuredSVM.from_weights(w, loss, **{**params, "kappa": None})
     except (TypeError, ValueError) as err:
         raise ModelFileError(f"{json_path} has invalid estimator settings ({err})") from err
     # Checked after the specific checks above, whose messages say more.

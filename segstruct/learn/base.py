@@ -110,6 +110,9 @@ class ParamsMixin:
                 setattr(self, name, value)
                 valid[name] = value
         for name, sub_params in nested.items():
+            if not hasattr(valid[name], "set_params"):
+                raise ValueError(f"invalid parameters {sorted(sub_params)} of {name!r}: "
+                                 f"{valid[name]!r} has no parameters to set")
             valid[name].set_params(**sub_params)
         return self
 

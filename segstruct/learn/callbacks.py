@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from tqdm.auto import tqdm
 
-from segstruct.io.files import write_json
 from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from segstruct.io.files import write_json
 
 if TYPE_CHECKING:                     # ssvm imports this module
     from segstruct.learn.ssvm import TrainingRun

@@ -23,8 +23,8 @@ from segstruct.inference import bl2
 from segstruct.inference.losses import FBetaLoss, IoULoss, Loss, get_loss
 
 from segstruct.learn.base import DataConversionWarning, NotFittedError, ParamsMixin
-from segstruct.model import Graph
 from segstruct.learn.ssvm import StructuredSVM
+from segstruct.model import Graph
 
 __all__ = ["MultivariateSVM"]
 

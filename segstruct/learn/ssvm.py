@@ -47,13 +47,13 @@ from segstruct.inference import loss_augmented, maximize
 from segstruct.inference.highs import SolverError
 from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
 
+from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
+from segstruct.io.checkpoint import fingerprint
 from segstruct.learn.base import NotFittedError, ParamsMixin
 from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
-from segstruct.io.checkpoint import fingerprint
 from segstruct.learn.linesearch import minimize_model
-from segstruct.model import MRFModel, disjoint_union
 from segstruct.learn.qp import QPError, WorkingSetQP
-from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
+from segstruct.model import MRFModel, disjoint_union
 
 SOLVERS = ("nslack", "oneslack")
 
@@ -250,7 +250,7 @@ class StructuredSVM(ParamsMixin):
 
     Notes
     -----
-    A saved model is restored by :meth:`_from_weights` (used by
+    A saved model is restored by :meth:`from_weights` (used by
     ``segstruct.io.persistence.load_model``), which sets only ``w_``,
     ``loss_`` and ``n_features_in_``: enough to predict.
     """
@@ -649,7 +649,7 @@ class StructuredSVM(ParamsMixin):
             raise NotFittedError("this StructuredSVM is not fitted yet; call fit first")
 
     @classmethod
-    def _from_weights(cls, w, loss: Loss, **params) -> "StructuredSVM":
+    def from_weights(cls, w, loss: Loss, **params) -> "StructuredSVM":
         """An estimator restored from saved weights, ready to predict.
 
         Parameters

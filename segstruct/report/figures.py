@@ -36,9 +36,9 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 from skimage.segmentation import find_boundaries
 
-from segstruct.io.files import atomic_write_bytes
 from segstruct.inference.losses import get_loss
-from segstruct.inference.triangulation import triangulate
+from segstruct.inference.triangulation import N_TRIANGLES, triangulate
+from segstruct.io.files import atomic_write_bytes
 
 __all__ = [
     "overlay",
@@ -297,7 +297,7 @@ def qualitative_figure(panels, methods, caption: str) -> Figure:
 # Loss surface and its triangulations
 # --------------------------------------------------------------------------
 
-def loss_surface_figure(loss, n_pos, n_neg, n_triangles=(40, 15),
+def loss_surface_figure(loss, n_pos, n_neg, n_triangles=(N_TRIANGLES, 15),
                         caption: str = "") -> tuple[Figure, list]:
     """Exact loss surface beside its piecewise-linear approximations (Fig. 1).
 

@@ -21,9 +21,7 @@ settings is an error rather than silently mixed into the table.
 """
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import time
 from pathlib import Path
@@ -38,9 +36,10 @@ from segstruct.inference.losses import totals
 from segstruct.io.files import write_json, write_text
 from segstruct.io.persistence import checkpoint_path, load_model, model_paths
 from segstruct.io.provenance import code_version, machine
-from segstruct.learn.methods import METHODS, TrainingSettings, c_text, method_loss
+from segstruct.learn.methods import METHODS, TrainingSettings, method_loss
 from segstruct.learn.selection import format_curve, select_C
 from segstruct.learn.ssvm import oracle_name
+from segstruct.report.tables import fmt, table_csv, table_markdown
 from segstruct.workflow import check_training_set, train_model
 
 RESULTS_FORMAT = "segstruct-comparison"
@@ -187,7 +186,7 @@ class Comparison:
             chosen = (f", C {record['C']:g} by cross-validation"
                       if "C_selection" in record else "")
             self.say(f"      {method} {class_name}: {self.eval_split} VOC IoU "
-                     f"{_fmt(record['eval_score']['voc_iou_percent'])} %{chosen} "
+                     f"{fmt(record['eval_score']['voc_iou_percent'])} %{chosen} "
                      f"({record['training']['fit_seconds']:.1f} s, "
                      f"{record['training']['n_iter']} iterations"
                      f"{'' if record['training']['converged'] else ', stopped at max_iter'})")
@@ -399,93 +398,3 @@ def save_qualitative(extractor: FeatureExtractor, class_name: str, split: str, i
                        "predictions": {m: paint(ex.graph.labels, y[k])
                                        for m, y in predictions.items()}})
     return save_figure(qualitative_figure(panels, list(models), caption), path)
-
-
-# ---------------------------------------------------------------------- tables
-def _fmt(v, spec=".2f") -> str:
-    return "-" if v is None else format(v, spec)
-
-
-def _table_rows(results: dict):
-    iou = results["table"]["iou_percent"]
-    for c in results["classes"]:
-        yield c, [iou[c][m] for m in results["methods"]]
-    yield "mean", [results["table"]["mean_iou_percent"][m] for m in results["methods"]]
-
-
-def table_markdown(results: dict) -> str:
-    """Table 1 style: rows classes (and the mean), columns methods, IoU %."""
-    s = results["settings"]
-    methods = results["methods"]
-    out = io.StringIO()
-    out.write(f"# VOC IoU % on {results['dataset']} ({results['eval_split']})\n\n")
-    out.write("| class | " + " | ".join(methods) + " |\n")
-    out.write("|---|" + "---|" * len(methods) + "\n")
-    for name, values in _table_rows(results):
-        cells = [_fmt(v) for v in values]
-        if name == "mean":
-            name, cells = f"**{name}**", [f"**{c}**" for c in cells]
-        out.write(f"| {name} | " + " | ".join(cells) + " |\n")
-    by_pair = {(r["class"], r["method"]): r["training"] for r in results["results"]}
-    out.write("\nTraining seconds / cutting-plane iterations (* = stopped at max_iter):\n\n")
-    out.write("| class | " + " | ".join(methods) + " |\n")
-    out.write("|---|" + "---|" * len(methods) + "\n")
-    for c in results["classes"]:
-        cells = []
-        for m in methods:
-            t = by_pair.get((c, m))
-            cells.append("-" if t is None else
-                         f"{t['fit_seconds']:.0f} s / {t['n_iter']}{'' if t['converged'] else '*'}")
-        out.write(f"| {c} | " + " | ".join(cells) + " |\n")
-    if s["C"] == "auto":
-        _chosen_C_table(out, results)
-    for r in results["results"]:
-        for warning in r.get("diagnosis", {}).get("warnings", []):
-            out.write(f"\n- Warning, {r['class']} / {r['method']}: {warning}")
-    loss = s["loss"] if s["loss"] != "fbeta" else f"fbeta (beta {s['beta']:g})"
-    versions = sorted({r["code_version"] for r in results["results"]})
-    solver = s.get("lp_solver", "decomposition")
-    oracle = (f"{solver} (exact)" if solver == "envelope"
-              else f"{solver}, M {s['n_triangles']}")
-    out.write(
-        f"\nData {results['data_root']}; trained on {results['train_split']}, scored on "
-        f"{results['eval_split']} (VOC measure, pixels, void excluded). Loss of bl2/proposed "
-        f"{loss}; scope {s['scope']}; {c_text(s)}; proposed oracle {oracle}"
-        f"{'' if s.get('polish', True) else ', no polish'}; weights {s['weights']}; "
-        f"solver {s['solver']}, tol {s['tol']:g}, "
-        f"max_iter {s['max_iter']}; seed {results['seed']}; code "
-        f"{', '.join(versions) or results['code_version']}.\n")
-    return out.getvalue()
-
-
-def _chosen_C_table(out, results: dict) -> None:
-    """With ``--C auto``: each pair's chosen C and its pooled held-out IoU."""
-    s = results["settings"]
-    methods = results["methods"]
-    by_pair = {(r["class"], r["method"]): r for r in results["results"]}
-    out.write(f"\nC chosen by {s['folds']}-fold cross-validation on {results['train_split']} "
-              f"(pooled held-out VOC IoU %, cross-validation seconds) over "
-              f"{' '.join(f'{c:g}' for c in s['C_grid'])}:\n\n")
-    out.write("| class | " + " | ".join(methods) + " |\n")
-    out.write("|---|" + "---|" * len(methods) + "\n")
-    for c in results["classes"]:
-        cells = []
-        for m in methods:
-            curve = by_pair.get((c, m), {}).get("C_selection")
-            if curve is None:
-                cells.append("-")
-                continue
-            j = curve["grid"].index(curve["chosen_C"])
-            cells.append(f"{curve['chosen_C']:g} ({_fmt(curve['pooled_iou_percent'][j])}, "
-                         f"{curve['seconds']:.0f} s)")
-        out.write(f"| {c} | " + " | ".join(cells) + " |\n")
-
-
-def table_csv(results: dict) -> str:
-    """The same table as CSV: a header ``class,<methods>``, then one row per class and mean."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["class", *results["methods"]])
-    for name, values in _table_rows(results):
-        writer.writerow([name, *("" if v is None else f"{v:.4f}" for v in values)])
-    return out.getvalue()

@@ -620,8 +620,9 @@ class StructuredSVM(ParamsMixin):
         if iteration <= 1:
             return where + "No iteration had finished, so there is nothing to resume."
         return (where + f"The state after iteration {iteration - 1} is saved in "
-                f"{checkpoint.path}: run the same command with --resume to continue "
-                "from there.")
+                f"{checkpoint.path}: continue from there with --resume (segstruct train; "
+                "compare resumes by itself), or in Python with fit(..., callbacks="
+                "[Checkpoint(path, resume=True), ...]).")
 
     # ------------------------------------------------------------------
     # checkpoints

@@ -11,7 +11,7 @@ import pytest
 import segstruct
 from segstruct.io import provenance
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _git(*args) -> str:

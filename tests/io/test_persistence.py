@@ -60,7 +60,7 @@ def test_corrupted_or_mismatched_files_are_refused(tmp_path):
         load_model(tmp_path / "other")
 
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_a_model_saved_before_the_io_left_the_constructor_loads():

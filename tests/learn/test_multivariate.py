@@ -186,7 +186,7 @@ def test_input_validation():
         MultivariateSVM().fit(X[:, 0], y)
     with pytest.raises(ValueError, match="shape"):
         MultivariateSVM().fit(X, y[:-1])
-    # any two labels are classes (tests/test_sklearn.py); three are not
+    # any two labels are classes (tests/learn/test_sklearn.py); three are not
     with pytest.raises(ValueError, match="Only binary"):
         MultivariateSVM().fit(X, np.arange(6) % 3)
     with pytest.raises(ValueError, match="finite"):

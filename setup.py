@@ -14,6 +14,8 @@ from setuptools.command.build_py import build_py
 
 def git_commit(root: Path) -> str:
     """``<sha>`` or ``<sha>.dirty`` of the checkout at ``root``; "" outside git."""
+    # The same questions segstruct.io.provenance asks at run time; written
+    # again here because the build runs before the package can be imported.
     def git(*args):
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()

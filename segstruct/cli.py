@@ -347,6 +347,17 @@ def _check_cv_size(args, dataset, split) -> None:
                          f"than the {args.cv[1]} folds; give fewer --folds or a fixed --C")
 
 
+def _settings(args):
+    """The training options as a ``TrainingSettings``, checked (UsageError)."""
+    from segstruct.learn.methods import TrainingSettings
+    grid, folds = args.cv or (None, None)
+    return TrainingSettings(loss=args.loss, beta=args.beta or DEFAULTS.beta,
+                            scope=args.scope, C=args.C, weights=args.weights,
+                            n_triangles=args.triangles, lp_solver=args.lp_solver,
+                            polish=not args.no_polish, solver=args.solver, tol=args.tol,
+                            max_iter=args.max_iter, C_grid=grid, folds=folds)
+
+
 def _estimator(args):
     """The StructuredSVM of ``--method`` and the training options.
 
@@ -359,15 +370,10 @@ def _estimator(args):
 
 
 def _make_estimator(args):
-    """``estimator_for`` with the checked training options."""
-    from segstruct.learn.methods import estimator_for
+    """The estimator of ``--method`` with the checked training options."""
     C = args.cv[0][0] if args.cv is not None else args.C
     try:
-        return estimator_for(args.method, loss=args.loss, beta=args.beta or DEFAULTS.beta,
-                             n_triangles=args.triangles, lp_solver=args.lp_solver,
-                             polish=not args.no_polish, weights=args.weights, C=C,
-                             solver=args.solver, scope=args.scope, tol=args.tol,
-                             max_iter=args.max_iter)
+        return _settings(args).estimator(args.method, C=C)
     except ValueError as err:            # e.g. bl2 with area weights, M < 2
         raise UsageError(str(err)) from err
 
@@ -484,7 +490,6 @@ def cmd_evaluate(args) -> int:
 
 def cmd_compare(args) -> int:
     from segstruct.compare import Comparison, classes_in
-    from segstruct.learn.methods import TrainingSettings
     if not args.no_figures and args.figure_images < 1 and not args.figure_ids:
         raise UsageError("--figure-images must be at least 1 (or give --no-figures)")
     if args.no_figures and args.figure_ids:
@@ -501,13 +506,7 @@ def cmd_compare(args) -> int:
     _check_cv_size(args, dataset, args.split_train)
     extractor = _extractor(args, dataset)
     classes = args.classes or classes_in(dataset, args.split_train)
-    grid, folds = args.cv or (None, None)
-    settings = TrainingSettings(loss=args.loss, beta=args.beta or DEFAULTS.beta,
-                                scope=args.scope, C=args.C, weights=args.weights,
-                                n_triangles=args.triangles, lp_solver=args.lp_solver,
-                                polish=not args.no_polish, solver=args.solver, tol=args.tol,
-                                max_iter=args.max_iter, C_grid=grid, folds=folds)
-    comparison = Comparison(extractor, classes, args.methods, settings, args.out,
+    comparison = Comparison(extractor, classes, args.methods, _settings(args), args.out,
                             train_split=args.split_train, eval_split=args.split_eval,
                             seed=args.seed, progress=show_progress(args))
     start = time.perf_counter()

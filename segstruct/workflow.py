@@ -103,8 +103,9 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     log_file, checkpoint = log_path(out), checkpoint_path(out)
     estimator.fit(X, Y, callbacks=training_callbacks(
         progress=progress, log_path=log_file, checkpoint_path=checkpoint, resume=resume))
-    train_score = estimator.voc_score(X, Y).to_dict()
-    diagnosis = diagnose(estimator, X, Y)
+    predictions = estimator.predict(X)        # one graph cut per image, used twice
+    train_score = estimator.voc_score(X, Y, predictions).to_dict()
+    diagnosis = diagnose(estimator, X, Y, predictions)
     config = extractor.config
     codebook = extractor.codebook()[0] if config.sift else None
     dataset = extractor.dataset

@@ -252,11 +252,11 @@ def test_an_interruption_after_training_keeps_the_trained_model(data_root, tmp_p
     real_score = ssvm.StructuredSVM.voc_score
     scored = []
 
-    def die_on_the_eval_split(self, X, Y):
+    def die_on_the_eval_split(self, X, Y, *args):
         scored.append(1)
         if len(scored) == 2:                      # the training split first, then eval
             raise KeyboardInterrupt
-        return real_score(self, X, Y)
+        return real_score(self, X, Y, *args)
     monkeypatch.setattr(ssvm.StructuredSVM, "voc_score", die_on_the_eval_split)
     assert main(args) == 130
     assert (tmp_path / "o" / "models" / "car-bl1.ckpt.npz").exists()

@@ -28,8 +28,10 @@ def foreground_share(predictions, label_specs) -> float:
     return predicted / total if total else 0.0
 
 
-def diagnose(estimator, X, Y) -> dict:
+def diagnose(estimator, X, Y, predictions=None) -> dict:
     """Collapse and convergence of a fitted ``StructuredSVM`` on its training set.
+
+    ``predictions``: ``estimator.predict(X)``, when the caller has it already.
 
     Returns
     -------
@@ -40,7 +42,9 @@ def diagnose(estimator, X, Y) -> dict:
         ``target_gap`` : C * tol, the gap the cutting planes certify at convergence;
         ``warnings`` : list of sentences, empty when all is well.
     """
-    share = foreground_share(estimator.predict(X), Y)
+    if predictions is None:
+        predictions = estimator.predict(X)
+    share = foreground_share(predictions, Y)
     collapse = "no foreground" if share == 0 else "all foreground" if share == 1 else None
     gap, primal = float(estimator.gap_), float(estimator.primal_)
     report = {"foreground_share": share, "collapse": collapse,

@@ -686,10 +686,13 @@ class StructuredSVM(ParamsMixin):
             out.append(maximize(u, x.edges, p)[0])
         return out
 
-    def voc_score(self, X, Y) -> VOCScore:
-        """The VOC measure of the predictions (pixel level when Y holds counts)."""
+    def voc_score(self, X, Y, predictions=None) -> VOCScore:
+        """The VOC measure of the predictions (pixel level when Y holds counts).
+
+        ``predictions``: ``predict(X)``, when the caller has it already.
+        """
         score = VOCScore()
-        for y_hat, y in zip(self.predict(X), Y):
+        for y_hat, y in zip(self.predict(X) if predictions is None else predictions, Y):
             score.add(*superpixel_confusion(y_hat, *label_counts(y)))
         return score
 

@@ -286,7 +286,7 @@ class VOCDataset:
                 f"{self.mask_path(id)} is {mask_hw[0]}x{mask_hw[1]}"
             )
 
-    def read_labels(self, id: str) -> np.ndarray:
+    def read_mask(self, id: str) -> np.ndarray:
         """Read the raw label mask of ``id``.
 
         Returns
@@ -340,11 +340,11 @@ class VOCDataset:
         ------
         DatasetError
             For an unknown class, any error of :meth:`read_image` or
-            :meth:`read_labels`, or when image and mask differ in size.
+            :meth:`read_mask`, or when image and mask differ in size.
         """
         cls = class_index(class_name)  # fail on a bad name before any I/O
         image = self.read_image(id)
-        labels = self.read_labels(id)
+        labels = self.read_mask(id)
         self.check_sizes(id, image.shape[:2], labels.shape)
         return Sample(
             id=id,

@@ -328,7 +328,7 @@ def _check_monotone(loss, n_pos, n_neg):
     values = np.asarray(loss(fp[:, None], fn[None, :], n_pos, n_neg), np.float64)
     tol = 1e-9 * max(1.0, float(np.abs(values).max(initial=0.0)))
     if np.any(np.diff(values, axis=0) < -tol) or np.any(np.diff(values, axis=1) < -tol):
-        raise ValueError(f"the envelope solver needs a loss that does not decrease as FP or "
+        raise ValueError(f"the envelope inference needs a loss that does not decrease as FP or "
                          f"FN grows; {loss!r} does. Use the decomposition or lp solver")
 
 

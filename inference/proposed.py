@@ -1,9 +1,10 @@
 """The proposed method's loss-augmented oracle (paper Sec. 4), with its state.
 
-:class:`TriangleOracle` is a callable ``oracle(u, edges, p, t, a, loss) ->
+:class:`ProposedOracle` is a callable ``oracle(u, edges, p, t, a, loss) ->
 InferenceResult`` on plain arrays, like every oracle of this package. It
-chooses a solver for a loss that is not linear in (FP, FN) (the exact envelope
-solver, or the paper's triangle LPs solved as written or by decomposition),
+chooses an inference algorithm for a loss that is not linear in (FP, FN) (the
+exact envelope inference, or the paper's triangle LPs solved as written or by
+decomposition),
 finishes with greedy flips, and keeps what repeated calls during training can
 reuse: triangulations per (loss, Np, Nn) and warm-start labellings per graph.
 """
@@ -23,27 +24,27 @@ from .losses import get_loss, totals
 from .lp import lp_oracle
 from .triangulation import N_TRIANGLES, triangulate
 
-#: Solvers of the proposed oracle (``--lp-solver``).
-LP_SOLVERS = ("envelope", "decomposition", "lp")
+#: Inference algorithms of the proposed oracle (``--inference``).
+INFERENCE_CHOICES = ("envelope", "decomposition", "lp")
 #: The exact one: no triangles, no LP.
-DEFAULT_LP_SOLVER = "envelope"
+DEFAULT_INFERENCE = "envelope"
 
 
-class TriangleOracle:
+class ProposedOracle:
     """The proposed method's oracle: most violated constraint of a complex loss.
 
     Parameters
     ----------
     n_triangles : M, the number of triangles (paper: 40) of the triangle-LP
-        solvers.
-    solver : "envelope" (the default: exact branch and bound over (FP, FN)
+        algorithms.
+    inference : "envelope" (the default: exact branch and bound over (FP, FN)
         with graph-cut planes, ``segstruct.inference.envelope``; no triangles,
         so M does not matter; it returns a labelling at least as good as the
-        LP solvers' and certifies it optimal on superpixel graphs),
+        triangle LPs' and certifies it optimal on superpixel graphs),
         "decomposition" (the paper's triangle LPs by column generation with
         graph-cut pricing: the same LP optimum as "lp", faster on large
         graphs) or "lp" (HiGHS on the LP of Eq. 22-26 as written).
-    rule : for ``solver="lp"``: "best" (best true objective over all
+    rule : for ``inference="lp"``: "best" (best true objective over all
         candidates) or "paper" (rounding of the largest LP value).
     polish : bool, default True
         Finish with greedy single-node flips on the true objective (see
@@ -57,15 +58,15 @@ class TriangleOracle:
     scope).
     """
 
-    def __init__(self, n_triangles: int = N_TRIANGLES, solver: str = DEFAULT_LP_SOLVER,
+    def __init__(self, n_triangles: int = N_TRIANGLES, inference: str = DEFAULT_INFERENCE,
                  rule: str = "best",
                  polish: bool = True):
-        if solver not in LP_SOLVERS:
-            raise ValueError(f"unknown LP solver {solver!r}; use one of {LP_SOLVERS}")
+        if inference not in INFERENCE_CHOICES:
+            raise ValueError(f"unknown inference {inference!r}; use one of {INFERENCE_CHOICES}")
         if n_triangles < 2:
             raise ValueError("n_triangles must be at least 2")
         self.n_triangles = n_triangles
-        self.solver = solver
+        self.inference = inference
         self.rule = rule
         self.polish = polish
         self._cache = {}
@@ -79,18 +80,18 @@ class TriangleOracle:
 
     def __call__(self, u, edges, p, t, a, loss):
         try:
-            return self._solve(self.solver, u, edges, p, t, a, loss)
+            return self._solve(self.inference, u, edges, p, t, a, loss)
         except SolverError as err:
-            if self.solver == "envelope":
+            if self.inference == "envelope":
                 raise
             # The triangle LPs failed even after HiGHS's retries: the envelope
-            # solver needs no LP and is exact, so the step is not lost.
-            warnings.warn(f"{err}; this call used the envelope solver instead",
+            # inference needs no LP and is exact, so the step is not lost.
+            warnings.warn(f"{err}; this call used the envelope inference instead",
                           RuntimeWarning, stacklevel=2)
             return self._solve("envelope", u, edges, p, t, a, loss)
 
-    def _solve(self, solver, u, edges, p, t, a, loss):
-        if solver == "envelope":
+    def _solve(self, inference, u, edges, p, t, a, loss):
+        if inference == "envelope":
             # polishes inside (when asked), so that its bound can use the result
             key = self._seed_key(u, edges, t)
             res = envelope_oracle(u, edges, p, t, a, loss, polish=self.polish,
@@ -98,7 +99,7 @@ class TriangleOracle:
             self._seeds[key] = res.info.pop("labellings")
             return res
         tri = self.triangulation(loss, *totals(t, a))
-        if solver == "lp":
+        if inference == "lp":
             res = lp_oracle(u, edges, p, t, a, loss, triangulation=tri, rule=self.rule)
             return self._polished(res, u, edges, p, t, a, loss,
                                   starts=res.info.pop("labellings"))
@@ -166,5 +167,5 @@ class TriangleOracle:
                        if name.startswith("seeds_")}
 
     def __repr__(self):
-        return (f"TriangleOracle(n_triangles={self.n_triangles}, solver={self.solver!r}, "
+        return (f"ProposedOracle(n_triangles={self.n_triangles}, inference={self.inference!r}, "
                 f"rule={self.rule!r}, polish={self.polish})")

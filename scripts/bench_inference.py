@@ -7,22 +7,22 @@ u, p = MRFModel(pairwise=True).potentials(graph, w) on a seeded sample of
 val images are handed to every inference case of ``default_cases()``:
 
     graphcut_hamming   Hamming loss folded into the unaries, one graph cut
-    proposed_M40       IoU, TriangleOracle(40): the default envelope solver
+    proposed_M40       IoU, ProposedOracle(40): the default envelope inference
                        (exact branch and bound with graph cuts; M unused)
     proposed_M40_decomposition
-                       IoU, TriangleOracle(40, solver="decomposition")
-    proposed_M40_lp    IoU, TriangleOracle(40, solver="lp") (per-triangle LP)
+                       IoU, ProposedOracle(40, inference="decomposition")
+    proposed_M40_lp    IoU, ProposedOracle(40, inference="lp") (per-triangle LP)
     bl2                IoU, unary-only problem (same u, p = 0): Joachims' sort
     exact_milp         IoU, the MILP (HiGHS)
     triangulation_M*   building the triangulation alone (cold), no quality
 
 Each case is timed per image as the median (``--timer min``: the minimum) of
 ``--repeats`` calls. Every call gets a fresh oracle built outside the timed
-region, so nothing carries over between calls (TriangleOracle keeps
+region, so nothing carries over between calls (ProposedOracle keeps
 triangulations and seeds its columns with the labellings of its previous
-call); the triangle-LP solvers' triangulation is built before the timed
+call); the triangle LPs' triangulation is built before the timed
 call, so those cases time the LPs only and the triangulation_M* cases time the
-triangulation alone (the envelope solver needs none) (with segstruct.inference.triangulation's module cache cleared).
+triangulation alone (the envelope inference needs none) (with segstruct.inference.triangulation's module cache cleared).
 Quality is measured against the exact optimum of the same problem (MILP with
 the same u, p, t, a and loss; p = 0 for the unary-only case).
 
@@ -36,10 +36,10 @@ each {name, value, goal, met, detail}; what each measures: ``TARGET_MEASURES``):
                            50-node instances where proposed_M40 is exact
                            (MILP, rel. 1e-6) (>= 0.99), with a finite bound
                            never below the optimum on every call
-    dataset_scope_seconds  one TriangleOracle(40) call (default solver) on the
+    dataset_scope_seconds  one ProposedOracle(40) call (default solver) on the
                            disjoint union of all training graphs of
                            ``--scope-data-set`` (< 5 s)
-    pixel_level_ratio      one TriangleOracle(40) IoU call / one Hamming graph
+    pixel_level_ratio      one ProposedOracle(40) IoU call / one Hamming graph
                            cut on a 4-connected pixel grid of a full image
                            (``pixel_grid``) (<= 20); the proposed call runs in
                            a worker killed after ``--pixel-timeout`` s, and
@@ -135,11 +135,11 @@ def _proposed(n_triangles, solver=None):
     return make
 
 
-def _fresh_oracle(n_triangles, solver=None):
-    """A new TriangleOracle (no seeds from earlier calls); None: default solver."""
-    from segstruct.inference.proposed import TriangleOracle
-    return TriangleOracle(n_triangles) if solver is None else TriangleOracle(n_triangles,
-                                                                             solver=solver)
+def _fresh_oracle(n_triangles, inference=None):
+    """A new ProposedOracle (no seeds from earlier calls); None: default inference."""
+    from segstruct.inference.proposed import ProposedOracle
+    return (ProposedOracle(n_triangles) if inference is None
+            else ProposedOracle(n_triangles, inference=inference))
 
 
 def _prepare(oracle, loss, t, a):
@@ -177,7 +177,7 @@ def default_cases(m_values: Sequence[int] = (40,), lp_m: int | None = 40,
                         "polish and any restricted MILP; no triangulation needed")]
     for m in m_values:
         cases.append(Case(f"proposed_M{m}_decomposition", "iou", _proposed(m, "decomposition"),
-                          timed="decomposition solver: " + lp_note.format(M=m)))
+                          timed="decomposition inference: " + lp_note.format(M=m)))
     if lp_m:
         cases.append(Case(f"proposed_M{lp_m}_lp", "iou", _proposed(lp_m, "lp"),
                           timed="per-triangle HiGHS LP of Eq. 22-26: " + lp_note.format(M=lp_m)))
@@ -359,7 +359,7 @@ def summarise(per_image: dict, baseline: str = BASELINE) -> dict:
 
 
 TARGET_M = 40                       # the targets are stated for M = 40
-PROPOSED = f"proposed_M{TARGET_M}"          # default TriangleOracle (envelope solver)
+PROPOSED = f"proposed_M{TARGET_M}"          # default ProposedOracle (envelope inference)
 PROPOSED_LP = f"proposed_M{TARGET_M}_lp"    # plain per-triangle LP
 OBJECTIVE_RTOL = 1e-9               # target 1: objective >= LP's - 1e-9 * max(1, |LP's|)
 
@@ -376,7 +376,7 @@ TARGET_MEASURES = {
     "superpixel_M40_ratio":
         f"median over the sampled real images of ({PROPOSED} ms / {BASELINE} ms on the same "
         f"image), each time the per-image aggregate of --repeats calls; {PROPOSED} times "
-        f"TriangleOracle(40) (default envelope solver, polish on; it builds no triangulation); also every image's true objective >= {PROPOSED_LP}'s - "
+        f"ProposedOracle(40) (default envelope inference, polish on; it builds no triangulation); also every image's true objective >= {PROPOSED_LP}'s - "
         f"{OBJECTIVE_RTOL:g} relative",
     "exact_share":
         f"share of instances (the real images and the random 50-node ones) where {PROPOSED}'s "
@@ -384,12 +384,12 @@ TARGET_MEASURES = {
         f"upper bound on every call, never below the optimum (tolerance {BOUND_TOL:g} * "
         "max(1, |optimum|))",
     "dataset_scope_seconds":
-        f"one call of a fresh TriangleOracle({TARGET_M}) (IoU, default solver) on the disjoint "
+        f"one call of a fresh ProposedOracle({TARGET_M}) (IoU, default solver) on the disjoint "
         "union of every training image's superpixel graph (BL1 potentials); a triangle-LP "
         "solver's triangulation would be built before and timed separately; the Hamming graph cut on the union is timed too (median of "
         "--repeats)",
     "pixel_level_ratio":
-        f"one IoU call of a fresh TriangleOracle({TARGET_M}) (default solver) on a 4-connected "
+        f"one IoU call of a fresh ProposedOracle({TARGET_M}) (default solver) on a 4-connected "
         "pixel grid of a full image (in a worker process with a time limit) / one Hamming graph cut on the same grid (median of --repeats); "
         "median over --pixel-images images",
 }
@@ -516,7 +516,7 @@ def _dataset_scope_target(name, ds) -> dict:
     return _target(name, value, _meets(value, name),
                    f"one call on {ds['n_nodes']} nodes / {ds['n_edges']} edges; "
                    f"triangulation {_fmt(ds['triangulation_s'], '.2f')} s (not "
-                   "included; none for the envelope solver); "
+                   "included; none for the envelope inference); "
                    f"Hamming graph cut {ds['graphcut_ms']:.1f} ms, ratio "
                    f"{_fmt(ratio, '.0f')}")
 
@@ -592,7 +592,7 @@ def union_instance(examples, source: Source) -> Instance:
     graph = disjoint_union([e.graph for e in examples])
     u, p = MRFModel(pairwise=True).potentials(graph, source.w)
     t = np.concatenate([e.targets for e in examples]).astype(np.uint8)
-    a = np.concatenate([e.weights("count") for e in examples])
+    a = np.concatenate([e.node_weights("count") for e in examples])
     return Instance(f"{source.name}:{source.class_name}/train-union", u, graph.edges, p, t, a)
 
 
@@ -602,7 +602,7 @@ def measure_dataset_scope(inst: Instance, repeats: int = 3, n_triangles: int = T
     graph cut (aggregate: median of ``repeats``) on one big instance."""
     from segstruct.inference import loss_augmented
     from segstruct.inference.losses import totals
-    from segstruct.inference.proposed import TriangleOracle
+    from segstruct.inference.proposed import ProposedOracle
 
     n_pos, n_neg = totals(inst.t, inst.a)
     gc_ms = [1e3 * _timed(lambda: loss_augmented(inst.u, inst.edges, inst.p, inst.t,
@@ -612,7 +612,7 @@ def measure_dataset_scope(inst: Instance, repeats: int = 3, n_triangles: int = T
     cache = getattr(tri, "_CACHE", None)
     if cache is not None:       # time a cold build, not a cache hit
         cache.clear()
-    oracle = TriangleOracle(n_triangles)
+    oracle = ProposedOracle(n_triangles)
     tri_s = _prepare(oracle, loss, inst.t, inst.a)
     seconds, res = _timed(lambda: oracle(inst.u, inst.edges, inst.p, inst.t, inst.a, loss))
     bound = None if res.bound is None else float(res.bound)
@@ -691,13 +691,13 @@ def pixel_instances(source: Source, split: str, n_images: int, seed: int):
         if len(out) >= n_images:
             break
         image_id = ids[k]
-        mask = source.dataset.read_labels(image_id)
+        mask = source.dataset.read_mask(image_id)
         if not np.any(mask == cls):
             continue              # no foreground: a degenerate IoU problem
         ex, = source.extractor.examples(split, source.class_name, ids=[image_id])
         u_sp, _ = source.potentials(ex.graph)
         lab = rgb_to_lab(source.dataset.read_image(image_id))
-        inst, params = pixel_grid(ex.graph.labels, u_sp, lab, mask == cls,
+        inst, params = pixel_grid(ex.graph.segments, u_sp, lab, mask == cls,
                                   mask == VOID_LABEL,
                                   name=f"{source.name}:{source.class_name}/{image_id}/pixels")
         out.append((inst, params))
@@ -714,12 +714,12 @@ def _proposed_worker(conn, u, edges, p, t, a, loss, n_triangles):
     try:
         from threadpoolctl import threadpool_limits
         with threadpool_limits(limits=1):
-            from segstruct.inference.proposed import TriangleOracle
+            from segstruct.inference.proposed import ProposedOracle
             # warm-up on a tiny problem: imports and first-call costs stay untimed
-            TriangleOracle(4)(np.array([0.5, -0.5, 0.2]), np.array([[0, 1], [1, 2]]),
+            ProposedOracle(4)(np.array([0.5, -0.5, 0.2]), np.array([[0, 1], [1, 2]]),
                               np.array([-0.1, -0.1]), np.array([1, 0, 1], np.uint8),
                               np.ones(3), loss)
-            oracle = TriangleOracle(n_triangles)
+            oracle = ProposedOracle(n_triangles)
             tri_s = _prepare(oracle, loss, t, a)
             conn.send(("started", {"triangulation_s": tri_s}))
             seconds, res = _timed(lambda: oracle(u, edges, p, t, a, loss))
@@ -919,11 +919,11 @@ def load_source(shared: Path, name: str, class_name: str, args, progress: bool,
         start = time.perf_counter()
         estimator = StructuredSVM(loss="adjusted_hamming", scope="dataset", C=args.C,
                                   max_iter=args.max_iter)
-        estimator.fit([e.graph for e in train], [e.counts for e in train])
+        estimator.fit([e.graph for e in train], [e.pixel_counts for e in train])
         w = estimator.w_
         model_info = {"source": "BL1 trained here", "train_split": "train",
                       "n_train_images": len(train), "loss": repr(estimator.loss_),
-                      "C": args.C, "scope": "dataset", "weights": "count",
+                      "C": args.C, "scope": "dataset", "node_weights": "count",
                       "max_iter": args.max_iter, "n_iter": estimator.n_iter_,
                       "converged": bool(estimator.converged_),
                       "fit_seconds": time.perf_counter() - start}
@@ -942,7 +942,7 @@ def sample_instances(source: Source, split: str, n_images, seed) -> list[Instanc
         u, p = source.potentials(ex.graph)
         instances.append(Instance(f"{source.name}:{source.class_name}/{ex.graph.image_id}", u,
                                   np.asarray(ex.graph.edges, np.int64), p,
-                                  ex.targets.astype(np.uint8), ex.weights("count")))
+                                  ex.targets.astype(np.uint8), ex.node_weights("count")))
     return instances
 
 
@@ -1107,7 +1107,7 @@ def main(argv=None) -> int:
             "lp_m": args.lp_triangles or None, "C": args.C,
             "loss": {n: c.loss for n, c in cases.items()},
             "unary_only": [n for n, c in cases.items() if c.unary_only],
-            "weights": "count", "blas_threads": 1, "warmup": True,
+            "node_weights": "count", "blas_threads": 1, "warmup": True,
             "gc_disabled_while_timing": True,
             "timed": {n: c.timed for n, c in cases.items()},
             "fresh_oracle_per_call": True,
@@ -1123,7 +1123,7 @@ def main(argv=None) -> int:
                 "random": {"n": args.random, "n_nodes": 50, "degree": 4, "seed": args.seed,
                            "unaries": "N(0, 1)", "pairwise": "-Uniform(0, 1)",
                            "targets": "P(1) = 0.3; every 10th instance all background",
-                           "weights": "count (1)", "repeats": 1},
+                           "node_weights": "count (1)", "repeats": 1},
                 "scope_data_set": {"name": args.scope_data_set[0],
                                    "class": args.scope_data_set[1]} if scope_on else None,
                 "pixel_images": args.pixel_images,

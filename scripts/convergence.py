@@ -45,7 +45,7 @@ def run(args) -> dict:
     extractor = FeatureExtractor(dataset, cache=ArrayCache(), n_jobs=1, progress=False)
     train = extractor.examples("train", args.class_name)
     val = extractor.examples("val", args.class_name)
-    X, Y = [e.graph for e in train], [e.counts for e in train]
+    X, Y = [e.graph for e in train], [e.pixel_counts for e in train]
     params = {}
     if args.C is not None:
         params["C"] = args.C
@@ -68,7 +68,7 @@ def run(args) -> dict:
         "gap": float(estimator.gap_), "target_gap": float(estimator.C * estimator.tol),
         "train_iou": round(100 * estimator.score(X, Y), 2),
         "val_iou": round(100 * estimator.score([e.graph for e in val],
-                                               [e.counts for e in val]), 2),
+                                               [e.pixel_counts for e in val]), 2),
         "python": platform.python_version(),
     }
 

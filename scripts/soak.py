@@ -4,7 +4,7 @@ For every data set under ``--data`` (each subfolder a VOC-layout root) and every
 class with at least ``--min-images`` training images showing it, this trains
 
     bl1, hamming, bl2, proposed (its default oracle, envelope) and
-    proposed-decomposition (``--lp-solver decomposition``)
+    proposed-decomposition (``--inference decomposition``)
 
 on ``train`` and scores them on ``val``, through ``segstruct.compare.Comparison``
 (the code ``segstruct compare`` runs), at the library's default settings
@@ -119,8 +119,8 @@ def machine_info() -> dict:
 
 
 def settings_for(run: str, base: TrainingSettings) -> TrainingSettings:
-    _, lp_solver = RUNS[run]
-    return base if lp_solver is None else replace(base, lp_solver=lp_solver)
+    _, inference = RUNS[run]
+    return base if inference is None else replace(base, inference=inference)
 
 
 def find_datasets(data: Path, names) -> list[Path]:
@@ -134,7 +134,7 @@ def classes_with_images(dataset: VOCDataset, split: str) -> dict[str, int]:
     """VOC class name -> number of ``split`` images with a (non-void) pixel of it."""
     counts = np.zeros(256, np.int64)
     for image_id in dataset.ids(split):
-        counts[np.unique(dataset.read_labels(image_id))] += 1
+        counts[np.unique(dataset.read_mask(image_id))] += 1
     return {name: int(counts[v]) for v, name in enumerate(VOC_CLASSES)
             if v != 0 and v != VOID_LABEL and counts[v] > 0}
 
@@ -328,7 +328,7 @@ class Soak:
         folder = self.work / dataset.name / f"{run}-{key[:10]}"
         record = {
             "dataset": dataset.name, "class": class_name, "run": run, "method": method,
-            "lp_solver": settings.lp_solver if method == "proposed" else None,
+            "inference": settings.inference if method == "proposed" else None,
             "key": key, "settings": asdict(settings), "code_version": self.code_version,
             "source_digest": self.source_digest, "n_train_images_with_class": n_images,
             "n_train_split_images": len(dataset.ids(TRAIN_SPLIT)),
@@ -537,9 +537,10 @@ def render_markdown(doc: dict) -> str:
         "",
         f"Trained on `{doc['settings']['train_split']}`, VOC IoU % on "
         f"`{doc['settings']['eval_split']}`. Settings: scope {s['scope']}, C {s['C']:g}, "
-        f"tol {s['tol']:g}, max_iter {s['max_iter']}, solver {s['solver']}, weights "
-        f"{s['weights']}, loss of bl2/proposed {s['loss']}; proposed's oracle "
-        f"{s['lp_solver']}, proposed-decomposition's decomposition (M {s['n_triangles']}); "
+        f"tol {s['tol']:g}, max_iter {s['max_iter']}, solver {s['solver']}, node weights "
+        f"{s.get('node_weights', s.get('weights'))}, loss of bl2/proposed {s['loss']}; "
+        f"proposed's inference {s.get('inference', s.get('lp_solver'))}, "
+        f"proposed-decomposition's decomposition (M {s['n_triangles']}); "
         "default features. Code "
         f"`{doc['code_version']}` (source digest `{doc['source_digest'][:12]}`).",
         "",

@@ -3,8 +3,8 @@
 1. Dense opponent SIFT on a 6 px grid at keypoint sizes 4, 8 and 12 on one
    camvid image (why size 4 is the default).
 2. The proposed method's oracle on the whole camvid training set (one
-   data-set-scope call) with the default envelope solver and with the
-   decomposition solver (40 triangles), at the weights of a BL1 model trained
+   data-set-scope call) with the default envelope inference and with the
+   decomposition inference (40 triangles), at the weights of a BL1 model trained
    here, with their ratios to one graph cut on the same graph.
 
     python scripts/timings.py --shared ../shared/data --out timings.json
@@ -33,10 +33,10 @@ def main(argv=None) -> int:
     from segstruct.features.descriptors import dense_opponent_sift
     from segstruct.features.extraction import FeatureExtractor
     from segstruct.inference import maximize
-    from segstruct.inference.proposed import TriangleOracle
+    from segstruct.inference.proposed import ProposedOracle
     from segstruct.inference.triangulation import N_TRIANGLES
     from segstruct.io.provenance import code_version, machine
-    from segstruct.learn.ssvm import StructuredSVM, targets_and_weights
+    from segstruct.learn.ssvm import StructuredSVM, targets_and_node_weights
     from segstruct.model import MRFModel, disjoint_union
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -53,26 +53,26 @@ def main(argv=None) -> int:
           f"size 12 / size 4 = {sift['12.0'] / sift['4.0']:.1f}x")
 
     examples = FeatureExtractor(ds, n_jobs=args.n_jobs, progress=False).examples("train", "car")
-    X, Y = [e.graph for e in examples], [e.counts for e in examples]
+    X, Y = [e.graph for e in examples], [e.pixel_counts for e in examples]
     bl1 = StructuredSVM().fit(X, Y)
     union = disjoint_union(X)
-    tw = [targets_and_weights(y, "count") for y in Y]
+    tw = [targets_and_node_weights(y, "count") for y in Y]
     t = np.concatenate([x[0] for x in tw])
     a = np.concatenate([x[1] for x in tw])
     u, p = MRFModel().potentials(union, bl1.w_)
     cut = best_of(lambda: maximize(u, union.edges, p), 3)
     scope = {"class": "car", "nodes": int(u.size), "edges": int(len(union.edges)),
-             "graph_cut_seconds": cut, "solvers": {}}
-    for solver in ("envelope", "decomposition"):
-        oracle = TriangleOracle(N_TRIANGLES, solver=solver)
+             "graph_cut_seconds": cut, "inference": {}}
+    for inference in ("envelope", "decomposition"):
+        oracle = ProposedOracle(N_TRIANGLES, inference=inference)
         start = time.perf_counter()
         res = oracle(u, union.edges, p, t, a, "iou")      # triangulation included
         proposed = time.perf_counter() - start
         print(f"data-set scope, {u.size} nodes, {len(union.edges)} edges: graph cut "
-              f"{cut:.4f} s, proposed oracle ({solver}) {proposed:.2f} s = "
+              f"{cut:.4f} s, proposed oracle ({inference}) {proposed:.2f} s = "
               f"{proposed / cut:.0f}x; objective {res.objective:.4f}, bound {res.bound:.4f}, "
               f"{res.info['graph_cuts']} graph cuts")
-        scope["solvers"][solver] = {"proposed_oracle_seconds": proposed,
+        scope["inference"][inference] = {"proposed_oracle_seconds": proposed,
                                     "ratio_to_graph_cut": proposed / cut,
                                     "objective": res.objective, "bound": res.bound,
                                     "graph_cuts": res.info["graph_cuts"]}

@@ -6,7 +6,7 @@ PyMaxflow):
 
 - data: :class:`VOCDataset`;
 - features: :class:`FeatureExtractor`, :class:`FeatureConfig`, :func:`paint`
-  (superpixel labels back to a pixel mask);
+  (a superpixel labelling back to a pixel mask);
 - learning: :class:`StructuredSVM`, :class:`MultivariateSVM`,
   :func:`estimator_for` (the paper's methods by name), :func:`get_loss`;
 - files: :func:`save_model`, :func:`load_model`.

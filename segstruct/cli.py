@@ -18,11 +18,12 @@ from segstruct.features.cache import ArrayCache
 from segstruct.features.descriptors import FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams
-from segstruct.inference.proposed import LP_SOLVERS
+from segstruct.inference.proposed import INFERENCE_CHOICES
 from segstruct.io.files import write_json
 from segstruct.io.provenance import code_version
 from segstruct.learn.methods import DEFAULTS, METHOD_HELP, METHODS
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
+from segstruct.learn.ssvm import NODE_WEIGHT_MODES
 
 
 class UsageError(Exception):
@@ -278,15 +279,15 @@ def _check_loss_options(args, methods) -> None:
     if args.beta is not None and not args.beta > 0:
         raise UsageError(f"--beta must be positive, got {args.beta}")
     if "proposed" not in methods:
-        for flag, value in (("--triangles", args.triangles), ("--lp-solver", args.lp_solver),
+        for flag, value in (("--triangles", args.triangles), ("--inference", args.inference),
                             ("--no-polish", args.no_polish or None)):
             if value is not None:
                 raise UsageError(f"{flag} applies only to the proposed method")
-    if args.lp_solver is None:
-        args.lp_solver = DEFAULTS.lp_solver
-    if args.triangles is not None and args.lp_solver == "envelope":
-        raise UsageError("--triangles applies to --lp-solver decomposition or lp; the "
-                         "envelope solver (the default) uses no triangles")
+    if args.inference is None:
+        args.inference = DEFAULTS.inference
+    if args.triangles is not None and args.inference == "envelope":
+        raise UsageError("--triangles applies to --inference decomposition or lp; the "
+                         "envelope inference (the default) uses no triangles")
     if args.triangles is None:
         args.triangles = DEFAULTS.n_triangles
 
@@ -352,8 +353,8 @@ def _settings(args):
     from segstruct.learn.methods import TrainingSettings
     grid, folds = args.cv or (None, None)
     return TrainingSettings(loss=args.loss, beta=args.beta or DEFAULTS.beta,
-                            scope=args.scope, C=args.C, weights=args.weights,
-                            n_triangles=args.triangles, lp_solver=args.lp_solver,
+                            scope=args.scope, C=args.C, node_weights=args.node_weights,
+                            n_triangles=args.triangles, inference=args.inference,
                             polish=not args.no_polish, solver=args.solver, tol=args.tol,
                             max_iter=args.max_iter, C_grid=grid, folds=folds)
 
@@ -374,7 +375,7 @@ def _make_estimator(args):
     C = args.cv[0][0] if args.cv is not None else args.C
     try:
         return _settings(args).estimator(args.method, C=C)
-    except ValueError as err:            # e.g. bl2 with area weights, M < 2
+    except ValueError as err:            # e.g. bl2 with area node weights, M < 2
         raise UsageError(str(err)) from err
 
 
@@ -401,7 +402,7 @@ def _choose_C_for_train(args, dataset, X, Y) -> dict:
     print("\n".join(format_curve(curve)))
     caption = (f"data {dataset.name}/{args.split}; class {args.class_name}; method "
                f"{args.method}; {folds} folds of the training split, seed {args.seed}; "
-               f"scope {args.scope}, weights {args.weights}, tol {args.tol:g}; "
+               f"scope {args.scope}, node weights {args.node_weights}, tol {args.tol:g}; "
                f"code {code_version()}")
     path = save_figure(cv_figure({args.method: curve}, caption=caption),
                        _cv_figure_path(args.out))
@@ -429,7 +430,7 @@ def cmd_train(args) -> int:
                        args.cv[1] if args.cv is not None else None)
     examples = extractor.examples(args.split, args.class_name)
     X = [ex.graph for ex in examples]
-    Y = [ex.counts for ex in examples]
+    Y = [ex.pixel_counts for ex in examples]
     extra = {}
     if args.cv is not None:
         curve = _choose_C_for_train(args, dataset, X, Y)
@@ -460,7 +461,7 @@ def cmd_evaluate(args) -> int:
     dataset = _dataset(args)
     extractor = _extractor(args, dataset, config, codebook)
     examples = extractor.examples(args.split, doc["class"])
-    voc = estimator.voc_score([ex.graph for ex in examples], [ex.counts for ex in examples])
+    voc = estimator.voc_score([ex.graph for ex in examples], [ex.pixel_counts for ex in examples])
     score = voc.to_dict()
     print(f"{doc['method']} model {args.model} ({doc['class']}, trained on "
           f"{doc['dataset']}/{doc['train_split']}) on {dataset.name}/{args.split}: "
@@ -586,18 +587,21 @@ def _add_training_options(g) -> None:
     g.add_argument("--beta", type=float, default=None,
                    help=f"beta of --loss fbeta (default {DEFAULTS.beta:g})")
     g.add_argument("--triangles", type=int, default=None,
-                   help="loss-surface triangles M of the proposed method's triangle-LP "
-                        "solvers (--lp-solver decomposition or lp; default "
+                   help="loss-surface triangles M of the proposed method's triangle LPs "
+                        "(--inference decomposition or lp; default "
                         f"{DEFAULTS.n_triangles}, as in the paper)")
-    g.add_argument("--lp-solver", choices=LP_SOLVERS, default=None,
+    g.add_argument("--inference", choices=INFERENCE_CHOICES, default=None,
                    help="proposed: 'envelope' finds the exact maximiser of the true loss "
                         "by branch and bound with graph cuts; 'decomposition' and 'lp' "
                         "solve the paper's triangle LPs (by column generation with "
                         "graph-cut pricing, or by HiGHS on Eq. 22-26) (default "
-                        f"{DEFAULTS.lp_solver})")
+                        f"{DEFAULTS.inference})")
+    # the option's earlier name, kept so that recorded commands still run
+    g.add_argument("--lp-solver", choices=INFERENCE_CHOICES, dest="inference",
+                   help=argparse.SUPPRESS)
     g.add_argument("--no-polish", action="store_true",
                    help="proposed: skip the greedy single-node flips on the true loss "
-                        "(with --lp-solver decomposition or lp: the paper's method as "
+                        "(with --inference decomposition or lp: the paper's method as "
                         "published)")
     g.add_argument("--C", default=DEFAULTS.C, metavar="C|auto",
                    help="trade-off in 1/2 ||w||^2 + C xi; 0.5 is the paper's C = 1 "
@@ -619,9 +623,12 @@ def _add_training_options(g) -> None:
                    help="one loss over the whole training set (the paper's setting, with "
                         "--C 0.5), or one loss per image, averaged, which needs a larger C "
                         "(default %(default)s)")
-    g.add_argument("--weights", choices=("count", "area"), default=DEFAULTS.weights,
-                   help="FP and FN count superpixels (the paper's) or non-void pixels "
-                        "(default %(default)s)")
+    g.add_argument("--node-weights", choices=NODE_WEIGHT_MODES,
+                   default=DEFAULTS.node_weights,
+                   help="node weights a_i: FP and FN count superpixels (the paper's) or "
+                        "non-void pixels (default %(default)s)")
+    g.add_argument("--weights", choices=NODE_WEIGHT_MODES, dest="node_weights",
+                   help=argparse.SUPPRESS)       # the option's earlier name
     g.add_argument("--tol", type=float, default=DEFAULTS.tol,
                    help="cutting-plane tolerance epsilon, in loss units: training stops "
                         "when the objective is within C * tol of the working-set QP's "

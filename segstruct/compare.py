@@ -50,7 +50,7 @@ def classes_in(dataset: VOCDataset, split: str) -> list[str]:
     from segstruct.datasets import VOC_CLASSES
     seen = set()
     for image_id in dataset.ids(split):
-        seen.update(np.unique(dataset.read_labels(image_id)).tolist())
+        seen.update(np.unique(dataset.read_mask(image_id)).tolist())
     return [name for value, name in enumerate(VOC_CLASSES) if value in seen and value != 0]
 
 
@@ -210,7 +210,7 @@ class Comparison:
         model_path = self.model_path(class_name, method)
         model_path.parent.mkdir(parents=True, exist_ok=True)
         train = self.extractor.examples(self.train_split, class_name)
-        X, Y = [ex.graph for ex in train], [ex.counts for ex in train]
+        X, Y = [ex.graph for ex in train], [ex.pixel_counts for ex in train]
         C, extra = self.settings.C, {}
         if self.settings.auto:
             # (re)done before resuming: it is deterministic, so it picks the C
@@ -233,13 +233,13 @@ class Comparison:
         start = time.perf_counter()
         evaluation = self.extractor.examples(self.eval_split, class_name)
         eval_score = estimator.voc_score([ex.graph for ex in evaluation],
-                                         [ex.counts for ex in evaluation]).to_dict()
+                                         [ex.pixel_counts for ex in evaluation]).to_dict()
         record = {
             "dataset": self.dataset.name, "class": class_name, "method": method,
             "loss": estimator.loss_.to_dict(), "scope": self.settings.scope,
             "C": C, **extra, "M": self.settings.n_triangles,
-            "lp_solver": self.settings.lp_solver,
-            "counts_mode": self.settings.weights, "seed": self.seed,
+            "inference": self.settings.inference,
+            "node_weights": self.settings.node_weights, "seed": self.seed,
             "code_version": code_version(),
             "training": {"fit_seconds": estimator.fit_seconds_, "n_iter": estimator.n_iter_,
                          "converged": estimator.converged_, "primal": estimator.primal_,
@@ -304,7 +304,7 @@ class Comparison:
                  f"methods {', '.join(methods or self.methods)}",
                  f"train {self.train_split} / eval {self.eval_split}",
                  f"loss {loss}, scope {s.scope}, {s.C_text()}, M {s.n_triangles}, "
-                 f"weights {s.weights}, seed {self.seed}", f"code {code_version()}"]
+                 f"node weights {s.node_weights}, seed {self.seed}", f"code {code_version()}"]
         return "; ".join(p for p in parts if p)
 
     def figures(self, n_images=4, ids=None) -> list[Path]:
@@ -354,7 +354,7 @@ class Comparison:
     def _loss_lattice(self, class_name):
         """(Np, Nn) of the loss the oracle sees: training-set totals or a median image."""
         examples = self.extractor.examples(self.train_split, class_name, with_features=False)
-        sizes = np.array([totals(ex.targets, ex.weights(self.settings.weights))
+        sizes = np.array([totals(ex.targets, ex.node_weights(self.settings.node_weights))
                           for ex in examples])
         if self.settings.scope == "dataset":
             return tuple(float(v) for v in sizes.sum(axis=0))
@@ -366,7 +366,7 @@ def pick_images(dataset: VOCDataset, split: str, class_name: str, n: int, seed: 
     """``n`` image ids of ``split`` drawn with ``seed``, preferring ones showing the class."""
     value = class_index(class_name)
     ids = dataset.ids(split)
-    showing = [i for i in ids if (dataset.read_labels(i) == value).any()]
+    showing = [i for i in ids if (dataset.read_mask(i) == value).any()]
     rest = [i for i in ids if i not in set(showing)]
     rng = np.random.default_rng(seed)
     chosen = list(rng.permutation(showing)[:n])
@@ -390,11 +390,11 @@ def save_qualitative(extractor: FeatureExtractor, class_name: str, split: str, i
     predictions = {m: est.predict([ex.graph for ex in examples]) for m, est in models.items()}
     panels = []
     for k, ex in enumerate(examples):
-        raw = dataset.read_labels(ex.graph.image_id)
+        raw = dataset.read_mask(ex.graph.image_id)
         truth = np.where(raw == 255, 255, raw == value).astype(np.uint8)
         panels.append({"image_id": ex.graph.image_id,
                        "image": dataset.read_image(ex.graph.image_id),
-                       "truth": truth, "segments": ex.graph.labels,
-                       "predictions": {m: paint(ex.graph.labels, y[k])
+                       "truth": truth, "segments": ex.graph.segments,
+                       "predictions": {m: paint(ex.graph.segments, y[k])
                                        for m, y in predictions.items()}})
     return save_figure(qualitative_figure(panels, list(models), caption), path)

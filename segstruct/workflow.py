@@ -69,7 +69,7 @@ def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
         raise DatasetError(f"{root}: {problem}")
     if folds is not None:
         try:
-            check_cv_data([ex.counts for ex in examples], folds)
+            check_cv_data([ex.pixel_counts for ex in examples], folds)
         except ValueError as err:
             raise DatasetError(f"{root}, class {class_name!r}, split {split!r}: {err}") from err
 
@@ -83,7 +83,7 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     Parameters
     ----------
     estimator : StructuredSVM, not fitted (its C already chosen).
-    X, Y : the split's graphs and label counts (``ex.graph``, ``ex.counts``
+    X, Y : the split's graphs and label counts (``ex.graph``, ``ex.pixel_counts``
         of ``extractor.examples(split, class_name)``).
     out : model path (``out.json`` and ``out.npz`` are written; the log and
         the checkpoint go beside them).

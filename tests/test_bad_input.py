@@ -106,7 +106,7 @@ def test_mask_label_outside_0_20_and_255(tmp_path, value):
     labels[3, 4] = value
     ds = tiny_voc(tmp_path, {"m": (rgb(), labels)})
     with pytest.raises(DatasetError, match=rf"m\.png holds invalid label values {value}\b"):
-        ds.read_labels("m")
+        ds.read_mask("m")
     with pytest.raises(DatasetError, match=rf"m\.png.*{value}"):
         no_sift_extractor(ds).examples("train", "car")
 
@@ -233,12 +233,12 @@ def test_image_whose_superpixels_are_all_void(tmp_path):
     # ... but no error for training: weight 0 everywhere, no NaN anywhere
     examples = no_sift_extractor(ds).examples("train", "car")
     void_ex = examples[1]
-    assert void_ex.void_only.all() and not void_ex.weights("count").any()
-    X, Y = [ex.graph for ex in examples], [ex.counts for ex in examples]
+    assert void_ex.void_only.all() and not void_ex.node_weights("count").any()
+    X, Y = [ex.graph for ex in examples], [ex.pixel_counts for ex in examples]
     for method, kw in (("bl1", {}), ("bl1", {"scope": "image", "solver": "nslack"}),
                        ("bl2", {"scope": "image"}),
                        ("proposed", {"scope": "image", "n_triangles": 6}),
-                       ("proposed", {"weights": "area", "n_triangles": 6})):
+                       ("proposed", {"node_weights": "area", "n_triangles": 6})):
         svm = estimator_for(method, max_iter=20, **kw).fit(X, Y)
         assert np.all(np.isfinite(svm.w_))
         score = svm.voc_score(X, Y).to_dict()
@@ -506,7 +506,7 @@ def test_decomposition_master_turning_infeasible(monkeypatch):
     (["--no-cache", "--cache", "x"], "contradict"),
     (["--n-jobs", "0"], "--n-jobs"),
     (["--method", "bl1", "--loss", "iou"], "does not apply"),
-    (["--method", "bl2", "--weights", "area"], "count"),
+    (["--method", "bl2", "--node-weights", "area"], "count"),
 ])
 def test_conflicting_cli_options(clean_root, tmp_path, capsys, extra, words):
     with pytest.raises(SystemExit) as exc:
@@ -527,9 +527,9 @@ def broken_root(clean_root, tmp_path_factory):
     faults = {}
     ds.mask_path(train[1]).unlink()
     faults[train[1]] = f"mask {ds.mask_path(train[1])} not found"
-    save_mask(ds.mask_path(train[2]), ds.read_labels(train[2])[:, :-3])
+    save_mask(ds.mask_path(train[2]), ds.read_mask(train[2])[:, :-3])
     faults[train[2]] = f"size mismatch: image {ds.image_path(train[2])}"
-    labels = ds.read_labels(train[3])
+    labels = ds.read_mask(train[3])
     labels[0, 0] = 42
     save_mask(ds.mask_path(train[3]), labels)
     faults[train[3]] = f"mask {ds.mask_path(train[3])} holds invalid label values 42"
@@ -539,7 +539,7 @@ def broken_root(clean_root, tmp_path_factory):
     data = ds.image_path(val[0]).read_bytes()
     ds.image_path(val[0]).write_bytes(data[: len(data) // 3])
     faults[val[0]] = f"cannot decode {ds.image_path(val[0])}: truncated or corrupt"
-    save_mask(ds.mask_path(val[1]), np.full_like(ds.read_labels(val[1]), 255))
+    save_mask(ds.mask_path(val[1]), np.full_like(ds.read_mask(val[1]), 255))
     faults[val[1]] = f"mask {ds.mask_path(val[1])} is void (255) everywhere"
     split_dir = root / "ImageSets/Segmentation"
     (split_dir / "val.txt").write_text("\n".join(val + ["ghost"]) + "\n")

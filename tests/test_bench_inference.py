@@ -287,7 +287,7 @@ def test_target_inputs_from_measurements(bench, run):
     assert sp["ratios"] == pytest.approx([c / b for c, b in zip(
         cases["proposed_M40"]["ms"], cases["graphcut_hamming"]["ms"])])
     assert sp["lp_objective"] == cases["proposed_M4_lp"]["objective"]
-    # the envelope solver is never worse than the plain LP
+    # the envelope inference is never worse than the plain LP
     assert all(o >= q - 1e-9 for o, q in zip(sp["objective"], sp["lp_objective"]))
     assert bench.superpixel_inputs(per_image)["lp_objective"] is None   # no proposed_M40_lp
     assert bench.superpixel_inputs(per_image, "proposed_M15") is None   # no such case
@@ -385,13 +385,13 @@ def pixel_problem(bench, h=24, w=24, seed=0):
 
 
 def test_measure_pixel_in_process(bench):
-    from segstruct.inference.proposed import TriangleOracle
+    from segstruct.inference.proposed import ProposedOracle
     inst, params = pixel_problem(bench, 12, 12)
     r = bench.measure_pixel(inst, params, repeats=2, timeout=None, n_triangles=6)
     assert not r["timed_out"] and r["proposed_s"] > 0 and len(r["graphcut_ms_runs"]) == 2
     assert r["ratio_to_graphcut"] == pytest.approx(1e3 * r["proposed_s"] / r["graphcut_ms"])
     assert r["n_nodes"] == 144 and r["n_edges"] == 2 * 12 * 11
-    ref = TriangleOracle(6)(inst.u, inst.edges, inst.p, inst.t, inst.a, "iou")
+    ref = ProposedOracle(6)(inst.u, inst.edges, inst.p, inst.t, inst.a, "iou")
     assert r["objective"] == pytest.approx(ref.objective)
     assert r["bound"] >= r["objective"] - 1e-9
     json.dumps(r)

@@ -56,6 +56,10 @@ def test_every_option_has_help_that_shows_its_default():
             if not action.option_strings:
                 continue                        # positionals: the subcommand name
             name = f"{prog} {'/'.join(action.option_strings)}"
+            if action.help == argparse.SUPPRESS and any(
+                    other.dest == action.dest and other.help != argparse.SUPPRESS
+                    for other in parser._actions if other is not action):
+                continue                        # an option's earlier name, hidden
             if not action.help or action.help == argparse.SUPPRESS:
                 problems.append(f"{name}: no help")
                 continue
@@ -83,7 +87,7 @@ def test_inspect_counts_and_oracle(data_root, tmp_path, capsys):
     assert report["dataset"] == "voc" and "code_version" in report and "features" in report
     stats = report["splits"]["train"]["car"]
     ds = VOCDataset(data_root)
-    masks = [ds.read_labels(i) for i in ds.ids("train")]
+    masks = [ds.read_mask(i) for i in ds.ids("train")]
     assert stats["images"] == 6
     assert stats["images_with_class"] == sum(bool((m == 7).any()) for m in masks)
     fg = sum(int((m == 7).sum()) for m in masks)
@@ -171,7 +175,7 @@ def test_train_then_evaluate(data_root, tmp_path, capsys):
     svm, config, codebook, _ = load_model(model)
     ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c"),
                           progress=False, codebook=codebook).examples("val", "car")
-    expect = svm.voc_score([e.graph for e in ex], [e.counts for e in ex]).to_dict()
+    expect = svm.voc_score([e.graph for e in ex], [e.pixel_counts for e in ex]).to_dict()
     assert result["score"] == expect
     # per-image counts, in split order, of the model's own predictions
     assert [r["image_id"] for r in result["per_image"]] == VOCDataset(data_root).ids("val")
@@ -243,7 +247,17 @@ def test_no_polish_gives_the_papers_oracle(data_root, tmp_path):
     from segstruct.io.persistence import load_model
     model = tmp_path / "paper"
     assert main(["train", "--data", str(data_root), "--class", "car", "--method", "proposed",
-                 "--lp-solver", "decomposition", "--triangles", "6", "--no-polish",
+                 "--inference", "decomposition", "--triangles", "6", "--no-polish",
                  "--out", str(model),
                  "--cache", str(tmp_path / "c"), *SMALL]) == 0
+    assert "inference='decomposition'" in load_model(model)[3]["oracle"]
     assert "polish=False" in load_model(model)[3]["oracle"]
+
+
+def test_earlier_option_names_still_parse():
+    """Recorded commands use --lp-solver and --weights, the options' earlier names."""
+    required = ["train", "--class", "car", "--out", "m"]
+    args = build_parser().parse_args([*required, "--lp-solver", "lp", "--weights", "area"])
+    assert (args.inference, args.node_weights) == ("lp", "area")
+    args = build_parser().parse_args(required)
+    assert (args.inference, args.node_weights) == (None, "count")

@@ -40,12 +40,12 @@ def test_results_json_names_everything(finished, data_root):
     assert {"code_version", "machine", "features", "settings", "seed"} <= set(results)
     assert len(results["results"]) == 6
     for r in results["results"]:
-        for key in ("dataset", "class", "method", "loss", "scope", "C", "M", "counts_mode",
+        for key in ("dataset", "class", "method", "loss", "scope", "C", "M", "node_weights",
                     "seed", "code_version", "training", "eval_score", "train_score"):
             assert key in r, key
         assert r["scope"] == "dataset" and r["C"] == 0.5 and r["M"] == 40
-        assert r["lp_solver"] == "envelope"
-        assert r["counts_mode"] == "count" and r["seed"] == 0
+        assert r["inference"] == "envelope"
+        assert r["node_weights"] == "count" and r["seed"] == 0
         assert r["training"]["fit_seconds"] > 0 and r["training"]["n_iter"] >= 1
         assert r["loss"]["name"] == ("adjusted_hamming" if r["method"] == "bl1" else "iou")
         assert results["table"]["iou_percent"][r["class"]][r["method"]] == \
@@ -175,7 +175,7 @@ def test_pick_images_prefers_the_class_and_is_seeded(data_root):
     ds = VOCDataset(data_root)
     a = pick_images(ds, "train", "car", 3, seed=1)
     assert a == pick_images(ds, "train", "car", 3, seed=1) and len(set(a)) == 3
-    showing = [i for i in ds.ids("train") if (ds.read_labels(i) == 7).any()]
+    showing = [i for i in ds.ids("train") if (ds.read_mask(i) == 7).any()]
     assert set(a[:min(3, len(showing))]) <= set(showing)
 
 
@@ -189,7 +189,7 @@ def test_options_that_would_be_ignored_or_leak_are_refused(data_root, tmp_path, 
         (["--methods", "bl1", "--loss", "f1"], "does not apply"),
         (["--methods", "bl1", "bl2", "--triangles", "8"], "only to the proposed"),
         (["--methods", "bl1", "bl2", "--no-polish"], "only to the proposed"),
-        (["--methods", "proposed", "--triangles", "8"], "envelope solver"),
+        (["--methods", "proposed", "--triangles", "8"], "envelope inference"),
         (["--loss", "iou", "--beta", "2"], "--beta applies only"),
     ]
     for extra, words in cases:

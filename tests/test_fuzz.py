@@ -31,7 +31,7 @@ from segstruct.inference.losses import (
     IoULoss,
 )
 from segstruct.inference.milp import milp_oracle
-from segstruct.inference.proposed import TriangleOracle
+from segstruct.inference.proposed import ProposedOracle
 from segstruct.inference.triangulation import triangulate
 
 FUZZ = settings(deadline=None, derandomize=True, database=None,
@@ -235,15 +235,15 @@ def test_complex_loss_oracles_are_bracketed_by_the_optimum(problem, loss, m):
     check_oracle(ref, u, edges, p, t, a, loss, exact, scale, 1e-9, equal=True)
     check_oracle(milp_oracle(u, edges, p, t, a, loss), u, edges, p, t, a, loss,
                  exact, scale, equal=True)
-    for solver in ("decomposition", "lp"):
-        oracle = TriangleOracle(n_triangles=m, solver=solver)
+    for inference in ("decomposition", "lp"):
+        oracle = ProposedOracle(n_triangles=m, inference=inference)
         res = oracle(u, edges, p, t, a, loss)
         check_oracle(res, u, edges, p, t, a, loss, exact, scale)
         assert res.info["n_triangles"] == m
         # A second call (decomposition: seeded by the first) is as good.
         again = oracle(u, edges, p, t, a, loss)
         check_oracle(again, u, edges, p, t, a, loss, exact, scale)
-        if solver == "decomposition":
+        if inference == "decomposition":
             assert again.objective >= res.objective - 1e-9 * scale
 
 
@@ -455,7 +455,7 @@ def test_painted_mask_survives_a_png_round_trip(case, mode):
         with Image.open(root / "SegmentationClass" / "x.png") as im:
             assert im.mode == mode
         data = VOCDataset(root)
-        read = data.read_labels("x")
+        read = data.read_mask("x")
         assert read.dtype == np.uint8
         np.testing.assert_array_equal(read, mask)
         sample = data.load("x", VOC_CLASSES[cls])

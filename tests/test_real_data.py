@@ -14,7 +14,7 @@ def test_camvid_class_presence_matches_its_source(camvid_root):
     # SOURCE.md: train 367 images (car 360, person 317), val 101 (101, 101)
     ds = VOCDataset(camvid_root)
     for split, expect in (("train", (367, 360, 317)), ("val", (101, 101, 101))):
-        masks = [ds.read_labels(i) for i in ds.ids(split)]
+        masks = [ds.read_mask(i) for i in ds.ids(split)]
         assert (len(masks), sum(bool((m == 7).any()) for m in masks),
                 sum(bool((m == 15).any()) for m in masks)) == expect
         assert set(np.unique(np.concatenate([np.unique(m) for m in masks]))) <= {0, 7, 15, 255}
@@ -41,9 +41,9 @@ def test_bl1_gap_shrinks_monotonically_on_horse(horse_root, tmp_path):
     extractor = FeatureExtractor(ds, config, ArrayCache(tmp_path), n_jobs=2, progress=False)
     examples = extractor.examples("train", "horse", ids=ds.ids("train")[:40])
     svm = StructuredSVM(tol=1e-3).fit([e.graph for e in examples],
-                                      [e.counts for e in examples])
+                                      [e.pixel_counts for e in examples])
     gaps = np.array([e["gap"] for e in svm.log_])
     assert svm.converged_
     assert np.all(np.diff(gaps) <= 1e-9)
     assert gaps[-1] <= svm.C * svm.tol + 1e-9
-    assert svm.score([e.graph for e in examples], [e.counts for e in examples]) > 0.2
+    assert svm.score([e.graph for e in examples], [e.pixel_counts for e in examples]) > 0.2

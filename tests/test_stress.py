@@ -120,7 +120,7 @@ def _build_case(name: str, root: Path):
                                    for ex in examples),
              "n_nodes": sum(ex.graph.n_nodes for ex in examples),
              "unary_dim": int(examples[0].graph.unary.shape[1])}
-    return [ex.graph for ex in examples], [ex.counts for ex in examples], facts
+    return [ex.graph for ex in examples], [ex.pixel_counts for ex in examples], facts
 
 
 def _fit(X, Y, method: str, scale: float) -> dict:

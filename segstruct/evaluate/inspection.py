@@ -60,7 +60,7 @@ def _check_id(dataset, image_id) -> tuple[bool, list[str]]:
     except DatasetError as err:
         messages.append(str(err))
     try:
-        labels = dataset.read_labels(image_id)
+        labels = dataset.read_mask(image_id)
     except DatasetError as err:
         messages.append(str(err))
     if image is None or labels is None:
@@ -120,7 +120,7 @@ def classes_present(dataset, ids) -> list[str]:
     """Names of the object classes (not background) found in the masks."""
     found = set()
     for image_id in ids:
-        found.update(np.unique(dataset.read_labels(image_id)).tolist())
+        found.update(np.unique(dataset.read_mask(image_id)).tolist())
     found.discard(0)
     found.discard(VOID_LABEL)
     return [VOC_CLASSES[k] for k in sorted(found)]
@@ -188,12 +188,12 @@ def inspect_dataset(extractor: FeatureExtractor, splits=None, class_names=None) 
     result = {"classes": classes, "splits": {}, "problems": problems}
     for split, ids in good_ids.items():
         graphs = extractor.graphs(split, ids, with_features=False)
-        masks = [dataset.read_labels(g.image_id) for g in graphs]
+        masks = [dataset.read_mask(g.image_id) for g in graphs]
         void_pixels = sum(int((m == VOID_LABEL).sum()) for m in masks)
         per_class = {}
         for name in classes:
             cls = class_index(name)
-            examples = [Example(g, *pixel_counts(g.labels, m == cls, m == VOID_LABEL,
+            examples = [Example(g, *pixel_counts(g.segments, m == cls, m == VOID_LABEL,
                                                  g.n_nodes))
                         for g, m in zip(graphs, masks)]
             per_class[name] = _split_stats(examples, void_pixels)

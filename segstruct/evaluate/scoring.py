@@ -42,7 +42,7 @@ def pixel_confusion(pred: np.ndarray, target: np.ndarray,
 def superpixel_confusion(y: np.ndarray, fg: np.ndarray, bg: np.ndarray) -> tuple[int, int, int]:
     """Pixel-level TP, FP, FN of a superpixel labelling painted back to pixels.
 
-    Exactly ``pixel_confusion(paint(labels, y), target, void)``, computed
+    Exactly ``pixel_confusion(paint(segments, y), target, void)``, computed
     from per-superpixel counts of non-void foreground and background pixels.
 
     Parameters

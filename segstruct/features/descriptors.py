@@ -291,13 +291,13 @@ def quantize(descriptors: np.ndarray, codebook: np.ndarray) -> np.ndarray:
                                      np.asarray(codebook, np.float32))
 
 
-def bag_of_words(labels: np.ndarray, points: np.ndarray, words: np.ndarray,
+def bag_of_words(segments: np.ndarray, points: np.ndarray, words: np.ndarray,
                  n_superpixels: int, n_words: int) -> np.ndarray:
     """L1-normalised histogram of visual words per superpixel.
 
     Parameters
     ----------
-    labels : (H, W) int superpixel map.
+    segments : (H, W) int superpixel map.
     points : (K, 2) (x, y) descriptor positions (pixel coordinates).
     words : (K,) word index of each descriptor.
     n_superpixels, n_words : output shape.
@@ -307,7 +307,7 @@ def bag_of_words(labels: np.ndarray, points: np.ndarray, words: np.ndarray,
     (N, n_words) float64; a superpixel with no grid point gets a zero row.
     """
     xy = np.rint(points).astype(np.int64)
-    sp = labels[xy[:, 1], xy[:, 0]].astype(np.int64)
+    sp = segments[xy[:, 1], xy[:, 0]].astype(np.int64)
     hist = np.bincount(sp * n_words + words, minlength=n_superpixels * n_words)
     hist = hist.reshape(n_superpixels, n_words).astype(np.float64)
     total = hist.sum(axis=1, keepdims=True)
@@ -328,26 +328,26 @@ def rgb_to_lab(image: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(np.asarray(image, np.float32) / 255.0, cv2.COLOR_RGB2Lab)
 
 
-def superpixel_means(values: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:
+def superpixel_means(values: np.ndarray, segments: np.ndarray, n: int) -> np.ndarray:
     """Mean of per-pixel vectors over each superpixel.
 
     Parameters
     ----------
     values : (H, W, C) array.
-    labels : (H, W) int superpixel map.
+    segments : (H, W) int superpixel map.
 
     Returns
     -------
     (N, C) float64.
     """
-    flat = labels.ravel()
+    flat = segments.ravel()
     count = np.maximum(np.bincount(flat, minlength=n), 1).astype(np.float64)
     chans = values.reshape(-1, values.shape[-1])
     return np.stack([np.bincount(flat, weights=chans[:, c], minlength=n) / count
                      for c in range(chans.shape[1])], axis=1)
 
 
-def colour_features(lab: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:
+def colour_features(lab: np.ndarray, segments: np.ndarray, n: int) -> np.ndarray:
     """Lab mean and standard deviation per superpixel, scaled to about [0, 1].
 
     Returns
@@ -355,15 +355,15 @@ def colour_features(lab: np.ndarray, labels: np.ndarray, n: int) -> np.ndarray:
     (N, 6) float64: L, a, b means then L, a, b standard deviations; L is
     divided by 100 and a, b by 128 (means shifted by +128 first).
     """
-    mean = superpixel_means(lab, labels, n)
-    sq = superpixel_means(lab.astype(np.float64) ** 2, labels, n)
+    mean = superpixel_means(lab, segments, n)
+    sq = superpixel_means(lab.astype(np.float64) ** 2, segments, n)
     std = np.sqrt(np.maximum(sq - mean ** 2, 0.0))
     scale = np.array([100.0, 128.0, 128.0])
     shift = np.array([0.0, 128.0, 128.0])
     return np.concatenate([(mean + shift) / (scale + shift), std / scale], axis=1)
 
 
-def position_features(labels: np.ndarray, n: int) -> np.ndarray:
+def position_features(segments: np.ndarray, n: int) -> np.ndarray:
     """Position and shape per superpixel, in image-relative units.
 
     Returns
@@ -371,9 +371,9 @@ def position_features(labels: np.ndarray, n: int) -> np.ndarray:
     (N, 6) float64: centroid x / W, centroid y / H, bounding-box width / W,
     bounding-box height / H, area / (H W), area / bounding-box area.
     """
-    h, w = labels.shape
-    ys, xs = np.indices(labels.shape)
-    flat = labels.ravel()
+    h, w = segments.shape
+    ys, xs = np.indices(segments.shape)
+    flat = segments.ravel()
     area = np.bincount(flat, minlength=n).astype(np.float64)
     safe = np.maximum(area, 1.0)
     cx = np.bincount(flat, weights=xs.ravel(), minlength=n) / safe
@@ -414,7 +414,7 @@ def pairwise_features(lab_mean: np.ndarray, edges: np.ndarray, boundary: np.ndar
     return np.asarray(boundary, np.float64)[:, None] * np.exp(-tau * diff ** 2)
 
 
-def unary_features(image: np.ndarray, labels: np.ndarray, config: FeatureConfig,
+def unary_features(image: np.ndarray, segments: np.ndarray, config: FeatureConfig,
                    codebook: np.ndarray | None = None,
                    lab: np.ndarray | None = None) -> np.ndarray:
     """All switched-on unary blocks, side by side (``config.unary_blocks()``).
@@ -422,7 +422,7 @@ def unary_features(image: np.ndarray, labels: np.ndarray, config: FeatureConfig,
     Parameters
     ----------
     image : (H, W, 3) uint8 RGB.
-    labels : (H, W) int superpixel map, values 0 .. N-1.
+    segments : (H, W) int superpixel map, values 0 .. N-1.
     config : FeatureConfig.
     codebook : (n_words, 384) float32, required when ``config.sift``.
     lab : (H, W, 3) Lab image, optional (computed when missing).
@@ -431,20 +431,20 @@ def unary_features(image: np.ndarray, labels: np.ndarray, config: FeatureConfig,
     -------
     (N, config.n_unary) float64.
     """
-    n = int(labels.max()) + 1
+    n = int(segments.max()) + 1
     blocks = []
     if config.sift:
         if codebook is None or codebook.shape != (config.n_words, OPPONENT_DIM):
             raise ValueError(
                 f"SIFT features need a ({config.n_words}, {OPPONENT_DIM}) codebook")
         points, desc = dense_opponent_sift(image, config.grid_step, config.keypoint_size)
-        blocks.append(bag_of_words(labels, points, quantize(desc, codebook), n,
+        blocks.append(bag_of_words(segments, points, quantize(desc, codebook), n,
                                    config.n_words))
     if config.colour:
         lab = rgb_to_lab(image) if lab is None else lab
-        blocks.append(colour_features(lab, labels, n))
+        blocks.append(colour_features(lab, segments, n))
     if config.position:
-        blocks.append(position_features(labels, n))
+        blocks.append(position_features(segments, n))
     if config.bias:
         blocks.append(np.ones((n, 1)))
     return np.concatenate(blocks, axis=1)

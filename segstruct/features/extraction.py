@@ -35,7 +35,7 @@ class SuperpixelGraph:
     Attributes
     ----------
     image_id : str
-    labels : (H, W) int32 superpixel map, values 0 .. N-1.
+    segments : (H, W) int32 superpixel map, values 0 .. N-1.
     edges : (E, 2) int64, adjacent pairs with i < j.
     boundary : (E,) float64 shared boundary length (pixels).
     unary : (N, D) float64 unary features phi_u, or None when not computed.
@@ -43,7 +43,7 @@ class SuperpixelGraph:
     """
 
     image_id: str
-    labels: np.ndarray
+    segments: np.ndarray
     edges: np.ndarray
     boundary: np.ndarray
     unary: np.ndarray | None = None
@@ -51,7 +51,7 @@ class SuperpixelGraph:
 
     @property
     def n_nodes(self) -> int:
-        return int(self.labels.max()) + 1
+        return int(self.segments.max()) + 1
 
 
 @dataclass
@@ -75,11 +75,11 @@ class Example:
 
     @property
     def areas(self) -> np.ndarray:
-        """(N,) int64 non-void pixels per superpixel (area-mode weights)."""
+        """(N,) int64 non-void pixels per superpixel (area-mode node weights)."""
         return self.fg + self.bg
 
     @property
-    def counts(self) -> np.ndarray:
+    def pixel_counts(self) -> np.ndarray:
         """(N, 2) int64 [fg, bg] pixel counts: the label spec learners take."""
         return np.stack([self.fg, self.bg], axis=1)
 
@@ -88,13 +88,13 @@ class Example:
         """(N,) bool, superpixel has no non-void pixel (weight 0)."""
         return self.areas == 0
 
-    def weights(self, mode: str = "count") -> np.ndarray:
+    def node_weights(self, mode: str = "count") -> np.ndarray:
         """Node weights a_i: 1 per non-void superpixel ("count") or its area ("area")."""
         if mode == "count":
             return (~self.void_only).astype(np.float64)
         if mode == "area":
             return self.areas.astype(np.float64)
-        raise ValueError(f"unknown weight mode {mode!r}; use 'count' or 'area'")
+        raise ValueError(f"unknown node weight mode {mode!r}; use 'count' or 'area'")
 
 
 def codebook_digest(codebook: np.ndarray) -> str:
@@ -114,9 +114,10 @@ def _superpixel_key(digest: str, params: SuperpixelParams) -> dict:
 
 def _superpixels_of(image, digest, params, cache):
     def compute():
-        labels = segment(image(), params)
-        edges, boundary = adjacency(labels)
-        return {"labels": labels, "edges": edges, "boundary": boundary}
+        segments = segment(image(), params)
+        edges, boundary = adjacency(segments)
+        # "labels": the array's name in caches written before the renaming
+        return {"labels": segments, "edges": edges, "boundary": boundary}
     return cache.get_or_compute("superpixels", _superpixel_key(digest, params), compute)
 
 
@@ -146,13 +147,13 @@ def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir
         def compute():
             lab = F.rgb_to_lab(image())
             n = graph.n_nodes
-            unary = F.unary_features(image(), graph.labels, config, codebook, lab=lab)
-            lab_mean = F.superpixel_means(lab, graph.labels, n)
+            unary = F.unary_features(image(), graph.segments, config, codebook, lab=lab)
+            lab_mean = F.superpixel_means(lab, graph.segments, n)
             pairwise = F.pairwise_features(lab_mean, graph.edges,
                                            graph.boundary / config.boundary_unit,
                                            config.tau1, config.tau2)
             # before caching: a non-finite result must never be stored
-            check_finite_features(SuperpixelGraph(image_id, graph.labels, graph.edges,
+            check_finite_features(SuperpixelGraph(image_id, graph.segments, graph.edges,
                                                   graph.boundary, unary, pairwise),
                                   dataset.image_path(image_id))
             return {"unary": unary, "pairwise": pairwise}
@@ -335,7 +336,7 @@ class FeatureExtractor:
         ids = self.dataset.ids(split) if ids is None else list(ids)
         masks = {}
         for image_id in ids:
-            raw = self.dataset.read_labels(image_id)
+            raw = self.dataset.read_mask(image_id)
             self.dataset.check_sizes(image_id, self.dataset.image_size(image_id), raw.shape)
             # two bits a pixel instead of a byte: a split's masks stay small
             masks[image_id] = (raw.shape, np.packbits(raw == cls), np.packbits(raw == VOID_LABEL))
@@ -343,15 +344,15 @@ class FeatureExtractor:
         out = []
         for graph in graphs:
             shape, target, void = masks[graph.image_id]
-            if shape != graph.labels.shape:
+            if shape != graph.segments.shape:
                 # only a cache entry of another image can get here
                 raise DatasetError(
                     f"mask {self.dataset.mask_path(graph.image_id)} is {shape[0]}x{shape[1]} "
                     f"but the superpixels of image {self.dataset.image_path(graph.image_id)} "
-                    f"are {graph.labels.shape[0]}x{graph.labels.shape[1]}")
+                    f"are {graph.segments.shape[0]}x{graph.segments.shape[1]}")
             size = shape[0] * shape[1]
             target = np.unpackbits(target, count=size).reshape(shape).astype(bool)
             void = np.unpackbits(void, count=size).reshape(shape).astype(bool)
-            fg, bg = pixel_counts(graph.labels, target, void, graph.n_nodes)
+            fg, bg = pixel_counts(graph.segments, target, void, graph.n_nodes)
             out.append(Example(graph, fg, bg))
         return out

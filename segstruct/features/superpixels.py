@@ -60,7 +60,7 @@ def segment(image: np.ndarray, params: SuperpixelParams | None = None) -> np.nda
 
     Returns
     -------
-    labels : (H, W) int32 array
+    segments : (H, W) int32 array
         Superpixel index of every pixel, contiguous 0 .. N-1, numbered in
         raster order of each segment's first pixel (so the numbering does not
         depend on the segmentation library's internal order).
@@ -101,7 +101,7 @@ def relabel_raster_order(raw: np.ndarray) -> np.ndarray:
     return rank[inverse].reshape(np.shape(raw))
 
 
-def adjacency(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def adjacency(segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Adjacency graph of a label image with shared boundary lengths.
 
     Two superpixels are adjacent when some pair of 4-connected pixels
@@ -110,7 +110,7 @@ def adjacency(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Parameters
     ----------
-    labels : (H, W) integer array, values 0 .. N-1.
+    segments : (H, W) integer array, values 0 .. N-1.
 
     Returns
     -------
@@ -120,12 +120,12 @@ def adjacency(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     boundary : (E,) float64 array
         Shared boundary length of each edge (pixels), always > 0.
     """
-    labels = np.asarray(labels)
-    if labels.ndim != 2:
-        raise ValueError(f"labels must be 2-D, got shape {labels.shape}")
+    segments = np.asarray(segments)
+    if segments.ndim != 2:
+        raise ValueError(f"segments must be 2-D, got shape {segments.shape}")
     pairs = [
-        (labels[:, :-1].ravel(), labels[:, 1:].ravel()),   # horizontal
-        (labels[:-1, :].ravel(), labels[1:, :].ravel()),   # vertical
+        (segments[:, :-1].ravel(), segments[:, 1:].ravel()),   # horizontal
+        (segments[:-1, :].ravel(), segments[1:, :].ravel()),   # vertical
     ]
     a = np.concatenate([p[0] for p in pairs]).astype(np.int64)
     b = np.concatenate([p[1] for p in pairs]).astype(np.int64)
@@ -134,14 +134,14 @@ def adjacency(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     hi = np.maximum(a[differ], b[differ])
     if lo.size == 0:
         return np.zeros((0, 2), np.int64), np.zeros(0, np.float64)
-    n = int(labels.max()) + 1
+    n = int(segments.max()) + 1
     # One integer code per unordered pair lets np.unique count lengths.
     codes, length = np.unique(lo * n + hi, return_counts=True)
     edges = np.stack([codes // n, codes % n], axis=1)
     return edges, length.astype(np.float64)
 
 
-def pixel_counts(labels: np.ndarray, target: np.ndarray, void: np.ndarray | None,
+def pixel_counts(segments: np.ndarray, target: np.ndarray, void: np.ndarray | None,
                  n_superpixels: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Non-void foreground and background pixel counts per superpixel.
 
@@ -151,24 +151,24 @@ def pixel_counts(labels: np.ndarray, target: np.ndarray, void: np.ndarray | None
 
     Parameters
     ----------
-    labels : (H, W) integer array, values 0 .. N-1.
+    segments : (H, W) integer array, values 0 .. N-1.
     target : (H, W) bool array, pixel belongs to the class.
     void : (H, W) bool array or None, pixel is ignored (VOC label 255).
-    n_superpixels : int, optional; defaults to ``labels.max() + 1``.
+    n_superpixels : int, optional; defaults to ``segments.max() + 1``.
 
     Returns
     -------
     fg, bg : (N,) int64 arrays.
     """
-    labels = np.asarray(labels)
+    segments = np.asarray(segments)
     target = np.asarray(target, dtype=bool)
-    if target.shape != labels.shape:
-        raise ValueError(f"target shape {target.shape} != labels shape {labels.shape}")
+    if target.shape != segments.shape:
+        raise ValueError(f"target shape {target.shape} != segments shape {segments.shape}")
     valid = np.ones_like(target) if void is None else ~np.asarray(void, dtype=bool)
-    if valid.shape != labels.shape:
-        raise ValueError(f"void shape {valid.shape} != labels shape {labels.shape}")
-    n = int(labels.max()) + 1 if n_superpixels is None else int(n_superpixels)
-    flat = labels.ravel()
+    if valid.shape != segments.shape:
+        raise ValueError(f"void shape {valid.shape} != segments shape {segments.shape}")
+    n = int(segments.max()) + 1 if n_superpixels is None else int(n_superpixels)
+    flat = segments.ravel()
     fg = np.bincount(flat[(target & valid).ravel()], minlength=n)
     bg = np.bincount(flat[(~target & valid).ravel()], minlength=n)
     return fg.astype(np.int64), bg.astype(np.int64)
@@ -191,21 +191,21 @@ def majority_targets(fg: np.ndarray, bg: np.ndarray) -> np.ndarray:
     return (np.asarray(fg) > np.asarray(bg)).astype(np.uint8)
 
 
-def paint(labels: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Paint superpixel labels back to pixels.
+def paint(segments: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Paint per-superpixel values (a labelling) back to pixels.
 
     Parameters
     ----------
-    labels : (H, W) integer array, values 0 .. N-1.
+    segments : (H, W) integer array, values 0 .. N-1.
     y : (N,) array of per-superpixel values.
 
     Returns
     -------
-    (H, W) array, ``y[labels]``, with y's dtype.
+    (H, W) array, ``y[segments]``, with y's dtype.
     """
     y = np.asarray(y)
-    labels = np.asarray(labels)
-    if labels.size and labels.max() >= y.shape[0]:
+    segments = np.asarray(segments)
+    if segments.size and segments.max() >= y.shape[0]:
         raise ValueError(
-            f"labels reference superpixel {labels.max()} but y has {y.shape[0]} entries")
-    return y[labels]
+            f"segments reference superpixel {segments.max()} but y has {y.shape[0]} entries")
+    return y[segments]

@@ -166,6 +166,9 @@ def load_model(path):
     # ("progress"); it says how that run went, not what the model is.
     for name in _OLD_IO_PARAMS:
         params.pop(name, None)
+    # ... and name the node weight mode by its old name, "weights".
+    if "weights" in params:
+        params["node_weights"] = params.pop("weights")
     # The saved loss is the resolved one (kappa filled in), so kappa is None.
     try:
         estimator = StructuredSVM.from_weights(w, loss, **{**params, "kappa": None})

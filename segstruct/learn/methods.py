@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from segstruct.inference import bl2, loss_augmented
 from segstruct.inference.losses import get_loss
 from segstruct.inference.milp import milp_oracle
-from segstruct.inference.proposed import DEFAULT_LP_SOLVER, TriangleOracle
+from segstruct.inference.proposed import DEFAULT_INFERENCE, ProposedOracle
 from segstruct.inference.triangulation import N_TRIANGLES
 
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID, check_folds, check_grid
@@ -34,12 +34,12 @@ METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the 
                "set), unary + pairwise, graph cut; hamming: kappa = 1; bl2: the loss with "
                "a unary-only model, exact enumeration (Joachims 2005); proposed: the loss "
                "with unary + pairwise (the paper's method), its most violated constraint "
-               "found as --lp-solver says: exactly, by branch and bound with graph cuts "
+               "found as --inference says: exactly, by branch and bound with graph cuts "
                "(envelope, the default), or by the paper's one LP per loss-surface triangle "
                "(decomposition, lp); exact: the loss by MILP (small data only)")
 
 
-# StructuredSVM's own defaults (C, tol, max_iter, scope, solver, weights), read
+# StructuredSVM's own defaults (C, tol, max_iter, scope, solver, node_weights), read
 # from its signature so that they are written down once.
 _SVM = {name: p.default for name, p in inspect.signature(StructuredSVM).parameters.items()}
 
@@ -49,7 +49,7 @@ class TrainingSettings:
     """Everything besides features and data that changes a trained model, with
     the defaults of every command (the one place they are set).
 
-    ``n_triangles`` and ``lp_solver`` only affect the proposed method, and
+    ``n_triangles`` and ``inference`` only affect the proposed method, and
     ``loss`` / ``beta`` only bl2, proposed and exact; they are recorded for
     every pair all the same, so a record says in full how it was made.
 
@@ -64,9 +64,9 @@ class TrainingSettings:
     beta: float = 1.0
     scope: str = _SVM["scope"]
     C: float | str = _SVM["C"]
-    weights: str = _SVM["weights"]
+    node_weights: str = _SVM["node_weights"]
     n_triangles: int = N_TRIANGLES
-    lp_solver: str = DEFAULT_LP_SOLVER
+    inference: str = DEFAULT_INFERENCE
     polish: bool = True
     solver: str = _SVM["solver"]
     tol: float = _SVM["tol"]
@@ -105,8 +105,9 @@ class TrainingSettings:
         """
         C = self.C if C is None else C
         return estimator_for(method, loss=self.loss, beta=self.beta,
-                             n_triangles=self.n_triangles, lp_solver=self.lp_solver,
-                             polish=self.polish, weights=self.weights, C=C, scope=self.scope,
+                             n_triangles=self.n_triangles, inference=self.inference,
+                             polish=self.polish, node_weights=self.node_weights, C=C,
+                             scope=self.scope,
                              solver=self.solver, tol=self.tol, max_iter=self.max_iter)
 
 
@@ -132,14 +133,14 @@ def method_loss(method: str, loss: str = DEFAULTS.loss, beta: float = DEFAULTS.b
 
 
 def make_oracle(name: str, n_triangles: int = DEFAULTS.n_triangles,
-                lp_solver: str = DEFAULTS.lp_solver, polish: bool = DEFAULTS.polish):
+                inference: str = DEFAULTS.inference, polish: bool = DEFAULTS.polish):
     """The oracle of a method: graphcut, bl2, proposed (triangles) or exact (MILP)."""
     if name == "graphcut":
         return loss_augmented
     if name == "bl2":
         return bl2
     if name == "proposed":
-        return TriangleOracle(n_triangles, lp_solver, polish=polish)
+        return ProposedOracle(n_triangles, inference, polish=polish)
     if name == "exact":
         return milp_oracle
     raise ValueError(f"unknown oracle {name!r}")
@@ -147,33 +148,33 @@ def make_oracle(name: str, n_triangles: int = DEFAULTS.n_triangles,
 
 def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAULTS.beta,
                   n_triangles: int = DEFAULTS.n_triangles,
-                  lp_solver: str = DEFAULTS.lp_solver, polish: bool = DEFAULTS.polish,
-                  weights: str = DEFAULTS.weights, **params) -> StructuredSVM:
+                  inference: str = DEFAULTS.inference, polish: bool = DEFAULTS.polish,
+                  node_weights: str = DEFAULTS.node_weights, **params) -> StructuredSVM:
     """A ``StructuredSVM`` set up for ``method``.
 
     Parameters
     ----------
     method : one of ``METHODS``.
     loss, beta : the complex loss of bl2 / proposed / exact ("iou", "fbeta", "f1").
-    n_triangles, lp_solver, polish : the proposed method's M, triangle-LP
-        solver and closing greedy flips (False: the paper's method as published).
-    weights : "count" or "area" node weights.
+    n_triangles, inference, polish : the proposed method's M, inference
+        algorithm and closing greedy flips (False: the paper's method as published).
+    node_weights : "count" or "area" node weights.
     **params : further StructuredSVM hyper-parameters (C, scope, solver, ...).
 
     Raises
     ------
-    ValueError for an unknown method, or bl2 with area weights (its exact
+    ValueError for an unknown method, or bl2 with area node weights (its exact
     enumeration counts superpixels).
     """
     spec = METHODS[_check(method)]
-    if method == "bl2" and weights != "count":
-        raise ValueError("bl2 needs count weights: its exact oracle counts superpixels")
+    if method == "bl2" and node_weights != "count":
+        raise ValueError("bl2 needs count node weights: its exact oracle counts superpixels")
     oracle = None
     if spec["oracle"] != "graphcut":
-        oracle = make_oracle(spec["oracle"], n_triangles=n_triangles, lp_solver=lp_solver,
+        oracle = make_oracle(spec["oracle"], n_triangles=n_triangles, inference=inference,
                              polish=polish)
     return StructuredSVM(loss=method_loss(method, loss, beta), pairwise=spec["pairwise"],
-                         oracle=oracle, weights=weights, **params)
+                         oracle=oracle, node_weights=node_weights, **params)
 
 
 def _check(method: str) -> str:

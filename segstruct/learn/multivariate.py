@@ -273,7 +273,7 @@ class MultivariateSVM(ParamsMixin):
         # One structured example: all points, no edges, no pairwise features.
         graph = Graph(unary=Z, edges=np.zeros((0, 2), np.int64), pairwise=np.zeros((0, 0)))
         learner = StructuredSVM(loss=loss, C=float(self.C), solver="oneslack",
-                                scope="dataset", weights="count", pairwise=False,
+                                scope="dataset", node_weights="count", pairwise=False,
                                 oracle=bl2, tol=self.tol, max_iter=self.max_iter)
         learner.fit([graph], [y])
         w = np.asarray(learner.w_, dtype=np.float64)

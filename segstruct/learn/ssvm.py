@@ -119,7 +119,7 @@ SCOPES = ("image", "dataset")
 #: 59-529 iterations on the shared data's classes at the defaults; 200, the
 #: old default, stopped bl2 and proposed on three of six classes.
 DEFAULT_MAX_ITER = 1000
-WEIGHT_MODES = ("count", "area")
+NODE_WEIGHT_MODES = ("count", "area")
 
 
 def label_counts(y_k) -> tuple[np.ndarray, np.ndarray]:
@@ -141,7 +141,7 @@ def label_counts(y_k) -> tuple[np.ndarray, np.ndarray]:
     raise ValueError(f"labels must have shape (N,) or (N, 2), got {y_k.shape}")
 
 
-def targets_and_weights(y_k, mode: str) -> tuple[np.ndarray, np.ndarray]:
+def targets_and_node_weights(y_k, mode: str) -> tuple[np.ndarray, np.ndarray]:
     """Targets t (majority label) and node weights a of one example.
 
     ``count``: a_i = 1 for a superpixel with a non-void pixel, else 0 (the
@@ -154,7 +154,7 @@ def targets_and_weights(y_k, mode: str) -> tuple[np.ndarray, np.ndarray]:
     elif mode == "area":
         a = (fg + bg).astype(np.float64)
     else:
-        raise ValueError(f"unknown weight mode {mode!r}; use one of {WEIGHT_MODES}")
+        raise ValueError(f"unknown node weight mode {mode!r}; use one of {NODE_WEIGHT_MODES}")
     return t, a
 
 
@@ -205,7 +205,7 @@ class StructuredSVM(ParamsMixin):
         images in the second, so the same C regularises far more strongly
         per image (measured: BL1 with C = 0.5 per image predicted no
         foreground at all on camvid car and horse).
-    weights : {"count", "area"}
+    node_weights : {"count", "area"}
         Node weights a_i: superpixel counts (paper) or non-void pixel areas.
     pairwise : bool, default True
         Use the pairwise block (False = unary-only model, as in BL2).
@@ -243,7 +243,7 @@ class StructuredSVM(ParamsMixin):
     n_iter_, converged_, gap_ (= primal_ - dual_), fit_seconds_.
     working_set_ : dict of arrays, the final cutting planes (for warm_start).
     oracle_ : the oracle this fit used: a deep copy of ``oracle`` (or the
-        graph cut), so that its warm-start state (e.g. a ``TriangleOracle``'s
+        graph cut), so that its warm-start state (e.g. a ``ProposedOracle``'s
         labellings) belongs to the fit and ``oracle`` itself never changes;
         a warm-started fit goes on with the previous fit's copy.
     n_features_in_ : D, the number of weights.
@@ -256,14 +256,14 @@ class StructuredSVM(ParamsMixin):
     """
 
     def __init__(self, loss="adjusted_hamming", kappa=None, C=0.5, solver="oneslack",
-                 scope="dataset", weights="count", pairwise=True, oracle=None, tol=1e-3,
-                 max_iter=DEFAULT_MAX_ITER, inactive_limit=50, warm_start=False):
+                 scope="dataset", node_weights="count", pairwise=True, oracle=None,
+                 tol=1e-3, max_iter=DEFAULT_MAX_ITER, inactive_limit=50, warm_start=False):
         self.loss = loss
         self.kappa = kappa
         self.C = C
         self.solver = solver
         self.scope = scope
-        self.weights = weights
+        self.node_weights = node_weights
         self.pairwise = pairwise
         self.oracle = oracle
         self.tol = tol
@@ -290,8 +290,9 @@ class StructuredSVM(ParamsMixin):
             raise ValueError(f"unknown solver {self.solver!r}; use one of {SOLVERS}")
         if self.scope not in SCOPES:
             raise ValueError(f"unknown loss scope {self.scope!r}; use one of {SCOPES}")
-        if self.weights not in WEIGHT_MODES:
-            raise ValueError(f"unknown weight mode {self.weights!r}; use one of {WEIGHT_MODES}")
+        if self.node_weights not in NODE_WEIGHT_MODES:
+            raise ValueError(f"unknown node weight mode {self.node_weights!r}; "
+                             f"use one of {NODE_WEIGHT_MODES}")
         if not (np.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be positive and finite, got {self.C}")
         if not (self.tol > 0 and self.max_iter >= 1):
@@ -315,12 +316,12 @@ class StructuredSVM(ParamsMixin):
         return get_loss(self.loss)
 
     def _examples(self, X, Y):
-        """(inputs, targets, weights) per training example for the scope."""
+        """(inputs, targets, node weights) per training example for the scope."""
         if len(X) != len(Y):
             raise ValueError(f"{len(X)} inputs but {len(Y)} label arrays")
         if len(X) == 0:
             raise ValueError("no training examples")
-        ts, ws = zip(*(targets_and_weights(y, self.weights) for y in Y))
+        ts, ws = zip(*(targets_and_node_weights(y, self.node_weights) for y in Y))
         for k, (x, t) in enumerate(zip(X, ts)):
             for name in ("unary", "pairwise"):
                 values = getattr(x, name, None)
@@ -424,7 +425,7 @@ class StructuredSVM(ParamsMixin):
         # hashing every feature array costs a fraction of a second: only when asked
         warm_key = self._warm_key(xs, ts, ws, loss) if self.warm_start else None
         warm = warm_key is not None and getattr(self, "_warm", None) == warm_key
-        # The oracle may keep state between calls (a TriangleOracle's warm-start
+        # The oracle may keep state between calls (a ProposedOracle's warm-start
         # labellings): the fit works on its own copy, so that `oracle` is the
         # same before and after every fit; a warm start goes on with the last
         # fit's copy, as it goes on with its working set.
@@ -640,7 +641,7 @@ class StructuredSVM(ParamsMixin):
         settings but C, the stopping rule and the I/O."""
         arrays = [a for x in xs for a in (x.unary, x.edges, x.pairwise) if a is not None]
         settings = {k: v for k, v in self.get_params(deep=False).items()
-                    if k in ("solver", "scope", "weights", "pairwise", "kappa")}
+                    if k in ("solver", "scope", "node_weights", "pairwise", "kappa")}
         settings.update(loss=repr(loss), oracle=repr(self.oracle))
         return fingerprint(arrays + list(ts) + list(ws), settings)
 

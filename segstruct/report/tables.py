@@ -57,14 +57,16 @@ def table_markdown(results: dict) -> str:
             out.write(f"\n- Warning, {r['class']} / {r['method']}: {warning}")
     loss = s["loss"] if s["loss"] != "fbeta" else f"fbeta (beta {s['beta']:g})"
     versions = sorted({r["code_version"] for r in results["results"]})
-    solver = s.get("lp_solver", "decomposition")
-    oracle = (f"{solver} (exact)" if solver == "envelope"
-              else f"{solver}, M {s['n_triangles']}")
+    # records made before the settings' renaming name them lp_solver and weights
+    inference = s.get("inference", s.get("lp_solver", "decomposition"))
+    oracle = (f"{inference} (exact)" if inference == "envelope"
+              else f"{inference}, M {s['n_triangles']}")
+    node_weights = s.get("node_weights", s.get("weights"))
     out.write(
         f"\nData {results['data_root']}; trained on {results['train_split']}, scored on "
         f"{results['eval_split']} (VOC measure, pixels, void excluded). Loss of bl2/proposed "
         f"{loss}; scope {s['scope']}; {c_text(s)}; proposed oracle {oracle}"
-        f"{'' if s.get('polish', True) else ', no polish'}; weights {s['weights']}; "
+        f"{'' if s.get('polish', True) else ', no polish'}; node weights {node_weights}; "
         f"solver {s['solver']}, tol {s['tol']:g}, "
         f"max_iter {s['max_iter']}; seed {results['seed']}; code "
         f"{', '.join(versions) or results['code_version']}.\n")

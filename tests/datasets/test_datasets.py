@@ -80,7 +80,7 @@ def test_synthetic_layout_and_values(synth):
     assert synth.check() == []
     shapes = set()
     for id in train + val:
-        image, lab = synth.read_image(id), synth.read_labels(id)
+        image, lab = synth.read_image(id), synth.read_mask(id)
         assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
         assert lab.shape == image.shape[:2]
         assert 180 <= lab.shape[0] <= 260 and 220 <= lab.shape[1] <= 340
@@ -101,7 +101,7 @@ def test_synthetic_every_class_in_every_split(synth):
     for split in ("train", "val"):
         ids = synth.ids(split)
         for name, value in CLASS_VALUES.items():
-            n = sum((synth.read_labels(i) == value).any() for i in ids)
+            n = sum((synth.read_mask(i) == value).any() for i in ids)
             assert n >= 3, (split, name, n)
             assert n < len(ids)  # not in every image either
 
@@ -112,7 +112,7 @@ def test_synthetic_class_colour_and_texture_cues(synth):
     grad = []  # car: (mean |d/dy|, mean |d/dx|) of brightness
     for id in synth.ids("trainval"):
         s = synth.load(id, "car")
-        image, lab = s.image.astype(float), synth.read_labels(id)
+        image, lab = s.image.astype(float), synth.read_mask(id)
         for name, value in CLASS_VALUES.items():
             pix[name].append(image[lab == value])
         inner = s.target[1:-1, 1:-1] & s.target[:-2, 1:-1] & s.target[2:, 1:-1] \
@@ -236,7 +236,7 @@ def test_target_and_void_on_handmade_mask(tmp_path):
     np.testing.assert_array_equal(s.void, mask == 255)
     assert s.target.dtype == bool and s.void.dtype == bool and s.target.sum() == 4
     np.testing.assert_array_equal(ds.load("a", "car").target, mask == 7)
-    np.testing.assert_array_equal(ds.read_labels("a"), mask)
+    np.testing.assert_array_equal(ds.read_mask("a"), mask)
     assert ds.name == tmp_path.name and ds.root == tmp_path.resolve()
 
 
@@ -273,14 +273,14 @@ def test_invalid_label_value(tmp_path):
     mask[0, 0], mask[1, 1] = 42, 21
     ds = write_voc(tmp_path, {"m": (rgb(), mask)})
     with pytest.raises(DatasetError, match=r"m\.png.*21, 42"):
-        ds.read_labels("m")
+        ds.read_mask("m")
 
 
 def test_rgb_colour_mask_refused(tmp_path):
     ds = write_voc(tmp_path, {"c": (rgb(), None)})
     Image.fromarray(rgb()).save(ds.mask_path("c"))
     with pytest.raises(DatasetError, match=r"c\.png.*'RGB'.*index mask"):
-        ds.read_labels("c")
+        ds.read_mask("c")
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n"])
@@ -334,7 +334,7 @@ def test_non_image_bytes(tmp_path):
     with pytest.raises(DatasetError, match=r"junk\.jpg"):
         ds.read_image("junk")
     with pytest.raises(DatasetError, match=r"junk\.png"):
-        ds.read_labels("junk")
+        ds.read_mask("junk")
 
 
 @pytest.mark.parametrize("mode", ["L", "RGBA", "CMYK"])
@@ -354,7 +354,7 @@ def test_camvid_voc(camvid_root):
     counts = {s: len(ds.ids(s)) for s in ("train", "val", "test")}
     assert counts == {"train": 367, "val": 101, "test": 233}
     for id in (ds.ids("train")[0], ds.ids("test")[-1]):
-        assert set(np.unique(ds.read_labels(id))) <= {0, 7, 15, 255}
+        assert set(np.unique(ds.read_mask(id))) <= {0, 7, 15, 255}
     s = ds.load(ds.ids("val")[0], "car")
     assert s.image.shape == s.target.shape + (3,) and s.target.any() and s.void.any()
 

@@ -30,7 +30,7 @@ def test_graph_shapes_and_invariants(data_root, tmp_path):
     for g in graphs:
         assert g.unary.shape == (g.n_nodes, SMALL.n_unary)
         assert g.pairwise.shape == (len(g.edges), 3) and np.all(g.pairwise >= 0)
-        edges, boundary = adjacency(g.labels)
+        edges, boundary = adjacency(g.segments)
         assert np.array_equal(edges, g.edges) and np.array_equal(boundary, g.boundary)
         assert np.all(np.isfinite(g.unary))
 
@@ -90,7 +90,7 @@ def test_parallel_equals_serial(data_root, tmp_path):
     serial = _extractor(data_root, tmp_path / "a", n_jobs=1).graphs("train")
     parallel = _extractor(data_root, tmp_path / "b", n_jobs=2).graphs("train")
     for a, b in zip(serial, parallel):
-        assert np.array_equal(a.labels, b.labels)
+        assert np.array_equal(a.segments, b.segments)
         assert np.array_equal(a.unary, b.unary)          # bit-identical
         assert np.array_equal(a.pairwise, b.pairwise)
 
@@ -99,9 +99,9 @@ def test_examples_counts_match_masks(data_root, tmp_path):
     ds = VOCDataset(data_root)
     examples = _extractor(data_root, tmp_path).examples("train", "car")
     for ex in examples:
-        raw = ds.read_labels(ex.graph.image_id)
-        fg, bg = pixel_counts(ex.graph.labels, raw == 7, raw == 255)
+        raw = ds.read_mask(ex.graph.image_id)
+        fg, bg = pixel_counts(ex.graph.segments, raw == 7, raw == 255)
         assert np.array_equal(ex.fg, fg) and np.array_equal(ex.bg, bg)
-        assert np.array_equal(ex.weights("area"), fg + bg)
-        assert np.array_equal(ex.weights("count"), (fg + bg > 0).astype(float))
+        assert np.array_equal(ex.node_weights("area"), fg + bg)
+        assert np.array_equal(ex.node_weights("count"), (fg + bg > 0).astype(float))
     assert sum(ex.targets.sum() for ex in examples) > 0

@@ -1,5 +1,5 @@
-"""The envelope solver (exact branch and bound over (FP, FN) with graph-cut
-planes) against brute force, the MILP and the triangle-LP solvers."""
+"""The envelope inference (exact branch and bound over (FP, FN) with graph-cut
+planes) against brute force, the MILP and the triangle LPs."""
 import itertools
 import zlib
 from pathlib import Path
@@ -16,7 +16,7 @@ from segstruct.inference.graphcut import min_cut
 from segstruct.inference.losses import CallableLoss, counts, get_loss, totals
 from segstruct.inference.lp import lp_oracle
 from segstruct.inference.milp import milp_oracle
-from segstruct.inference.proposed import TriangleOracle
+from segstruct.inference.proposed import ProposedOracle
 
 LOSSES = ["iou", "f1", "hamming"]
 
@@ -215,12 +215,12 @@ def test_a_loss_that_decreases_is_refused():
 def test_triangle_oracle_uses_it_by_default_and_reseeds():
     rng = np.random.default_rng(4)
     inst = instance(rng, 10)
-    oracle = TriangleOracle()
+    oracle = ProposedOracle()
     first = oracle(*inst, "iou")
     assert first.info["method"] == "envelope" and "labellings" not in first.info
     state = oracle.get_state()
     assert state and all(v.shape[1] == 10 for v in state.values())
-    again = TriangleOracle()
+    again = ProposedOracle()
     again.set_state(state)
     second = again(*inst, "iou")
     assert second.objective == pytest.approx(first.objective)

@@ -66,9 +66,9 @@ SCRIPT = textwrap.dedent('''
         X.append(Graph(rng.normal(size=(n, 3)) + y[:, None], edges,
                        rng.uniform(0, 1, (len(edges), 2))))
         Y.append(y)
-    for lp_solver in ("envelope", "decomposition", "lp"):
-        est = estimator_for("proposed", lp_solver=lp_solver, C=1.0, max_iter=15)
-        out["train_" + lp_solver] = est.fit(X, Y).primal_
+    for inference in ("envelope", "decomposition", "lp"):
+        est = estimator_for("proposed", inference=inference, C=1.0, max_iter=15)
+        out["train_" + inference] = est.fit(X, Y).primal_
     print(json.dumps(out))
 ''')
 
@@ -152,8 +152,8 @@ def test_triangle_oracle_falls_back_to_the_envelope_when_its_lps_fail(monkeypatc
     edges = np.array([(i, i + 1) for i in range(n - 1)], np.int64)
     u, p = rng.normal(size=n), -np.abs(rng.normal(size=n - 1))
     t = (rng.random(n) < 0.5).astype(np.uint8)
-    with pytest.warns(RuntimeWarning, match="master LP.*envelope solver instead"):
-        res = proposed.TriangleOracle(solver="decomposition")(u, edges, p, t, None, "iou")
+    with pytest.warns(RuntimeWarning, match="master LP.*envelope inference instead"):
+        res = proposed.ProposedOracle(inference="decomposition")(u, edges, p, t, None, "iou")
     assert res.objective == pytest.approx(envelope_oracle(u, edges, p, t, None, "iou").objective)
 
 

@@ -9,7 +9,7 @@ from segstruct.inference.brute_force import brute_force
 from segstruct.inference.local_search import flip_gains, polish
 from segstruct.inference.losses import counts, get_loss, totals
 from segstruct.inference.milp import milp_oracle
-from segstruct.inference.proposed import TriangleOracle
+from segstruct.inference.proposed import ProposedOracle
 
 
 def instance(rng, n=9, background_only=False):
@@ -69,26 +69,26 @@ def test_no_foreground_image_single_false_positive_is_found():
     a = np.ones(4)
     exact = milp_oracle(u, edges, p, t, a, "iou")
     assert exact.fp == 1
-    plain = TriangleOracle(6, "decomposition", polish=False)(u, edges, p, t, a, "iou")
-    polished = TriangleOracle(6, "decomposition")(u, edges, p, t, a, "iou")
+    plain = ProposedOracle(6, "decomposition", polish=False)(u, edges, p, t, a, "iou")
+    polished = ProposedOracle(6, "decomposition")(u, edges, p, t, a, "iou")
     assert plain.objective < exact.objective - 1e-6          # the case polishing is for
     assert polished.objective == pytest.approx(exact.objective)
     assert polished.bound >= exact.objective - 1e-9 and polished.info["flips"] >= 1
-    # the envelope solver needs no flips: FP = 1 is a point its planes cannot
+    # the envelope inference needs no flips: FP = 1 is a point its planes cannot
     # rule out, and the restricted MILP settles it
-    envelope = TriangleOracle(6, "envelope", polish=False)(u, edges, p, t, a, "iou")
+    envelope = ProposedOracle(6, "envelope", polish=False)(u, edges, p, t, a, "iou")
     assert envelope.objective == pytest.approx(exact.objective)
     assert envelope.info["certified"] and envelope.bound == pytest.approx(exact.objective)
 
 
-@pytest.mark.parametrize("solver", ["decomposition", "lp"])
-def test_polished_oracle_is_exact_on_random_small_instances(solver):
+@pytest.mark.parametrize("inference", ["decomposition", "lp"])
+def test_polished_oracle_is_exact_on_random_small_instances(inference):
     rng = np.random.default_rng(2)
     misses = 0
     for k in range(40):
         u, edges, p, t, a = instance(rng, n=10, background_only=k % 4 == 0)
         exact = brute_force(u, edges, p, t, a, "iou")
-        res = TriangleOracle(15, solver=solver)(u, edges, p, t, a, "iou")
+        res = ProposedOracle(15, inference=inference)(u, edges, p, t, a, "iou")
         assert res.objective <= exact.objective + 1e-9
         assert res.bound >= exact.objective - 1e-9
         misses += res.objective < exact.objective - 1e-9

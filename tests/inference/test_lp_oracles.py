@@ -10,7 +10,7 @@ from segstruct.inference.decomposition import decomposition_oracle
 from segstruct.inference.losses import FBetaLoss, IoULoss, counts, get_loss, totals
 from segstruct.inference.lp import lp_oracle
 from segstruct.inference.milp import milp_oracle
-from segstruct.inference.proposed import TriangleOracle
+from segstruct.inference.proposed import ProposedOracle
 from segstruct.inference.triangulation import triangulate
 
 
@@ -98,7 +98,7 @@ def test_superpixel_sized_instances_are_solved_exactly():
         u, edges, p, t, a = instance(rng, 40, density=0.08)
         u *= 0.5
         milp = milp_oracle(u, edges, p, t, a, IoULoss())
-        tri = TriangleOracle(40)
+        tri = ProposedOracle(40)
         res = tri(u, edges, p, t, a, IoULoss())
         assert res.bound >= milp.objective - 1e-9
         exact += res.objective >= milp.objective - 1e-9
@@ -127,15 +127,15 @@ def test_oracle_inputs_are_checked():
     with pytest.raises(ValueError, match="triangulation"):
         lp_oracle(u, edges, p, t, a, IoULoss(), triangulation=tri)
     with pytest.raises(ValueError):
-        TriangleOracle(solver="simplex")
+        ProposedOracle(inference="simplex")
 
 
 def test_seeding_from_a_previous_call_keeps_the_answer_exact():
-    # TriangleOracle starts each call from the last call's labellings for the
+    # ProposedOracle starts each call from the last call's labellings for the
     # same graph; with w changed in between, answers must still be exact.
     rng = np.random.default_rng(7)
     u, edges, p, t, a = instance(rng, 30, density=0.1)
-    oracle = TriangleOracle(20)
+    oracle = ProposedOracle(20)
     for _ in range(4):
         res = oracle(u, edges, p, t, a, IoULoss())
         milp = milp_oracle(u, edges, p, t, a, IoULoss())

@@ -13,7 +13,7 @@ import pytest
 
 from segstruct.datasets import make_synthetic_voc
 from segstruct.inference import loss_augmented
-from segstruct.inference.proposed import TriangleOracle
+from segstruct.inference.proposed import ProposedOracle
 from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from segstruct.learn.callbacks import Checkpoint
 from segstruct.learn.ssvm import StructuredSVM, oracle_name
@@ -71,7 +71,7 @@ CASES = {
 
 def make(case, tmp_path=None, crash_at=None, resume=False):
     params = dict(CASES[case])
-    base = TriangleOracle(8) if params.pop("oracle", None) else loss_augmented
+    base = ProposedOracle(8) if params.pop("oracle", None) else loss_augmented
     oracle = base if crash_at is None else CrashingOracle(base, crash_at)
     # inactive_limit=2: constraints get pruned, so the saved working set matters
     svm = StructuredSVM(**params, C=5.0, tol=1e-4, max_iter=60, oracle=oracle,
@@ -134,7 +134,7 @@ def test_restored_state_is_the_saved_state(tmp_path):
     qp.set_state({k[3:]: v for k, v in arrays.items() if k.startswith("qp_")})
     for name, value in qp.get_state().items():
         assert np.array_equal(value, arrays[f"qp_{name}"]), name
-    oracle = TriangleOracle(8)
+    oracle = ProposedOracle(8)
     oracle.set_state({k[7:]: v for k, v in arrays.items() if k.startswith("oracle_")})
     saved = {k[7:]: v for k, v in arrays.items() if k.startswith("oracle_")}
     assert saved and all(np.array_equal(oracle.get_state()[k], v) for k, v in saved.items())

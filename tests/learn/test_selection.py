@@ -231,7 +231,7 @@ def test_cv_figure_draws_one_pooled_line_per_method():
 
 def test_settings_of_a_fixed_C_are_recorded_as_before():
     from segstruct.learn.methods import TrainingSettings
-    before = ["loss", "beta", "scope", "C", "weights", "n_triangles", "lp_solver", "polish",
+    before = ["loss", "beta", "scope", "C", "node_weights", "n_triangles", "inference", "polish",
               "solver", "tol", "max_iter"]
     assert list(TrainingSettings().to_dict()) == before
     assert TrainingSettings().to_dict() == {k: asdict(TrainingSettings())[k] for k in before}
@@ -279,7 +279,7 @@ def test_train_auto_records_the_curve_and_refits_at_the_chosen_C(data_root, cach
     ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(cache[1]),
                           progress=False, codebook=codebook).examples("train", "car")
     ref = estimator_for("bl1", C=curve["chosen_C"]).fit(
-        [e.graph for e in ex], [e.counts for e in ex])
+        [e.graph for e in ex], [e.pixel_counts for e in ex])
     assert np.array_equal(svm.w_, ref.w_)
 
 

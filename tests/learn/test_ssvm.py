@@ -6,7 +6,7 @@ import pytest
 import segstruct.learn.qp as qp_module
 from segstruct.inference.losses import AdjustedHammingLoss, HammingLoss, IoULoss, counts, totals
 from segstruct.learn.qp import WorkingSetQP
-from segstruct.learn.ssvm import StructuredSVM, targets_and_weights
+from segstruct.learn.ssvm import StructuredSVM, targets_and_node_weights
 from segstruct.model import Graph, MRFModel, disjoint_union
 
 
@@ -126,10 +126,10 @@ def test_kappa_is_training_fg_bg_ratio():
     assert svm.loss_.kappa == pytest.approx(fg / bg)
     # area mode counts pixels: (N, 2) [fg, bg] label specs
     counts_y = [np.stack([t * 10, (1 - t) * 3 + 1], 1) for t in Y]
-    area = StructuredSVM(weights="area", max_iter=2).fit(X, counts_y)
+    area = StructuredSVM(node_weights="area", max_iter=2).fit(X, counts_y)
     pix_fg = sum(float(c[:, 0][c[:, 0] > c[:, 1]].sum() + c[:, 1][c[:, 0] > c[:, 1]].sum())
                  for c in counts_y)
-    t_w = [targets_and_weights(c, "area") for c in counts_y]
+    t_w = [targets_and_node_weights(c, "area") for c in counts_y]
     n_pos = sum(float(a @ t) for t, a in t_w)
     n_neg = sum(float(a @ (1 - t)) for t, a in t_w)
     assert n_pos == pix_fg and area.loss_.kappa == pytest.approx(n_pos / n_neg)
@@ -160,7 +160,7 @@ def _brute_force_oracle_union(u, edges, p, t, a, loss):
 
 def test_bad_parameters_and_inputs():
     X, Y = random_problem(np.random.default_rng(6))
-    for kwargs in ({"solver": "bmrm"}, {"scope": "batch"}, {"weights": "pixels"},
+    for kwargs in ({"solver": "bmrm"}, {"scope": "batch"}, {"node_weights": "pixels"},
                    {"C": -1.0}, {"loss": "iou", "kappa": 0.5}):
         with pytest.raises(ValueError):
             StructuredSVM(**kwargs).fit(X, Y)

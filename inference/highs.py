@@ -9,6 +9,10 @@ which also recovers when code outside segstruct sized the scheduler first.
 """
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
+
 import highspy
 import numpy as np
 
@@ -28,12 +32,53 @@ class SolverError(RuntimeError):
 
 def new_highs(**options) -> highspy.Highs:
     """A silent HiGHS instance with the process-wide thread count and ``options``."""
-    h = highspy.Highs()
+    h = _first_highs() if not _made_one else highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", THREADS)
     for name, value in options.items():
         h.setOptionValue(name, value)
     return h
+
+
+_made_one = False
+
+
+def _first_highs() -> highspy.Highs:
+    """The process's first Highs instance, made without its banner.
+
+    HiGHS prints "Running HiGHS ... Copyright ..." to the C-level standard
+    output when a process makes its first instance, before any option (such as
+    ``output_flag``) can be set, so a quiet run (``-q``, logs, every joblib
+    worker) would still print it. Standard output is pointed at the null
+    device for that one construction; where file descriptors cannot be
+    redirected, the banner is printed as HiGHS does.
+    """
+    global _made_one
+    _made_one = True
+    try:
+        sys.stdout.flush()
+        saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError, AttributeError):
+        return highspy.Highs()
+    try:
+        os.dup2(null, 1)
+        try:
+            return highspy.Highs()
+        finally:
+            _flush_c_stdout()
+            os.dup2(saved, 1)
+    finally:
+        os.close(saved)
+        os.close(null)
+
+
+def _flush_c_stdout() -> None:
+    # When standard output is a pipe, C buffers the banner: flush it while it
+    # still goes to the null device.
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):
+        pass
 
 
 def _scheduler_refused(h) -> bool:

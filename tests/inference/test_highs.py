@@ -224,3 +224,20 @@ def test_the_qp_is_solved_without_highs_when_every_highs_route_fails(monkeypatch
     assert qp.last_route == "active-set"
     assert got.primal == pytest.approx(expected.primal, rel=1e-9)
     assert got.primal - got.dual <= 1e-9 * max(1.0, got.primal)
+
+
+def test_quiet_runs_print_no_highs_banner():
+    """HiGHS prints its banner when a process makes its first instance, before
+    output_flag can be set; segstruct's instances must not print it, and what
+    the program prints before and after must still arrive."""
+    code = textwrap.dedent('''
+        print("before", flush=True)
+        from segstruct.inference.highs import new_highs
+        new_highs(); new_highs()
+        print("after")
+    ''')
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    # highspy 1.16's plain first instance prints "Running HiGHS 1.16.0 ...
+    # Copyright ..." here
+    assert out.stdout == "before\nafter\n"

@@ -145,7 +145,7 @@ def _fresh_oracle(n_triangles, inference=None):
 def _prepare(oracle, loss, t, a):
     """Build the triangulation a triangle-LP solver needs; seconds taken, or None."""
     from segstruct.inference.losses import totals
-    if oracle.solver == "envelope":
+    if oracle.inference == "envelope":
         return None
     return _timed(lambda: oracle.triangulation(loss, *totals(t, a)))[0]
 

@@ -467,15 +467,7 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
-    if "--worker" not in argv:
-        git = git_state()   # before the learner is imported: the code it runs
-    from threadpoolctl import threadpool_limits
-
-    from segstruct.io.provenance import code_version
-
+def parse_args(argv) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     ap.add_argument("--c", type=float, nargs="+", default=list(C_PERF),
@@ -492,14 +484,40 @@ def main(argv=None) -> int:
                     help="each fit runs in a child process killed after this many seconds "
                          "(0: in this process, no limit)")
     ap.add_argument("--worker", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.worker:
-        return _worker(*args.worker)
-    ref_sizes = [min(args.sizes)] if args.reference_sizes is None else args.reference_sizes
+    return ap.parse_args(argv)
 
-    from segstruct.learn.multivariate import MultivariateSVM
-    defaults = MultivariateSVM().get_params()
-    start = time.perf_counter()
+
+def _with_reference(run: dict, X, y, Xt, yt, c: float, args, references: dict) -> None:
+    """Solve the same problem with the independent reference and record the run's
+    distance from it."""
+    ref = reference_optimum(X, y, c, rtol=args.reference_rtol,
+                            time_limit=args.reference_time_limit)
+    ref["test_f1"] = f1_score(yt, Xt @ ref.pop("coef") + ref.pop("intercept") > 0)
+    references.setdefault(str(run["n"]), {})[c_key(c)] = ref
+    run["reference_objective"] = ref["objective"]
+    if run["objective"] is not None:
+        run["rel_diff_pct"] = 100.0 * (run["objective"] - ref["objective"]) \
+            / ref["objective"]
+
+
+def _say(run: dict) -> None:
+    n, c = run["n"], run["c_perf"]
+    if run["error"] is not None:
+        print(f"n={n} c={c:g}: {run['error']}", flush=True)
+        return
+    print(f"n={n} c={c:g}: objective {run['objective']:.4f} "
+          f"(check {run['objective_check']:.4f}), {run['n_iter']} iterations, "
+          f"converged {run['converged']}, {run['seconds']:.2f} s, test F1 "
+          f"{run['test_f1']:.3f}, w=0 {run['w_zero']}"
+          + (f"; reference {run['reference_objective']:.4f} "
+             f"({run['rel_diff_pct']:+.3f} %)" if run["rel_diff_pct"] is not None
+             else ""), flush=True)
+
+
+def fit_all(args, ref_sizes) -> tuple[list, dict]:
+    """Every (size, c) fit, with the reference where ``ref_sizes`` asks: (runs,
+    references by size and c)."""
+    from threadpoolctl import threadpool_limits
     runs, references = [], {}
     # the library limits BLAS inside fit; the rest of this script does too
     with threadpool_limits(limits=1, user_api="blas"):
@@ -508,28 +526,19 @@ def main(argv=None) -> int:
             X, y = make_problem(n, args.seed, "train")
             for c in args.c:
                 run = fit_timed(n, c, args.seed, args.n_test, args.fit_timeout)
-                if run["error"] is not None:
-                    print(f"n={n} c={c:g}: {run['error']}", flush=True)
                 if n in ref_sizes:
-                    ref = reference_optimum(X, y, c, rtol=args.reference_rtol,
-                                            time_limit=args.reference_time_limit)
-                    ref["test_f1"] = f1_score(yt, Xt @ ref.pop("coef") + ref.pop("intercept") > 0)
-                    references.setdefault(str(n), {})[c_key(c)] = ref
-                    run["reference_objective"] = ref["objective"]
-                    if run["objective"] is not None:
-                        run["rel_diff_pct"] = 100.0 * (run["objective"] - ref["objective"]) \
-                            / ref["objective"]
+                    _with_reference(run, X, y, Xt, yt, c, args, references)
                 runs.append(run)
-                if run["error"] is not None:
-                    continue
-                print(f"n={n} c={c:g}: objective {run['objective']:.4f} "
-                      f"(check {run['objective_check']:.4f}), {run['n_iter']} iterations, "
-                      f"converged {run['converged']}, {run['seconds']:.2f} s, test F1 "
-                      f"{run['test_f1']:.3f}, w=0 {run['w_zero']}"
-                      + (f"; reference {run['reference_objective']:.4f} "
-                         f"({run['rel_diff_pct']:+.3f} %)" if run["rel_diff_pct"] is not None
-                         else ""), flush=True)
-    result = {
+                _say(run)
+    return runs, references
+
+
+def document(args, argv, ref_sizes, git, runs, references, seconds) -> dict:
+    """The JSON record of a run: generator, settings, provenance, runs, references."""
+    from segstruct.io.provenance import code_version
+    from segstruct.learn.multivariate import MultivariateSVM
+    defaults = MultivariateSVM().get_params()
+    return {
         "generator": {"name": "make_problem", "seed": args.seed, "d": D,
                       "positive_rate": POSITIVE_RATE, "separation": SEPARATION,
                       "n_test": args.n_test,
@@ -550,8 +559,23 @@ def main(argv=None) -> int:
         "code_version": code_version(), "git": git, "machine": machine_info(),
         "command": " ".join(["scripts/bench_svmperf.py", *argv]),
         "runs": runs, "references": references, "svmperf_issue": SVMPERF_ISSUE,
-        "total_seconds": time.perf_counter() - start,
+        "total_seconds": seconds,
     }
+
+
+def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--worker" not in argv:
+        git = git_state()   # before the learner is imported: the code it runs
+    args = parse_args(argv)
+    if args.worker:
+        return _worker(*args.worker)
+    ref_sizes = [min(args.sizes)] if args.reference_sizes is None else args.reference_sizes
+    start = time.perf_counter()
+    runs, references = fit_all(args, ref_sizes)
+    result = document(args, argv, ref_sizes, git, runs, references,
+                      time.perf_counter() - start)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     md = markdown(result)

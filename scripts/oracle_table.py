@@ -1,7 +1,8 @@
 """Oracle IoU of the shared real data sets (the README's table).
 
-Runs ``segstruct inspect`` on camvid_voc (car, person) and weizmann_horse_voc
-(horse), writes each report as JSON under --out, and prints a Markdown table
+Runs the ``segstruct inspect`` workflow (``segstruct.cli.inspect_report``) on
+camvid_voc (car, person) and weizmann_horse_voc (horse), writes each report as
+JSON under --out (what ``inspect --json`` writes), and prints a Markdown table
 of the val splits: counts, foreground share, superpixels per image and the
 oracle IoU (every superpixel labelled with its own majority target, painted
 back to pixels, VOC measure), the ceiling of any superpixel model.
@@ -11,11 +12,11 @@ back to pixels, VOC measure), the ceiling of any superpixel model.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from segstruct.cli import main as segstruct_main
+from segstruct.cli import build_parser, inspect_report
+from segstruct.io.files import write_json
 
 RUNS = [("camvid_voc", ["car", "person"]), ("weizmann_horse_voc", ["horse"])]
 
@@ -28,20 +29,23 @@ def main(argv=None) -> int:
     ap.add_argument("--split", default="val")
     ap.add_argument("-j", "--n-jobs", type=int, default=2)
     ap.add_argument("extra", nargs=argparse.REMAINDER,
-                    help="further options for segstruct inspect (e.g. --fz-min-size 300)")
+                    help="further options for segstruct inspect (e.g. --fz-min-size 300), "
+                         "parsed by its own parser")
     args = ap.parse_args(argv)
     if args.extra[:1] == ["--"]:
         args.extra = args.extra[1:]
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name, classes in RUNS:
+        report = inspect_report(build_parser().parse_args(
+            ["inspect", "--data", str(args.shared / name), "-q", "-j", str(args.n_jobs),
+             "--class", *classes, *args.extra]))
         out = args.out / f"{name}.json"
-        code = segstruct_main(["inspect", "--data", str(args.shared / name), "-q",
-                               "-j", str(args.n_jobs), "--class", *classes,
-                               "--json", str(out), *args.extra])
-        if code != 0:
-            print(f"inspect of {name} reported problems (exit {code})", file=sys.stderr)
-        report = json.loads(out.read_text())
+        write_json(out, report)
+        print(f"wrote {out}", file=sys.stderr)
+        if report["problems"]:
+            print(f"inspect of {name} reported {len(report['problems'])} problem(s); "
+                  f"see {out}", file=sys.stderr)
         for cls in classes:
             s = report["splits"][args.split][cls]
             rows.append((name, cls, s, report["code_version"], report["features"]["superpixels"]))

@@ -202,8 +202,8 @@ def _fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
-def _print_inspection(report: dict, dataset: VOCDataset) -> None:
-    print(f"data set {dataset.name} ({dataset.root}), code {code_version()}")
+def _print_inspection(report: dict) -> None:
+    print(f"data set {report['dataset']} ({report['data_root']}), code {code_version()}")
     header = (f"{'split':<10} {'class':<12} {'images':>6} {'with':>6} {'fg px %':>8} "
               f"{'void %':>7} {'sp/img':>7} {'fg sp':>6} {'bg sp':>6} {'kappa':>7} "
               f"{'oracle IoU %':>12}")
@@ -226,14 +226,27 @@ def _print_inspection(report: dict, dataset: VOCDataset) -> None:
         print("\nno problems found")
 
 
-def cmd_inspect(args) -> int:
+def inspect_report(args) -> dict:
+    """The inspect workflow on parsed ``segstruct inspect`` options: the data
+    root and features they name, checked and summarised per split and class.
+
+    Returns the report ``--json`` writes: provenance (data set, features, code
+    version), then ``inspect_dataset``'s "splits" and "problems". Scripts that
+    inspect several data sets call this with ``build_parser().parse_args(
+    ["inspect", ...])``, so they and the command share one workflow.
+    """
     from segstruct.evaluate.inspection import inspect_dataset
     dataset = _dataset(args)
     extractor = _extractor(args, dataset)
-    report = inspect_dataset(extractor, args.split, args.class_names)
-    _print_inspection(report, dataset)
+    return {**_provenance(dataset, extractor),
+            **inspect_dataset(extractor, args.split, args.class_names)}
+
+
+def cmd_inspect(args) -> int:
+    report = inspect_report(args)
+    _print_inspection(report)
     if args.json:
-        write_json(args.json, {**_provenance(dataset, extractor), **report})
+        write_json(args.json, report)
         print(f"wrote {args.json}")
     return 1 if report["problems"] else 0
 

@@ -1,8 +1,9 @@
 """scripts/bench_inference.py on small random problems (no shared data needed)."""
-import importlib.util
+import importlib
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,18 +12,23 @@ from segstruct.inference._mrf import exact_result
 from segstruct.inference.losses import get_loss, totals
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_inference.py"
+MODULES = ("cases", "instances", "measure", "report", "targets", "timelimit")
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_inference", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module          # dataclasses look their module up
+    """The script (``bench.script``) and its package's modules (``bench.cases``,
+    ...), imported from scripts/ (not installed) and forgotten afterwards."""
+    folder = str(SCRIPT.parent)
+    sys.path.insert(0, folder)
     try:
-        spec.loader.exec_module(module)
-        yield module
+        modules = {name: importlib.import_module(f"benchlib.{name}") for name in MODULES}
+        yield SimpleNamespace(script=importlib.import_module("bench_inference"), **modules)
     finally:
-        sys.modules.pop(spec.name, None)
+        sys.path.remove(folder)
+        for name in [n for n in sys.modules if n == "bench_inference"
+                     or n == "benchlib" or n.startswith("benchlib.")]:
+            del sys.modules[name]
 
 
 def grid_edges(rows, cols):
@@ -43,8 +49,8 @@ def grid_instances(bench, n=3, seed=0):
         t[k % nodes] = 1                      # at least one positive
         a = np.ones(nodes)
         a[-1] = 0.0                           # a void-only superpixel
-        out.append(bench.Instance(f"random/{k}", rng.normal(0, 0.6, nodes), edges,
-                                  -rng.uniform(0, 0.8, len(edges)), t, a))
+        out.append(bench.instances.Instance(f"random/{k}", rng.normal(0, 0.6, nodes), edges,
+                                            -rng.uniform(0, 0.8, len(edges)), t, a))
     return out
 
 
@@ -58,20 +64,20 @@ def all_zeros_case(bench):
             res.bound = res.objective - 1.0
             return res
         return call
-    return bench.Case("all_zeros", "iou", make)
+    return bench.cases.Case("all_zeros", "iou", make)
 
 
 @pytest.fixture(scope="module")
 def run(bench):
-    cases = bench.default_cases(m_values=(4,), lp_m=4)
+    cases = bench.cases.default_cases(m_values=(4,), lp_m=4)
     cases["all_zeros"] = all_zeros_case(bench)
     instances = grid_instances(bench)
-    per_image = bench.bench_images(instances, cases, repeats=2)
-    return cases, instances, per_image, bench.summarise(per_image)
+    per_image = bench.measure.bench_images(instances, cases, repeats=2)
+    return cases, instances, per_image, bench.report.summarise(per_image)
 
 
 def test_case_table(bench):
-    cases = bench.default_cases()
+    cases = bench.cases.default_cases()
     assert list(cases) == ["graphcut_hamming", "proposed_M40", "proposed_M40_decomposition",
                            "proposed_M40_lp", "bl2", "exact_milp", "triangulation_M40"]
     assert [n for n, c in cases.items() if c.unary_only] == ["bl2"]
@@ -150,12 +156,12 @@ def test_bl2_uses_the_unary_only_problem(bench, run):
 
 def test_merge_and_table(bench, run):
     cases, instances, per_image, summary = run
-    both = bench.merge([per_image, per_image])
+    both = bench.measure.merge([per_image, per_image])
     assert both["images"] == per_image["images"] * 2
     assert both["cases"]["bl2"]["ms"] == per_image["cases"]["bl2"]["ms"] * 2
-    overall = bench.summarise(both)
+    overall = bench.report.summarise(both)
     assert overall["graphcut_hamming"]["n_images"] == 2 * len(instances)
-    table = bench.markdown_table({"random": summary, "overall": overall})
+    table = bench.report.markdown_table({"random": summary, "overall": overall})
     lines = table.strip().splitlines()
     assert len(lines) == 2 + 2 * len(cases)
     assert all(line.count("|") == 10 for line in lines)
@@ -164,26 +170,26 @@ def test_merge_and_table(bench, run):
 
 def test_min_timer_and_bad_arguments(bench):
     instances = grid_instances(bench, n=1, seed=1)
-    cases = {k: v for k, v in bench.default_cases((4,), None, False).items()
+    cases = {k: v for k, v in bench.cases.default_cases((4,), None, False).items()
              if k in ("graphcut_hamming", "bl2")}
-    out = bench.bench_images(instances, cases, repeats=3, timer="min")
+    out = bench.measure.bench_images(instances, cases, repeats=3, timer="min")
     rec = out["cases"]["bl2"]
     assert rec["ms"][0] == min(rec["ms_runs"][0])
     with pytest.raises(ValueError):
-        bench.bench_images(instances, cases, repeats=0)
+        bench.measure.bench_images(instances, cases, repeats=0)
     with pytest.raises(ValueError):
-        bench.bench_images(instances, cases, timer="mean")
+        bench.measure.bench_images(instances, cases, timer="mean")
 
 
 def test_missing_shared_data_is_a_clear_error(bench, tmp_path, capsys):
     with pytest.raises(SystemExit) as err:
-        bench.main(["--shared-data", str(tmp_path / "nowhere"), "-q"])
+        bench.script.main(["--shared-data", str(tmp_path / "nowhere"), "-q"])
     assert "not found" in str(err.value) and "--shared-data" in str(err.value)
     with pytest.raises(SystemExit) as err:
-        bench.main(["--shared-data", str(tmp_path), "--data-sets", "camvid_voc:car"])
+        bench.script.main(["--shared-data", str(tmp_path), "--data-sets", "camvid_voc:car"])
     assert "camvid_voc" in str(err.value)
     with pytest.raises(SystemExit):
-        bench.main(["--shared-data", str(tmp_path), "--data-sets", "camvid_voc"])
+        bench.script.main(["--shared-data", str(tmp_path), "--data-sets", "camvid_voc"])
     assert "NAME:CLASS" in capsys.readouterr().err
 
 
@@ -213,21 +219,21 @@ def target_inputs(sp_ratios=(10.0, 20.0, 30.0), objective=(5.0, 6.0, 7.0),
 
 
 def verdict(bench, **kw):
-    return {t["name"]: t for t in bench.targets_from(target_inputs(**kw))}
+    return {t["name"]: t for t in bench.targets.targets_from(target_inputs(**kw))}
 
 
 def test_targets_schema_and_json(bench):
-    targets = json.loads(json.dumps(bench.targets_from(target_inputs())))
+    targets = json.loads(json.dumps(bench.targets.targets_from(target_inputs())))
     assert [t["name"] for t in targets] == ["superpixel_M40_ratio", "exact_share",
                                             "dataset_scope_seconds", "pixel_level_ratio"]
-    assert list(bench.TARGET_NAMES) == [t["name"] for t in targets]
+    assert list(bench.targets.TARGET_NAMES) == [t["name"] for t in targets]
     for t in targets:
         assert set(t) == {"name", "value", "goal", "met", "detail"}
         assert {"name", "value", "goal", "met"} <= set(t)
         assert isinstance(t["value"], float) and isinstance(t["met"], bool)
         assert t["met"] is True, t
     assert [t["goal"] for t in targets] == [50.0, 0.99, 5.0, 20.0]
-    table = bench.targets_table(targets).strip().splitlines()
+    table = bench.targets.targets_table(targets).strip().splitlines()
     assert len(table) == 6 and all(line.count("|") == 5 for line in table)
     assert "| superpixel_M40_ratio | 20 | <= 50 | yes |" in table
 
@@ -269,42 +275,42 @@ def test_target_pixel_level(bench):
     # a time-out: the value is only a lower bound, never met, and says so
     t = verdict(bench, px_ratio=5.0, timed_out=True)["pixel_level_ratio"]
     assert not t["met"] and t["detail"].startswith(">= ")
-    assert "| pixel_level_ratio | >= 5 | <= 20 | NO |" in bench.targets_table([t])
+    assert "| pixel_level_ratio | >= 5 | <= 20 | NO |" in bench.targets.targets_table([t])
 
 
 def test_targets_not_measured(bench):
-    targets = bench.targets_from({"superpixel": None, "exactness": None,
+    targets = bench.targets.targets_from({"superpixel": None, "exactness": None,
                                   "dataset_scope": None, "pixel_level": None})
-    assert [t["name"] for t in targets] == list(bench.TARGET_NAMES)
+    assert [t["name"] for t in targets] == list(bench.targets.TARGET_NAMES)
     assert all(t["value"] is None and t["met"] is False for t in targets)
     assert all("not measured" in t["detail"] for t in targets)
 
 
 def test_target_inputs_from_measurements(bench, run):
     _, instances, per_image, _ = run
-    sp = bench.superpixel_inputs(per_image, "proposed_M40", "proposed_M4_lp")
+    sp = bench.targets.superpixel_inputs(per_image, "proposed_M40", "proposed_M4_lp")
     cases = per_image["cases"]
     assert sp["ratios"] == pytest.approx([c / b for c, b in zip(
         cases["proposed_M40"]["ms"], cases["graphcut_hamming"]["ms"])])
     assert sp["lp_objective"] == cases["proposed_M4_lp"]["objective"]
     # the envelope inference is never worse than the plain LP
     assert all(o >= q - 1e-9 for o, q in zip(sp["objective"], sp["lp_objective"]))
-    assert bench.superpixel_inputs(per_image)["lp_objective"] is None   # no proposed_M40_lp
-    assert bench.superpixel_inputs(per_image, "proposed_M15") is None   # no such case
-    ex = bench.exactness_inputs({"a": per_image, "b": per_image}, "proposed_M40")
+    assert bench.targets.superpixel_inputs(per_image)["lp_objective"] is None   # no proposed_M40_lp
+    assert bench.targets.superpixel_inputs(per_image, "proposed_M15") is None   # no such case
+    ex = bench.targets.exactness_inputs({"a": per_image, "b": per_image}, "proposed_M40")
     assert ex["n"] == 2 * len(instances) and ex["n_finite_bound"] == ex["n"]
     assert ex["n_bound_violations"] == 0 and set(ex["by_source"]) == {"a", "b"}
-    poor = bench.exactness_inputs({"a": per_image}, "all_zeros")
+    poor = bench.targets.exactness_inputs({"a": per_image}, "all_zeros")
     assert poor["n_bound_violations"] == len(instances)
     assert poor["n_exact"] == sum(g <= 1e-6 for g in cases["all_zeros"]["rel_gap"])
-    targets = bench.targets_from({"superpixel": sp, "exactness": poor,
+    targets = bench.targets.targets_from({"superpixel": sp, "exactness": poor,
                                   "dataset_scope": None, "pixel_level": None})
     assert not targets[1]["met"]
     json.dumps(targets)
 
 
 def test_random_instances(bench):
-    insts = bench.random_instances(20, seed=3)
+    insts = bench.instances.random_instances(20, seed=3)
     assert len(insts) == 20
     degrees = []
     for k, inst in enumerate(insts):
@@ -321,11 +327,11 @@ def test_random_instances(bench):
     assert 3.5 <= np.mean(degrees) <= 4.0
     share = np.mean(np.concatenate([i.t for k, i in enumerate(insts) if k % 10 != 9]))
     assert 0.2 < share < 0.4
-    again = bench.random_instances(20, seed=3)
+    again = bench.instances.random_instances(20, seed=3)
     for x, y in zip(insts, again):
         for key in ("u", "edges", "p", "t", "a"):
             np.testing.assert_array_equal(getattr(x, key), getattr(y, key))
-    other = bench.random_instances(2, seed=4)
+    other = bench.instances.random_instances(2, seed=4)
     assert not np.array_equal(other[0].u, insts[0].u)
 
 
@@ -345,7 +351,7 @@ def test_pixel_grid(bench):
     h, w = 3, 4
     sp, lab, target, void = tiny_image(h, w)
     u_sp = np.array([-3.0, 6.0])
-    inst, params = bench.pixel_grid(sp, u_sp, lab, target, void)
+    inst, params = bench.instances.pixel_grid(sp, u_sp, lab, target, void)
     assert inst.u.shape == (h * w,)
     assert inst.edges.shape == (h * (w - 1) + w * (h - 1), 2)
     assert len(np.unique(np.sort(inst.edges, 1), axis=0)) == len(inst.edges)
@@ -381,13 +387,13 @@ def pixel_problem(bench, h=24, w=24, seed=0):
     target[5:15, 6:18] = True
     void = np.zeros((h, w), bool)
     void[0] = True
-    return bench.pixel_grid(sp, u_sp, lab, target, void, name="toy/pixels")
+    return bench.instances.pixel_grid(sp, u_sp, lab, target, void, name="toy/pixels")
 
 
 def test_measure_pixel_in_process(bench):
     from segstruct.inference.proposed import ProposedOracle
     inst, params = pixel_problem(bench, 12, 12)
-    r = bench.measure_pixel(inst, params, repeats=2, timeout=None, n_triangles=6)
+    r = bench.measure.measure_pixel(inst, params, repeats=2, timeout=None, n_triangles=6)
     assert not r["timed_out"] and r["proposed_s"] > 0 and len(r["graphcut_ms_runs"]) == 2
     assert r["ratio_to_graphcut"] == pytest.approx(1e3 * r["proposed_s"] / r["graphcut_ms"])
     assert r["n_nodes"] == 144 and r["n_edges"] == 2 * 12 * 11
@@ -398,28 +404,28 @@ def test_measure_pixel_in_process(bench):
 
 
 def test_pixel_time_limit_worker(bench, monkeypatch):
-    # the spawned worker imports this script by name
+    # the spawned worker imports benchlib.timelimit from scripts/
     monkeypatch.syspath_prepend(str(SCRIPT.parent))
     inst, _ = pixel_problem(bench, 12, 12)
-    done = bench.proposed_with_time_limit(inst, timeout=120.0, n_triangles=6)
+    done = bench.timelimit.proposed_with_time_limit(inst, timeout=120.0, n_triangles=6)
     assert not done["timed_out"] and done["objective"] is not None
     # the default (envelope) solver builds no triangulation
     assert done["triangulation_s"] is None and done["proposed_s"] < 120
     inst, _ = pixel_problem(bench, 60, 60)
-    cut = bench.proposed_with_time_limit(inst, timeout=0.0, n_triangles=40)
+    cut = bench.timelimit.proposed_with_time_limit(inst, timeout=0.0, n_triangles=40)
     assert cut["timed_out"] and cut["proposed_s"] == 0.0 and cut["objective"] is None
 
 
 def test_measure_dataset_scope(bench):
-    insts = bench.random_instances(3, n_nodes=20, seed=1)
+    insts = bench.instances.random_instances(3, n_nodes=20, seed=1)
     from segstruct.model import Graph, disjoint_union
     graphs = [Graph(np.zeros((20, 1)), i.edges, np.zeros((len(i.edges), 1))) for i in insts]
     union = disjoint_union(graphs)
-    inst = bench.Instance("union", np.concatenate([i.u for i in insts]), union.edges,
-                          np.concatenate([i.p for i in insts]),
-                          np.concatenate([i.t for i in insts]),
-                          np.concatenate([i.a for i in insts]))
-    r = bench.measure_dataset_scope(inst, repeats=2, n_triangles=6)
+    inst = bench.instances.Instance("union", np.concatenate([i.u for i in insts]), union.edges,
+                                    np.concatenate([i.p for i in insts]),
+                                    np.concatenate([i.t for i in insts]),
+                                    np.concatenate([i.a for i in insts]))
+    r = bench.measure.measure_dataset_scope(inst, repeats=2, n_triangles=6)
     assert r["n_nodes"] == 60 and r["n_edges"] == sum(len(i.edges) for i in insts)
     assert r["proposed_s"] > 0 and r["triangulation_s"] is None     # envelope: none
     assert r["bound"] >= r["objective"] - 1e-9

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from segstruct.cli import build_parser, main
+from segstruct.cli import build_parser, inspect_report, main
 from segstruct.datasets import VOCDataset, make_synthetic_voc
 
 SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
@@ -96,6 +96,17 @@ def test_inspect_counts_and_oracle(data_root, tmp_path, capsys):
     assert 0 < stats["oracle_voc_iou_percent"] <= 100
     printed = capsys.readouterr().out
     assert "oracle IoU" in printed and "no problems found" in printed
+
+
+def test_inspect_report_is_what_the_command_writes(data_root, tmp_path, capsys):
+    options = ["--data", str(data_root), "--class", "car", "--split", "val",
+               "--cache", str(tmp_path / "c"), *SMALL]
+    out = tmp_path / "report.json"
+    assert main(["inspect", *options, "--json", str(out)]) == 0
+    capsys.readouterr()
+    report = inspect_report(build_parser().parse_args(["inspect", *options]))
+    assert json.loads(json.dumps(report)) == json.loads(out.read_text())
+    assert capsys.readouterr().out == ""          # the workflow prints nothing
 
 
 def test_inspect_reports_broken_files(data_root, tmp_path, capsys):

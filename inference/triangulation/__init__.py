@@ -38,7 +38,6 @@ Modules, one job each:
 - :mod:`.build`: :func:`triangulate`, which runs the construction, and its
   cache.
 """
-from . import build
 from .build import N_TRIANGLES, triangulate
 from .error import EXACT_LATTICE_LIMIT, approximation_error
 from .geometry import REL_TOL
@@ -54,7 +53,3 @@ __all__ = [
     "REL_TOL",
     "MAX_TRIANGLES",
 ]
-
-# The build cache under the name it had before the split, for code that
-# clears it to time a cold build (scripts/bench_inference.py).
-_CACHE = build.CACHE

@@ -26,7 +26,7 @@ def test_features_are_bit_identical_without_cache(data_root):
                              progress=False) for _ in range(2)]
     assert np.array_equal(runs[0].codebook()[0], runs[1].codebook()[0])
     for a, b in zip(*(r.graphs("train") for r in runs)):
-        for name in ("labels", "edges", "boundary", "unary", "pairwise"):
+        for name in ("segments", "edges", "boundary", "unary", "pairwise"):
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
     other = FeatureExtractor(VOCDataset(data_root), FeatureConfig(
         n_words=16, codebook_descriptors=2000, seed=4), ArrayCache(enabled=False),

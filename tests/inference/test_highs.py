@@ -226,7 +226,7 @@ def test_the_qp_is_solved_without_highs_when_every_highs_route_fails(monkeypatch
     assert got.primal - got.dual <= 1e-9 * max(1.0, got.primal)
 
 
-def test_quiet_runs_print_no_highs_banner():
+def test_quiet_runs_print_no_highs_banner(tmp_path):
     """HiGHS prints its banner when a process makes its first instance, before
     output_flag can be set; segstruct's instances must not print it, and what
     the program prints before and after must still arrive."""
@@ -236,8 +236,9 @@ def test_quiet_runs_print_no_highs_banner():
         new_highs(); new_highs()
         print("after")
     ''')
+    # cwd: outside the source tree, so that the installed package is imported
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+                         check=True, cwd=tmp_path)
     # highspy 1.16's plain first instance prints "Running HiGHS 1.16.0 ...
     # Copyright ..." here
     assert out.stdout == "before\nafter\n"

@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 from scipy import sparse
 
-from segstruct.features.superpixels import SuperpixelParams
+from segstruct.features.superpixels import SuperpixelParams, superpixel_means
 
 SIFT_DIM = 128
 OPPONENT_DIM = 3 * SIFT_DIM
@@ -326,25 +326,6 @@ def rgb_to_lab(image: np.ndarray) -> np.ndarray:
     (H, W, 3) float32.
     """
     return cv2.cvtColor(np.asarray(image, np.float32) / 255.0, cv2.COLOR_RGB2Lab)
-
-
-def superpixel_means(values: np.ndarray, segments: np.ndarray, n: int) -> np.ndarray:
-    """Mean of per-pixel vectors over each superpixel.
-
-    Parameters
-    ----------
-    values : (H, W, C) array.
-    segments : (H, W) int superpixel map.
-
-    Returns
-    -------
-    (N, C) float64.
-    """
-    flat = segments.ravel()
-    count = np.maximum(np.bincount(flat, minlength=n), 1).astype(np.float64)
-    chans = values.reshape(-1, values.shape[-1])
-    return np.stack([np.bincount(flat, weights=chans[:, c], minlength=n) / count
-                     for c in range(chans.shape[1])], axis=1)
 
 
 def colour_features(lab: np.ndarray, segments: np.ndarray, n: int) -> np.ndarray:

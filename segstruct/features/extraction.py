@@ -21,8 +21,8 @@ from tqdm.auto import tqdm
 from segstruct.datasets.voc import VOID_LABEL, DatasetError, VOCDataset, class_index
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest, key_digest
-from segstruct.features.superpixels import (SuperpixelParams, adjacency, majority_targets, pixel_counts,
-                          segment)
+from segstruct.features.superpixels import (SuperpixelParams, adjacency, majority_targets,
+                                            pixel_counts, segment, superpixel_means)
 
 # Bump when the meaning of a cached array changes, so old entries are ignored.
 FEATURE_VERSION = 1
@@ -148,7 +148,7 @@ def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir
             lab = F.rgb_to_lab(image())
             n = graph.n_nodes
             unary = F.unary_features(image(), graph.segments, config, codebook, lab=lab)
-            lab_mean = F.superpixel_means(lab, graph.segments, n)
+            lab_mean = superpixel_means(lab, graph.segments, n)
             pairwise = F.pairwise_features(lab_mean, graph.edges,
                                            graph.boundary / config.boundary_unit,
                                            config.tau1, config.tau2)

@@ -209,3 +209,22 @@ def paint(segments: np.ndarray, y: np.ndarray) -> np.ndarray:
         raise ValueError(
             f"segments reference superpixel {segments.max()} but y has {y.shape[0]} entries")
     return y[segments]
+
+
+def superpixel_means(values: np.ndarray, segments: np.ndarray, n: int) -> np.ndarray:
+    """Mean of per-pixel vectors over each superpixel.
+
+    Parameters
+    ----------
+    values : (H, W, C) array.
+    segments : (H, W) int superpixel map.
+
+    Returns
+    -------
+    (N, C) float64.
+    """
+    flat = segments.ravel()
+    count = np.maximum(np.bincount(flat, minlength=n), 1).astype(np.float64)
+    chans = values.reshape(-1, values.shape[-1])
+    return np.stack([np.bincount(flat, weights=chans[:, c], minlength=n) / count
+                     for c in range(chans.shape[1])], axis=1)

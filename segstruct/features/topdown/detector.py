@@ -149,44 +149,47 @@ def bounded_distance_transform(response: np.ndarray, deformation: np.ndarray,
                                radius: int):
     """Best displaced response under a quadratic cost, in a square window.
 
-    ``out[y, x] = max_{|dy|, |dx| <= radius} response[y + dy, x + dx]
-    - (c0 dx + c1 dx^2 + c2 dy + c3 dy^2)``; positions outside ``response``
-    count as -inf.
+    ``out[k, y, x] = max_{|dy|, |dx| <= radius} response[k, y + dy, x + dx]
+    - (c_k0 dx + c_k1 dx^2 + c_k2 dy + c_k3 dy^2)``; positions outside
+    ``response`` count as -inf. All parts are done at once (one numpy call
+    per displacement, not per part and displacement).
 
     Parameters
     ----------
-    response : (H, W) float array.
-    deformation : (4,) cost weights ``c``.
+    response : (P, H, W) float array (one map per part).
+    deformation : (P, 4) cost weights ``c``.
     radius : int >= 0.
 
     Returns
     -------
-    best : (H, W) float32
-    dy, dx : (H, W) int64, the maximising displacement. Ties go to the
+    best : (P, H, W) float32
+    dy, dx : (P, H, W) int64, the maximising displacement. Ties go to the
         smaller displacement (the candidates are tried 0, -1, +1, -2, ...),
         so the answer is deterministic.
     """
     response = np.asarray(response, np.float32)
-    c = np.asarray(deformation, np.float64)
+    c = np.asarray(deformation, np.float64).reshape(-1, 4)
     order = [0] + [s * k for k in range(1, radius + 1) for s in (-1, 1)]
 
     def one_axis(values, lin, quad, axis):
-        moved = np.moveaxis(values, axis, 1)
-        n = moved.shape[1]
-        padded = np.pad(moved, ((0, 0), (radius, radius)), constant_values=-np.inf)
+        # values (P, H, W); displacement along ``axis`` (1 or 2)
+        moved = np.moveaxis(values, axis, 2)
+        n = moved.shape[2]
+        padded = np.pad(moved, ((0, 0), (0, 0), (radius, radius)), constant_values=-np.inf)
         best = np.full(moved.shape, -np.inf, np.float32)
         arg = np.zeros(moved.shape, np.int64)
         for d in order:
-            cand = padded[:, radius + d:radius + d + n] - np.float32(lin * d + quad * d * d)
+            cost = (lin * d + quad * d * d).astype(np.float32)[:, None, None]
+            cand = padded[:, :, radius + d:radius + d + n] - cost
             better = cand > best
             best = np.where(better, cand, best)
-            arg = np.where(better, d, arg)
-        return np.moveaxis(best, 1, axis), np.moveaxis(arg, 1, axis)
+            arg[better] = d
+        return np.moveaxis(best, 2, axis), np.moveaxis(arg, 2, axis)
 
-    along_x, arg_x = one_axis(response, c[0], c[1], axis=1)
-    best, arg_y = one_axis(along_x, c[2], c[3], axis=0)
-    rows = np.clip(np.arange(response.shape[0])[:, None] + arg_y, 0, response.shape[0] - 1)
-    dx = np.take_along_axis(arg_x, rows, axis=0)
+    along_x, arg_x = one_axis(response, c[:, 0], c[:, 1], axis=2)
+    best, arg_y = one_axis(along_x, c[:, 2], c[:, 3], axis=1)
+    rows = np.clip(np.arange(response.shape[1])[None, :, None] + arg_y, 0, response.shape[1] - 1)
+    dx = np.take_along_axis(arg_x, rows, axis=1)
     return best, arg_y, dx
 
 
@@ -271,21 +274,18 @@ class Detector:
             rows = np.zeros((comp.n_parts, ho, wo), np.int64)
             cols = np.zeros((comp.n_parts, ho, wo), np.int64)
             if comp.n_parts and ho and wo:
-                responses = correlate(part_map, comp.parts)
-                base_r = 2 * np.arange(ho)[:, None]
-                base_c = 2 * np.arange(wo)[None, :]
+                responses = correlate(part_map, comp.parts).transpose(2, 0, 1)
+                best, dy, dx = bounded_distance_transform(responses, comp.deformation,
+                                                          self.params.max_displacement)
+                _, hp, wp = best.shape
                 for i in range(comp.n_parts):
-                    best, dy, dx = bounded_distance_transform(
-                        responses[:, :, i], comp.deformation[i], self.params.max_displacement)
-                    qr = base_r + comp.anchors[i, 0]
-                    qc = base_c + comp.anchors[i, 1]
-                    inside = (qr < best.shape[0]) & (qc < best.shape[1])
-                    qr_c = np.minimum(qr, best.shape[0] - 1)
-                    qc_c = np.minimum(qc, best.shape[1] - 1)
-                    qr_b, qc_b = np.broadcast_arrays(qr_c, qc_c)
-                    score = score + np.where(inside, best[qr_b, qc_b], -np.inf)
-                    rows[i] = qr_b + dy[qr_b, qc_b]
-                    cols[i] = qc_b + dx[qr_b, qc_b]
+                    qr = 2 * np.arange(ho)[:, None] + comp.anchors[i, 0]
+                    qc = 2 * np.arange(wo)[None, :] + comp.anchors[i, 1]
+                    inside = (qr < hp) & (qc < wp)
+                    qr, qc = np.broadcast_arrays(np.minimum(qr, hp - 1), np.minimum(qc, wp - 1))
+                    score = score + np.where(inside, best[i, qr, qc], -np.inf)
+                    rows[i] = qr + dy[i, qr, qc]
+                    cols[i] = qc + dx[i, qr, qc]
             out.append(LevelScores(score.astype(np.float32), rows, cols))
         return out
 

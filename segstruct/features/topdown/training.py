@@ -179,12 +179,20 @@ def positive_features(detector: Detector, k: int, obj: TrainingObject, image: np
     scales = series[(series <= target * 1.45) & (series >= target / 1.45)]
     if scales.size == 0:
         return None
-    margin = 0.6 * max(bh, bw)
+    # The crop must hold every root window that could overlap the box by
+    # 0.5, even a root larger than the object: at the coarsest candidate
+    # scale a root is h * cell / scale pixels tall.
+    margin = max(bh, bw, h * p.cell / scales[-1], w * p.cell / scales[-1])
     H, W = img.shape[:2]
     x0, y0 = int(max(0, box[0] - margin)), int(max(0, box[1] - margin))
     x1, y1 = int(min(W, box[2] + margin)), int(min(H, box[3] + margin))
     crop = np.ascontiguousarray(img[y0:y1, x0:x1])
     local = box - [x0, y0, x0, y0]
+    # A crop edge inside the image is not the image border: a window that
+    # crosses it would see padding (the truncation feature) where the image
+    # goes on, and teach the filter that objects come with borders.
+    lo = np.array([-np.inf if x0 == 0 else 0, -np.inf if y0 == 0 else 0])
+    hi = np.array([np.inf if x1 == W else x1 - x0, np.inf if y1 == H else y1 - y0])
     roots = feature_pyramid(crop, p.cell, p.interval, pad=detector.pad, scales=scales)
     parts = (feature_pyramid(crop, p.cell, p.interval, pad=detector.pad, scales=2 * scales)
              if comp.n_parts else None)
@@ -197,7 +205,10 @@ def positive_features(detector: Detector, k: int, obj: TrainingObject, image: np
             continue
         rr, qq = np.meshgrid(np.arange(ls.score.shape[0]), np.arange(ls.score.shape[1]),
                              indexing="ij")
-        iou = box_iou(detector.root_boxes(roots, lv, k, rr.ravel(), qq.ravel()), local[None])[:, 0]
+        windows = detector.root_boxes(roots, lv, k, rr.ravel(), qq.ravel())
+        iou = box_iou(windows, local[None])[:, 0]
+        inside = np.all((windows[:, :2] >= lo - 1e-6) & (windows[:, 2:] <= hi + 1e-6), axis=1)
+        iou = np.where(inside, iou, 0.0)
         score = ls.score.ravel()
         if latent:
             ok = (iou >= p.positive_iou) & np.isfinite(score)
@@ -362,14 +373,12 @@ def train_detector(images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
                                np.zeros((0, 2), np.int64), np.zeros((0, DEFORMATION_DIM)), 0.0))
     detector = Detector(root_params, comps)
     negatives = [None] * len(comps)
-    weights = [None] * len(comps)
     n_images = len(images)
 
     def mining_sample():
         return np.sort(rng.choice(n_images, min(params.mining_images, n_images), replace=False))
 
     def run_stage(detector, fresh):
-        nonlocal negatives, weights
         for round_ in range(params.mining_rounds + 1):
             first = round_ == 0
             pos = _positive_matrix(detector, groups, images, latent=not (first and fresh))
@@ -408,7 +417,7 @@ def train_detector(images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
         parts, anchors, deformation = init_parts(comp.root, params)
         comps.append(Component(comp.root.copy(), parts, anchors, deformation, comp.bias))
     detector = Detector(params, comps)
-    negatives = [None] * len(comps)
+    negatives[:] = [None] * len(comps)   # old rows lack the part features
     detector = run_stage(detector, fresh=False)
     if on_stage is not None:
         on_stage("parts", detector, time.perf_counter() - start)

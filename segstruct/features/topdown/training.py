@@ -234,8 +234,9 @@ def negative_features(detector: Detector, image: np.ndarray, objects: np.ndarray
     Parameters
     ----------
     objects : (K, 4) boxes of every object of the class (kept and ignored).
-    random : bool, random windows (the first round) instead of the
-        highest-scoring ones above ``-hard_margin``.
+    random : bool, only random windows (the first round); otherwise the
+        highest-scoring ones above ``-hard_margin`` (up to
+        ``negatives_per_image``) and a quarter as many random ones.
 
     Returns
     -------
@@ -253,13 +254,16 @@ def negative_features(detector: Detector, image: np.ndarray, objects: np.ndarray
         for k, ls in enumerate(scores):
             if ls.score.size == 0:
                 continue
-            if random:
-                n = min(ls.score.size, 4 * p.negatives_per_image)
-                flat = rng.choice(ls.score.size, n, replace=False)
-                key = rng.random(n)
-            else:
-                flat = np.flatnonzero(ls.score.ravel() > -p.hard_margin)
-                key = ls.score.ravel()[flat]
+            # Random windows always come along (ranked below every hard one):
+            # the hard ones alone cover too little of what a new stage can
+            # fire on (a fresh part model scored the sky highest on camvid).
+            n = min(ls.score.size, 4 * p.negatives_per_image)
+            flat = rng.choice(ls.score.size, n, replace=False)
+            key = rng.random(n) - 2.0 - p.hard_margin
+            if not random:
+                hard = np.flatnonzero(ls.score.ravel() > -p.hard_margin)
+                flat = np.concatenate([hard, flat])
+                key = np.concatenate([ls.score.ravel()[hard], key])
             r, q = np.divmod(flat, ls.score.shape[1])
             cands[k].append((key, np.full(flat.size, lv), r, q,
                              detector.root_boxes(pyramid, lv, k, r, q)))
@@ -276,10 +280,15 @@ def negative_features(detector: Detector, image: np.ndarray, objects: np.ndarray
         if objects.size and key.size:
             far = box_iou(boxes, objects).max(axis=1) <= p.negative_iou
             key, lv, r, q, boxes = key[far], lv[far], r[far], q[far], boxes[far]
-        order = np.argsort(-key, kind="stable")[:50 * p.negatives_per_image]
+        order = np.argsort(-key, kind="stable")
+        order = np.concatenate([order[:50 * p.negatives_per_image],
+                                order[key[order] <= -p.hard_margin][:10 * p.negatives_per_image]])
         # NMS spreads the kept windows over the image instead of one blob
         keep = order[non_maximum_suppression(boxes[order], key[order], 0.5)]
-        keep = keep[:p.negatives_per_image]
+        hard = keep[key[keep] > -p.hard_margin][:p.negatives_per_image]
+        rand = keep[key[keep] <= -p.hard_margin][:max(1, p.negatives_per_image // 4)
+                                                 if hard.size else p.negatives_per_image]
+        keep = np.concatenate([hard, rand])
         rows = []
         for j in keep:
             part_map, scores = maps[int(lv[j])]

@@ -1,0 +1,94 @@
+import json
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from segstruct.features.cache import ArrayCache
+from segstruct.features.topdown import (Detector, average_precision, boxes_from_mask,
+                                        train_detector)
+from segstruct.features.topdown.detector import bounded_distance_transform
+from segstruct.features.topdown.training import pack, placement_features
+
+CLASS = 15   # as in conftest.py
+
+
+def split_ap(detector, images, masks):
+    dets = [detector.detect(im) for im in images]
+    truths = [boxes_from_mask(m, CLASS) for m in masks]
+    return average_precision(dets, truths)
+
+
+def test_finds_synthetic_objects_on_held_out_images(trained, synthetic_data):
+    det, roots = trained
+    test_images, test_masks = synthetic_data[2:]
+    assert split_ap(det, test_images, test_masks) >= 0.9
+    assert split_ap(roots, test_images, test_masks) >= 0.8
+    d = det.detect(test_images[0])
+    assert d.shape[1] == 6 and np.all(np.diff(d[:, 4]) <= 0)
+    assert set(np.unique(d[:, 5])) <= {0.0, 1.0}
+    # the two components got the two aspect ratios (tall h/w > wide h/w)
+    (h0, w0), (h1, w1) = (c.root.shape[:2] for c in det.components)
+    assert h0 / w0 < 1 < h1 / w1
+    assert all(c.n_parts == 4 for c in det.components)
+
+
+def test_training_is_deterministic(trained, synthetic_data):
+    images, masks = synthetic_data[:2]
+    again = train_detector(images, masks, CLASS, trained[0].params)
+    a, _ = trained[0].to_arrays()
+    b, _ = again.to_arrays()
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_round_trip_through_arrays_and_the_cache(trained, synthetic_data, tmp_path):
+    det = trained[0]
+    arrays, settings_ = det.to_arrays()
+    cache = ArrayCache(tmp_path)
+    key = {"detector": det.params.key()}
+    cache.save("detector", key, arrays)
+    back = Detector.from_arrays(cache.load("detector", key), json.loads(json.dumps(settings_)))
+    for image in synthetic_data[2][:3]:
+        np.testing.assert_array_equal(det.detect(image), back.detect(image))
+
+
+def test_score_is_the_dot_product_of_weights_and_placement_features(trained, synthetic_data):
+    det = trained[0]
+    pyr = det.pyramid(synthetic_data[2][0])
+    level = det.root_levels(pyr)[2]
+    part_map = det.part_level(pyr, level)
+    for k, ls in enumerate(det.score_level(pyr, level, part_map)):
+        w = pack(det.components[k], det.params)
+        for r, q in [(0, 0), (ls.score.shape[0] // 2, ls.score.shape[1] // 2)]:
+            x = placement_features(det.components[k], det.params, pyr.levels[level], part_map,
+                                   ls, r, q)
+            assert np.isclose(w @ x, ls.score[r, q], rtol=1e-4, atol=1e-3)
+
+
+def test_params_key_names_every_setting():
+    from segstruct.features.topdown import DetectorParams
+    a, b = DetectorParams(), DetectorParams(n_parts=0)
+    assert a.key() != b.key() and json.loads(a.key())["n_parts"] == 6
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 7), st.integers(0, 3), st.integers(0, 10 ** 6))
+def test_bounded_distance_transform_matches_brute_force(h, w, radius, seed):
+    rng = np.random.default_rng(seed)
+    resp = rng.normal(size=(2, h, w)).astype(np.float32)
+    cost = np.abs(rng.normal(size=(2, 4))) * [1, 1, 1, 1] * rng.choice([-1, 1], (2, 4)) * [1, 0, 1, 0] \
+        + np.abs(rng.normal(size=(2, 4))) * [0, 1, 0, 1]
+    best, dy, dx = bounded_distance_transform(resp, cost, radius)
+    for k in range(2):
+        for y in range(h):
+            for x in range(w):
+                vals = [(resp[k, y + a, x + b] - (cost[k, 0] * b + cost[k, 1] * b * b
+                                                   + cost[k, 2] * a + cost[k, 3] * a * a))
+                        for a in range(-radius, radius + 1) for b in range(-radius, radius + 1)
+                        if 0 <= y + a < h and 0 <= x + b < w]
+                assert np.isclose(best[k, y, x], max(vals), atol=1e-5)
+                a, b = dy[k, y, x], dx[k, y, x]
+                got = resp[k, y + a, x + b] - (cost[k, 0] * b + cost[k, 1] * b * b
+                                               + cost[k, 2] * a + cost[k, 3] * a * a)
+                assert np.isclose(got, best[k, y, x], atol=1e-5)

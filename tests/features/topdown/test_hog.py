@@ -1,0 +1,77 @@
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from segstruct.features.topdown.hog import (HOG_DIM, N_INSENSITIVE, N_SENSITIVE, TRUNCATION,
+                                            correlate, feature_pyramid, hog_map, pad_map)
+
+
+def direct_correlation(features, filt):
+    h, w = filt.shape[:2]
+    out = np.zeros((features.shape[0] - h + 1, features.shape[1] - w + 1))
+    for y in range(out.shape[0]):
+        for x in range(out.shape[1]):
+            out[y, x] = np.sum(features[y:y + h, x:x + w] * filt)
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 9), st.integers(1, 4), st.integers(1, 3),
+       st.integers(1, 5), st.integers(0, 10 ** 6))
+def test_correlation_matches_a_direct_loop(rows, cols, fh, fw, d, seed):
+    rng = np.random.default_rng(seed)
+    feats = rng.normal(size=(rows, cols, d))
+    filters = rng.normal(size=(3, fh, fw, d))
+    out = correlate(feats, filters)
+    assert out.shape == (max(rows - fh + 1, 0), max(cols - fw + 1, 0), 3)
+    for f in range(3):
+        if out.size:
+            np.testing.assert_allclose(out[:, :, f], direct_correlation(feats, filters[f]),
+                                       rtol=1e-4, atol=1e-4)
+
+
+def edge_image(angle_deg, size=64):
+    """A soft edge (a ramp 12 px wide) whose gradient points at angle_deg,
+    measured from +x towards +y (rows down). A hard step would quantise the
+    pixel gradients to a few directions."""
+    yy, xx = np.mgrid[:size, :size] - size / 2 + 0.5
+    t = np.deg2rad(angle_deg)
+    ramp = np.clip((np.cos(t) * xx + np.sin(t) * yy) / 12 + 0.5, 0, 1)
+    return np.rint(30 + 190 * ramp).astype(np.uint8)
+
+
+def test_edge_energy_lands_in_its_orientation_bin():
+    for k in range(N_SENSITIVE):
+        h = hog_map(edge_image(20 * k))
+        assert h.shape == (8, 8, HOG_DIM)
+        sens = h[:, :, :N_SENSITIVE].sum(axis=(0, 1))
+        insens = h[:, :, N_SENSITIVE:N_SENSITIVE + N_INSENSITIVE].sum(axis=(0, 1))
+        assert int(np.argmax(sens)) == k
+        assert int(np.argmax(insens)) == k % N_INSENSITIVE
+        # the reverse contrast goes to the opposite signed bin, same unsigned bin
+        rev = hog_map(255 - edge_image(20 * k))[:, :, :N_SENSITIVE].sum(axis=(0, 1))
+        assert int(np.argmax(rev)) == (k + N_SENSITIVE // 2) % N_SENSITIVE
+
+
+def test_flat_image_has_no_gradient_features_and_values_are_clipped():
+    assert np.all(hog_map(np.full((32, 40, 3), 77, np.uint8)) == 0)
+    h = hog_map(np.random.default_rng(0).integers(0, 256, (48, 48, 3)).astype(np.uint8))
+    assert np.all(h[:, :, :N_SENSITIVE] <= 0.4 + 1e-6) and np.all(h >= 0)
+    assert h[:, :, TRUNCATION].max() == 0
+
+
+def test_padding_marks_truncation():
+    p = pad_map(np.zeros((2, 3, HOG_DIM), np.float32), 1, 2)
+    assert p.shape == (4, 7, HOG_DIM)
+    assert p[0, 0, TRUNCATION] == 1 and p[1, 2, TRUNCATION] == 0
+
+
+def test_pyramid_scales_and_sizes():
+    img = np.random.default_rng(1).integers(0, 256, (96, 128, 3)).astype(np.uint8)
+    pyr = feature_pyramid(img, cell=8, interval=4, max_scale=2.0, min_cells=3, pad=(1, 2))
+    assert pyr.scales[0] == 2.0
+    np.testing.assert_allclose(pyr.scales[4], 1.0)
+    for lv, s in zip(pyr.levels, pyr.scales):
+        assert lv.shape[0] - 2 == int(round(96 * s)) // 8 or abs(lv.shape[0] - 2 - 96 * s / 8) <= 1
+        assert lv.shape[0] - 2 >= 3
+    # level 0 (scale 2) is computed with 4 px cells at scale 1: the same grid
+    assert pyr.levels[0].shape[:2] == (96 // 4 + 2, 128 // 4 + 4)

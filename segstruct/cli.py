@@ -16,6 +16,7 @@ from pathlib import Path
 from segstruct.datasets import DatasetError, VOCDataset, default_synthetic_root, make_synthetic_voc
 from segstruct.features.cache import ArrayCache
 from segstruct.features.descriptors import FeatureConfig
+from segstruct.features.topdown.detector import DetectorParams
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.inference.proposed import INFERENCE_CHOICES
@@ -96,6 +97,11 @@ def _add_feature_options(p: argparse.ArgumentParser) -> None:
     for block in ("sift", "colour", "position", "bias"):
         g.add_argument(f"--no-{block}", action="store_true",
                        help=f"switch the {block} unary block off")
+    g.add_argument("--top-down", action="store_true",
+                   help="add the top-down unary block: per class, an object detector "
+                        "(HOG root and part filters) trained on the training split, and "
+                        "per superpixel the object shapes its detections vote for (the "
+                        "paper's Sec. 5); trained once per class and cached")
     g.add_argument("--seed", type=int, default=d.seed,
                    help="random seed of the codebook's descriptor sample and k-means, and "
                         "of the --C auto folds and the figures' images where the command "
@@ -139,7 +145,8 @@ def _feature_config(args) -> FeatureConfig:
     return FeatureConfig(superpixels=sp, sift=not args.no_sift, colour=not args.no_colour,
                          position=not args.no_position, bias=not args.no_bias,
                          n_words=args.words,
-                         codebook_descriptors=args.codebook_descriptors, seed=args.seed)
+                         codebook_descriptors=args.codebook_descriptors, seed=args.seed,
+                         detector=DetectorParams(seed=args.seed) if args.top_down else None)
 
 
 def _dataset(args) -> VOCDataset:
@@ -152,9 +159,10 @@ def _dataset(args) -> VOCDataset:
     return VOCDataset(args.data)
 
 
-def _extractor(args, dataset, config=None, codebook=None) -> FeatureExtractor:
-    """Features as the options say, or as a saved model's ``config`` and
-    ``codebook`` say (evaluation must see the features it was trained on)."""
+def _extractor(args, dataset, config=None, codebook=None, detectors=None) -> FeatureExtractor:
+    """Features as the options say, or as a saved model's ``config``,
+    ``codebook`` and ``detectors`` say (evaluation must see the features it
+    was trained on)."""
     if args.no_cache and args.cache is not None:
         raise UsageError("--no-cache and --cache contradict each other; give one")
     if args.n_jobs == 0:
@@ -165,7 +173,18 @@ def _extractor(args, dataset, config=None, codebook=None) -> FeatureExtractor:
                                 progress=show_progress(args),
                                 codebook_split=_codebook_split(args))
     return FeatureExtractor(dataset, config, cache, n_jobs=args.n_jobs,
-                            progress=show_progress(args), codebook=codebook)
+                            progress=show_progress(args), codebook=codebook,
+                            detectors=detectors)
+
+
+def _model_detectors(paths, doc) -> dict:
+    """{class: ShapeDetector} of saved models with a top-down block (one class)."""
+    from segstruct.io.persistence import load_shape_detector
+    found = [sd for sd in map(load_shape_detector, paths) if sd is not None]
+    if len({sd.digest for sd in found}) > 1:
+        raise UsageError(f"{', '.join(map(str, paths))} have different {doc['class']} "
+                         "detectors: draw them in separate figures")
+    return {doc["class"]: found[0]} if found else {}
 
 
 def _codebook_split(args) -> str:
@@ -256,6 +275,8 @@ def cmd_inspect(args) -> int:
 
 
 def cmd_features(args) -> int:
+    if args.top_down and not args.class_name:
+        raise UsageError("--top-down features are per class: give --class")
     dataset = _dataset(args)
     extractor = _extractor(args, dataset)
     start = time.perf_counter()
@@ -472,7 +493,8 @@ def cmd_evaluate(args) -> int:
     _refuse_overwriting(args.json, [args.model])
     estimator, config, codebook, doc = load_model(args.model)
     dataset = _dataset(args)
-    extractor = _extractor(args, dataset, config, codebook)
+    extractor = _extractor(args, dataset, config, codebook,
+                           _model_detectors([args.model], doc))
     examples = extractor.examples(args.split, doc["class"])
     voc = estimator.voc_score([ex.graph for ex in examples], [ex.pixel_counts for ex in examples])
     score = voc.to_dict()
@@ -559,7 +581,7 @@ def cmd_visualize(args) -> int:
     if len(set(names)) < len(names):       # e.g. two bl1 models: tell them apart by file
         names = [Path(path).name for path in args.model]
     dataset = _dataset(args)
-    extractor = _extractor(args, dataset, config, codebook)
+    extractor = _extractor(args, dataset, config, codebook, _model_detectors(args.model, first))
     ids = args.images or pick_images(dataset, args.split, first["class"], args.random,
                                      args.seed)
     missing = sorted(set(ids) - set(dataset.ids(args.split)))

@@ -8,7 +8,11 @@ switched off (see ``FeatureConfig``):
   L1-normalised per superpixel;
 * ``colour``: Lab mean and standard deviation (scaled to about [0, 1]);
 * ``position``: centroid, bounding-box extent, relative area, fill ratio;
-* ``bias``: a constant 1.
+* ``bias``: a constant 1;
+* ``top_down`` (when ``FeatureConfig.detector`` is set): per root and part
+  filter of the class's object detector, the mean over the superpixel of its
+  shape votes (``segstruct.features.topdown``; the only class-specific block,
+  appended by ``segstruct.features.extraction``).
 
 Pairwise features phi_p (Eq. 27 of the paper) are
 ``P_ij * exp(-tau1 dL^2, -tau2 da^2, -tau2 db^2)``, non-negative.
@@ -22,6 +26,7 @@ import numpy as np
 from scipy import sparse
 
 from segstruct.features.superpixels import SuperpixelParams, superpixel_means
+from segstruct.features.topdown.detector import DetectorParams
 
 SIFT_DIM = 128
 OPPONENT_DIM = 3 * SIFT_DIM
@@ -65,6 +70,9 @@ class FeatureConfig:
         gap of 0.09 where 5e-4 was asked for).
     seed : int
         Seeds the descriptor sample and k-means initialisation.
+    detector : DetectorParams or None
+        The top-down block's object detector (one per class, trained on the
+        training split); None (the default) leaves the block out.
     """
 
     superpixels: SuperpixelParams = field(default_factory=SuperpixelParams)
@@ -82,6 +90,7 @@ class FeatureConfig:
     tau2: float = 5e-3
     boundary_unit: float = 100.0
     seed: int = 0
+    detector: DetectorParams | None = None
 
     def __post_init__(self):
         if not (self.sift or self.colour or self.position or self.bias):
@@ -98,12 +107,25 @@ class FeatureConfig:
             raise ValueError("boundary_unit must be positive")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The settings as recorded; without a detector, as they were before
+        the top-down block existed (same cache keys, same model files)."""
+        out = asdict(self)
+        if self.detector is None:
+            del out["detector"]
+        return out
+
+    def bottom_up_dict(self) -> dict:
+        """The settings the class-independent features depend on (their cache key)."""
+        out = asdict(self)
+        del out["detector"]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> "FeatureConfig":
         d = dict(d)
         d["superpixels"] = SuperpixelParams(**d.get("superpixels", {}))
+        if d.get("detector") is not None:
+            d["detector"] = DetectorParams(**d["detector"])
         known = set(cls.__dataclass_fields__)
         unknown = set(d) - known
         if unknown:
@@ -127,6 +149,8 @@ class FeatureConfig:
             blocks.append(("position", POSITION_DIM))
         if self.bias:
             blocks.append(("bias", 1))
+        if self.detector is not None:
+            blocks.append(("top_down", self.detector.n_filters))
         return blocks
 
     @property

@@ -21,6 +21,8 @@ from tqdm.auto import tqdm
 from segstruct.datasets.voc import VOID_LABEL, DatasetError, VOCDataset, class_index
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest, key_digest
+from segstruct.features.detection import ShapeDetector, top_down_key, train_shape_detector
+from segstruct.features.topdown.features import topdown_features
 from segstruct.features.superpixels import (SuperpixelParams, adjacency, majority_targets,
                                             pixel_counts, segment, superpixel_means)
 
@@ -38,7 +40,8 @@ class SuperpixelGraph:
     segments : (H, W) int32 superpixel map, values 0 .. N-1.
     edges : (E, 2) int64, adjacent pairs with i < j.
     boundary : (E,) float64 shared boundary length (pixels).
-    unary : (N, D) float64 unary features phi_u, or None when not computed.
+    unary : (N, D) float64 unary features phi_u, or None when not computed
+        (with the top-down block: of the class it was computed for).
     pairwise : (E, 3) float64 pairwise features phi_p (>= 0), or None.
     """
 
@@ -141,7 +144,7 @@ def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir
         graph = SuperpixelGraph(image_id, sp["labels"], sp["edges"], sp["boundary"])
         if not with_features:
             return graph
-        key = {"image": digest, "config": config.to_dict(), "codebook": codebook_id,
+        key = {"image": digest, "config": config.bottom_up_dict(), "codebook": codebook_id,
                "version": FEATURE_VERSION}
 
         def compute():
@@ -166,6 +169,25 @@ def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir
                               hint=f"; they came from the cache {cache.path('features', key)}: "
                                    "delete that file, or run with --no-cache")
         return graph
+
+
+def _top_down_task(dataset_root, image_id, segments, shape_detector, detector_id,
+                   superpixels, cache_dir, cache_enabled):
+    """The top-down block of one image's superpixels, from the cache when possible."""
+    with threadpool_limits(1):
+        import cv2
+        cv2.setNumThreads(1)
+        dataset = VOCDataset(dataset_root)
+        cache = ArrayCache(cache_dir, cache_enabled)
+        key = top_down_key(file_digest(dataset.image_path(image_id)), superpixels.to_dict(),
+                           detector_id)
+
+        def compute():
+            block = topdown_features(shape_detector.detector, shape_detector.shapes,
+                                     dataset.read_image(image_id), segments)
+            return {"top_down": block}
+
+        return cache.get_or_compute("top_down", key, compute)["top_down"]
 
 
 def check_finite_features(graph: "SuperpixelGraph", image_path=None, hint: str = "") -> None:
@@ -232,16 +254,20 @@ class FeatureExtractor:
     cache : ArrayCache, optional (default: the user's cache folder).
     n_jobs : number of worker processes (joblib convention, -1 = all cores).
     progress : show progress bars.
-    codebook_split : the split the codebook is learnt on (training only).
+    codebook_split : the training split: the codebook and (with
+        ``config.detector``) each class's detector are learnt on it.
     codebook : (n_words, 384) array, optional
         A codebook to use instead of learning one (a trained model's, so that
         features of new data match the ones it was trained on).
+    detectors : dict of class name -> ShapeDetector, optional
+        Detectors to use instead of training them (a trained model's).
     """
 
     def __init__(self, dataset: VOCDataset, config: F.FeatureConfig | None = None,
                  cache: ArrayCache | None = None, n_jobs: int = 1,
                  progress: bool = True, codebook_split: str = "train",
-                 codebook: np.ndarray | None = None):
+                 codebook: np.ndarray | None = None,
+                 detectors: dict[str, ShapeDetector] | None = None):
         self.dataset = dataset
         self.config = config or F.FeatureConfig()
         self.cache = cache if cache is not None else ArrayCache()
@@ -249,6 +275,11 @@ class FeatureExtractor:
         self.progress = progress
         self.codebook_split = codebook_split
         self._codebook = None
+        self._detectors = dict(detectors or {})
+        for name, sd in self._detectors.items():
+            if sd.params != self.config.detector:
+                raise ValueError(f"the {name} detector's settings differ from the feature "
+                                 "settings' (config.detector)")
         if codebook is not None:
             codebook = np.ascontiguousarray(codebook, np.float32)
             if codebook.shape != (self.config.n_words, F.OPPONENT_DIM):
@@ -298,10 +329,42 @@ class FeatureExtractor:
             return os.cpu_count() or 1
         return max(1, self.n_jobs)
 
+    # -- detectors ----------------------------------------------------------
+    def shape_detector(self, class_name: str) -> ShapeDetector:
+        """The class's detector and shapes (``config.detector`` must be set):
+        the one given, else trained on ``codebook_split`` (cached)."""
+        if self.config.detector is None:
+            raise ValueError("these feature settings have no top-down block (config.detector)")
+        if class_name not in self._detectors:
+            say = (lambda text: tqdm.write(text)) if self.progress else None
+            self._detectors[class_name] = train_shape_detector(
+                self.dataset, class_name, self.codebook_split, self.config.detector,
+                self.cache, say=say)
+        return self._detectors[class_name]
+
+    def _add_top_down(self, graphs: list[SuperpixelGraph], class_name: str) -> None:
+        """Append the class's top-down block to every graph's unary features."""
+        sd = self.shape_detector(class_name)
+        args = [(self.dataset.root, g.image_id, g.segments, sd, sd.digest,
+                 self.config.superpixels, self.cache.directory, self.cache.enabled)
+                for g in graphs]
+        blocks = _parallel_map(_top_down_task, args, self.n_jobs, self.progress,
+                               f"top-down {class_name}")
+        for graph, block in zip(graphs, blocks):
+            graph.unary = np.hstack([graph.unary, block])
+            check_finite_features(graph, self.dataset.image_path(graph.image_id))
+
     # -- graphs -------------------------------------------------------------
     def graphs(self, split: str | None = None, ids: Iterable[str] | None = None,
-               with_features: bool = True) -> list[SuperpixelGraph]:
-        """Superpixel graphs of a split (or of the given ids), in list order."""
+               with_features: bool = True, class_name: str | None = None
+               ) -> list[SuperpixelGraph]:
+        """Superpixel graphs of a split (or of the given ids), in list order.
+
+        With a top-down block (``config.detector``) the features depend on the
+        class: give ``class_name``.
+        """
+        if with_features and self.config.detector is not None and class_name is None:
+            raise ValueError("the top-down features are per class: give class_name")
         if ids is None:
             if split is None:
                 raise ValueError("give a split or a list of ids")
@@ -313,8 +376,11 @@ class FeatureExtractor:
         args = [(self.dataset.root, i, self.config, codebook, codebook_id,
                  self.cache.directory, self.cache.enabled, with_features) for i in ids]
         label = "features" if with_features else "superpixels"
-        return _parallel_map(_graph_task, args, self.n_jobs, self.progress,
-                             f"{label} {split or ''}".strip())
+        graphs = _parallel_map(_graph_task, args, self.n_jobs, self.progress,
+                               f"{label} {split or ''}".strip())
+        if with_features and self.config.detector is not None:
+            self._add_top_down(graphs, class_name)
+        return graphs
 
     def examples(self, split: str, class_name: str, with_features: bool = True,
                  ids: Iterable[str] | None = None) -> list[Example]:
@@ -340,7 +406,7 @@ class FeatureExtractor:
             self.dataset.check_sizes(image_id, self.dataset.image_size(image_id), raw.shape)
             # two bits a pixel instead of a byte: a split's masks stay small
             masks[image_id] = (raw.shape, np.packbits(raw == cls), np.packbits(raw == VOID_LABEL))
-        graphs = self.graphs(split, ids, with_features)
+        graphs = self.graphs(split, ids, with_features, class_name)
         out = []
         for graph in graphs:
             shape, target, void = masks[graph.image_id]

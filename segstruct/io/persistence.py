@@ -31,6 +31,10 @@ FORMAT = "segstruct-model"
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)     # 1: no checksum of the JSON itself
 DOC_DIGEST = "json_sha256"
+
+#: Prefix of the top-down detector's arrays in the arrays file.
+TOP_DOWN = "top_down."
+
 # StructuredSVM parameters of old model files that are no longer parameters
 # (what a training run wrote and showed is given to fit now): ignored.
 _OLD_IO_PARAMS = ("progress", "log_path", "checkpoint_path", "resume")
@@ -60,7 +64,8 @@ def checkpoint_path(path) -> Path:
     return json_path.with_name(json_path.name[: -len(".json")] + ".ckpt.npz")
 
 
-def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadata: dict) -> Path:
+def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadata: dict,
+               shape_detector=None) -> Path:
     """Write a fitted StructuredSVM and what is needed to use it.
 
     Parameters
@@ -70,6 +75,8 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
     feature_config : the FeatureConfig the training features were made with.
     codebook : (n_words, 384) array or None (no SIFT block).
     metadata : extra JSON-able facts (class, data set, method, ...).
+    shape_detector : ShapeDetector, the class's detector and shapes; needed
+        when ``feature_config.detector`` is set (the top-down block).
 
     Returns
     -------
@@ -79,6 +86,13 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
     arrays = {"w": np.asarray(estimator.w_, np.float64)}
     if codebook is not None:
         arrays["codebook"] = np.asarray(codebook, np.float32)
+    top_down = None
+    if feature_config.detector is not None:
+        if shape_detector is None or shape_detector.params != feature_config.detector:
+            raise ValueError(f"not saving model {json_path}: its features have a top-down "
+                             "block, so it needs the detector they were made with")
+        detector_arrays, top_down = shape_detector.to_arrays()
+        arrays.update({TOP_DOWN + k: v for k, v in detector_arrays.items()})
     # Refuse before writing anything: a model that could not be loaded back
     # must not be written at all.
     problem = _arrays_problem(arrays["w"], arrays.get("codebook"), feature_config,
@@ -100,6 +114,7 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
         "estimator": params,
         "features": feature_config.to_dict(),
         "n_features": int(arrays["w"].size),
+        **({"top_down": top_down} if top_down is not None else {}),
         "training": {"n_iter": estimator.n_iter_, "converged": estimator.converged_,
                      "primal": estimator.primal_, "dual": estimator.dual_,
                      "gap": estimator.gap_, "fit_seconds": estimator.fit_seconds_},
@@ -160,6 +175,8 @@ def load_model(path):
     except (KeyError, TypeError, ValueError) as err:
         raise ModelFileError(f"{json_path} has invalid settings ({err})") from err
     problem = _arrays_problem(w, codebook, config, params.get("pairwise", True))
+    if problem is None and config.detector is not None and "top_down" not in doc:
+        problem = "its features have a top-down block, but it holds no detector"
     if problem:
         raise ModelFileError(f"{npz_path} does not fit the settings in {json_path}: {problem}")
     # Files written before the I/O left the constructor hold some of it
@@ -180,6 +197,25 @@ def load_model(path):
                              f"({DOC_DIGEST}): it was edited by hand or is corrupted; "
                              "train the model again rather than editing it")
     return estimator, config, codebook, doc
+
+
+def load_shape_detector(path):
+    """The detector and shapes of a model with a top-down block, or None.
+
+    Read from the model's arrays file, after :func:`load_model`'s checks.
+    """
+    from segstruct.features.detection import ShapeDetector
+
+    _, _, _, doc = load_model(path)
+    if "top_down" not in doc:
+        return None
+    _, npz_path = model_paths(path)
+    with np.load(npz_path, allow_pickle=False) as data:
+        arrays = {k[len(TOP_DOWN):]: data[k] for k in data.files if k.startswith(TOP_DOWN)}
+    try:
+        return ShapeDetector.from_arrays(arrays, doc["top_down"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ModelFileError(f"{npz_path} holds no usable detector ({err})") from err
 
 
 def _doc_digest(doc: dict) -> str:

@@ -114,6 +114,11 @@ class DetectorParams:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
     @property
+    def n_filters(self) -> int:
+        """Root and part filters in all: the top-down block's width."""
+        return self.n_components * (1 + self.n_parts)
+
+    @property
     def root_scale(self) -> float:
         """Magnification of the finest level a root is placed on."""
         return self.max_scale / 2.0 if self.n_parts else self.max_scale

@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 from scipy.signal import convolve
 
-from segstruct.features.descriptors import superpixel_means
+from segstruct.features.superpixels import superpixel_means
 from segstruct.features.topdown.detector import ConfidenceMaps, Detector
 from segstruct.features.topdown.shapes import AverageShapes
 

@@ -1,0 +1,142 @@
+"""The top-down block of a data set: per class, an object detector with the
+average shapes under its filters, trained on the training split and cached,
+and per image the superpixel features they give.
+
+The detector and its shapes (``segstruct.features.topdown``) are kept
+together as a :class:`ShapeDetector`: the features need both, a model trained
+on them must carry both to predict on new images, and the cache keys of the
+per-image features name both by one digest.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from segstruct.datasets.voc import VOCDataset, class_index
+from segstruct.features.cache import ArrayCache, canonical_json, file_digest
+from segstruct.features.topdown.detector import Detector, DetectorParams
+from segstruct.features.topdown.shapes import AverageShapes, average_shapes
+from segstruct.features.topdown.training import train_detector
+
+# Bump when the meaning of a cached detector or top-down block changes.
+TOP_DOWN_VERSION = 1
+
+_DETECTOR = "detector."
+_SHAPES = "shapes."
+
+
+@dataclass
+class ShapeDetector:
+    """A class's object detector and the average shape under each of its filters.
+
+    Attributes
+    ----------
+    class_name : str, the VOC class it detects.
+    detector : Detector
+    shapes : AverageShapes
+    """
+
+    class_name: str
+    detector: Detector
+    shapes: AverageShapes
+
+    @property
+    def params(self) -> DetectorParams:
+        return self.detector.params
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        """(arrays, settings): named numpy arrays and a JSON-able dict, for
+        the cache and for model files."""
+        det_arrays, det_settings = self.detector.to_arrays()
+        arrays = {_DETECTOR + k: v for k, v in det_arrays.items()}
+        arrays.update({_SHAPES + k: v for k, v in self.shapes.to_arrays().items()})
+        return arrays, {"class": self.class_name, "detector": det_settings}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, settings: dict) -> "ShapeDetector":
+        """Inverse of :meth:`to_arrays` (ValueError for another format)."""
+        def part(prefix):
+            return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+        return cls(settings["class"], Detector.from_arrays(part(_DETECTOR), settings["detector"]),
+                   AverageShapes.from_arrays(part(_SHAPES)))
+
+    @property
+    def digest(self) -> str:
+        """Identity by content (the per-image features' cache key names it)."""
+        arrays, settings = self.to_arrays()
+        h = hashlib.sha256(canonical_json(settings).encode())
+        for name in sorted(arrays):
+            value = np.ascontiguousarray(arrays[name])
+            h.update(name.encode())
+            h.update(str((value.dtype.str, value.shape)).encode())
+            h.update(value.tobytes())
+        return h.hexdigest()
+
+
+class _Images:
+    """A split's images, read from disk when indexed (training reads each
+    image several times; holding them all would take gigabytes)."""
+
+    def __init__(self, dataset: VOCDataset, ids):
+        self.dataset, self.ids = dataset, list(ids)
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, k):
+        return self.dataset.read_image(self.ids[k])
+
+
+def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
+                         params: DetectorParams, cache: ArrayCache,
+                         say=None) -> ShapeDetector:
+    """The class's detector and shapes, trained on ``split`` (cached).
+
+    The cache key holds the bytes of every image and mask of the split, the
+    class and every detector setting, so that changing any of them trains
+    anew.
+
+    Parameters
+    ----------
+    dataset : VOCDataset
+    class_name : str
+    split : str, the training split.
+    params : DetectorParams
+    cache : ArrayCache
+    say : callable(str), optional; told when training starts (minutes of work).
+
+    Raises
+    ------
+    ValueError
+        When the split holds too few objects of the class to train on.
+    """
+    cls = class_index(class_name)
+    ids = dataset.ids(split)
+    key = {"images": [file_digest(dataset.image_path(i)) for i in ids],
+           "masks": [file_digest(dataset.mask_path(i)) for i in ids],
+           "class": class_name, "detector": params.to_dict(), "version": TOP_DOWN_VERSION}
+
+    def compute():
+        if say is not None:
+            say(f"training the {class_name} detector on {dataset.name}/{split} "
+                f"({len(ids)} images)")
+        images = _Images(dataset, ids)
+        masks = [dataset.read_mask(i) for i in ids]
+        detector = train_detector(images, masks, cls, params)
+        shapes = average_shapes(detector, images, masks, cls)
+        arrays, settings = ShapeDetector(class_name, detector, shapes).to_arrays()
+        arrays["settings"] = np.frombuffer(json.dumps(settings).encode(), np.uint8)
+        return arrays
+
+    arrays = dict(cache.get_or_compute("detector", key, compute))
+    settings = json.loads(arrays.pop("settings").tobytes().decode())
+    return ShapeDetector.from_arrays(arrays, settings)
+
+
+def top_down_key(image_digest: str, superpixels: dict, detector_digest: str) -> dict:
+    """Cache key of one image's top-down block."""
+    return {"image": image_digest, "superpixels": superpixels, "detector": detector_digest,
+            "version": TOP_DOWN_VERSION}

@@ -33,7 +33,7 @@ class Lazy:
         return len(self.ids)
 
     def __getitem__(self, i):
-        read = self.dataset.read_labels if self.masks else self.dataset.read_image
+        read = self.dataset.read_mask if self.masks else self.dataset.read_image
         return read(self.ids[i])
 
 
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
                "val_images": len(val_ids)}
         truths, ignored = [], []
         for i in val_ids:
-            kept, ign = boxes_from_mask(ds.read_labels(i), ci, params.min_box_area,
+            kept, ign = boxes_from_mask(ds.read_mask(i), ci, params.min_box_area,
                                         params.max_void_fraction, return_ignored=True)
             truths.append(kept)
             ignored.append(ign)

@@ -603,6 +603,50 @@ def cmd_visualize(args) -> int:
 # Entry point
 
 # name: (handler, help, takes feature options)
+# --------------------------------------------------------------------------
+# detector
+
+
+def cmd_detector(args) -> int:
+    from segstruct.evaluate.detection import best_images, detector_report
+    from segstruct.report.figures import detector_figure, save_figure
+    dataset = _dataset(args)
+    args.top_down = True           # the command is about the top-down block's detector
+    extractor = _extractor(args, dataset)
+    if _codebook_split(args) == args.split:
+        raise UsageError(f"--split {args.split} is the split the detector is trained on; "
+                         "score it on another (e.g. val)")
+    start = time.perf_counter()
+    sd = extractor.shape_detector(args.class_name)
+    report = detector_report(dataset, sd, args.split, n_jobs=args.n_jobs,
+                             progress=show_progress(args))
+    ap = report["average_precision"]
+    print(f"{args.class_name} detector (trained on {dataset.name}/{_codebook_split(args)}) on "
+          f"{dataset.name}/{args.split}: VOC AP {_fmt(None if ap is None else 100 * ap, '.1f')} % "
+          f"over {report['n_objects']} objects in {report['n_images']} images "
+          f"({report['n_ignored']} small or void boxes ignored; "
+          f"{time.perf_counter() - start:.1f} s)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    record = {**{k: v for k, v in report.items() if k != "per_image"},
+              **_provenance(dataset, extractor), "train_split": _codebook_split(args),
+              "shape_counts": sd.shapes.counts.tolist()}
+    json_path = args.out / f"detector-{args.class_name}.json"
+    write_json(json_path, record)
+    ids = args.images or best_images(report, args.figure_images)
+    panels = [{"image_id": i, "image": dataset.read_image(i), **report["per_image"][i]}
+              for i in ids]
+    params = sd.params
+    caption = (f"data {dataset.name}/{args.split}; class {args.class_name}; detector "
+               f"trained on {_codebook_split(args)}: {params.n_components} components x "
+               f"(root + {params.n_parts} parts), HOG cells {params.cell} px, seed "
+               f"{params.seed}; VOC AP {_fmt(None if ap is None else 100 * ap, '.1f')} %; "
+               f"code {code_version()}")
+    png = save_figure(detector_figure(panels, sd.shapes, caption),
+                      args.out / f"detector-{args.class_name}.png")
+    print(f"wrote {json_path} and {png}")
+    return 0
+
+
 _SUBCOMMANDS = {
     "inspect": (cmd_inspect, "check a data root and summarise it per split and class "
                              "(counts, foreground share, superpixels, oracle IoU)", True),
@@ -613,6 +657,10 @@ _SUBCOMMANDS = {
                              "by VOC IoU (Table 1 of the paper), with figures", True),
     "visualize": (cmd_visualize, "draw input | ground truth | models' masks for some "
                                  "images as a PNG grid", False),
+    "detector": (cmd_detector, "train (or load from the cache) a class's object detector "
+                               "for the top-down features and report its VOC average "
+                               "precision, with a figure of detections and average shapes",
+                 True),
 }
 
 
@@ -750,6 +798,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="random seed of the --random draw (default %(default)s)")
     vis.add_argument("--out", required=True, type=Path, metavar="PNG",
                      help="the PNG file to write")
+    det = sub.choices["detector"]
+    det.add_argument("--class", dest="class_name", required=True, metavar="CLASS",
+                     help="VOC class name to detect")
+    det.add_argument("--split", default="val",
+                     help="split the average precision is measured on (default "
+                          "%(default)s; the detector is trained on --codebook-split, "
+                          "default train)")
+    det.add_argument("--out", type=Path, default=Path("segstruct-detector"), metavar="DIR",
+                     help="writes DIR/detector-CLASS.json and .png (default ./%(default)s)")
+    which = det.add_mutually_exclusive_group()
+    which.add_argument("--images", nargs="+", metavar="ID",
+                       help="image ids to draw (default: those with the most confident "
+                            "detections)")
+    which.add_argument("--figure-images", type=int, default=4, metavar="N",
+                       help="images in the figure (default %(default)s)")
     ev = sub.choices["evaluate"]
     ev.add_argument("--model", required=True, type=Path, metavar="MODEL",
                     help="the model to score: the MODEL of train --out, or "

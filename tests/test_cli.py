@@ -272,3 +272,37 @@ def test_earlier_option_names_still_parse():
     assert (args.inference, args.node_weights) == ("lp", "area")
     args = build_parser().parse_args(required)
     assert (args.inference, args.node_weights) == (None, "count")
+
+
+def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monkeypatch, capsys):
+    """--top-down end to end with cheap detector settings: the model carries its
+    detector, evaluate scores it as training did, and detector reports the AP."""
+    import json
+
+    from segstruct import cli
+    from segstruct.features.topdown.detector import DetectorParams
+    from segstruct.io.persistence import load_model, load_shape_detector
+
+    monkeypatch.setattr(cli, "DetectorParams", lambda seed: DetectorParams(
+        n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=seed))
+    cache = ["--cache", str(tmp_path / "c")]
+    with pytest.raises(SystemExit):
+        main(["features", "--data", str(data_root), "--top-down", *cache, *SMALL])
+    assert "give --class" in capsys.readouterr().err
+    model = tmp_path / "m"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--top-down",
+                 "--out", str(model), "--max-iter", "30", *cache, *SMALL]) == 0
+    _, config, _, doc = load_model(model)
+    assert config.detector is not None and doc["top_down"]["class"] == "car"
+    assert load_shape_detector(model).params == config.detector
+    out = tmp_path / "e.json"
+    assert main(["evaluate", "--data", str(data_root), "--model", str(model), "--split",
+                 "train", "--json", str(out), "--cache", str(tmp_path / "c2"),
+                 "-q"]) == 0
+    assert json.loads(out.read_text())["score"]["voc_iou_percent"] == pytest.approx(
+        doc["train_score"]["voc_iou_percent"])
+    assert main(["detector", "--data", str(data_root), "--class", "car", "--out",
+                 str(tmp_path / "d"), *cache, *SMALL]) == 0
+    record = json.loads((tmp_path / "d" / "detector-car.json").read_text())
+    assert record["split"] == "val" and record["features"]["detector"]["n_parts"] == 0
+    assert (tmp_path / "d" / "detector-car.png").stat().st_size > 0

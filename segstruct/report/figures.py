@@ -294,6 +294,70 @@ def qualitative_figure(panels, methods, caption: str) -> Figure:
 
 
 # --------------------------------------------------------------------------
+# Object detector: detections and average shapes (the paper's Fig. 2)
+# --------------------------------------------------------------------------
+
+_COMPONENT_COLOURS = ("#ff3b30", "#34c7ff", "#ffd60a", "#30d158")
+
+
+def detector_figure(panels, shapes, caption: str, max_boxes: int = 3) -> Figure:
+    """A detector's best detections on some images, and its average shapes.
+
+    Top row: each image with its ground-truth boxes (white, dashed) and its
+    ``max_boxes`` highest-scoring detections above score 0 (coloured by
+    component, labelled with the score). Below, one row per component: the
+    average foreground under the root filter and under each part filter
+    (black 0, white 1).
+
+    Parameters
+    ----------
+    panels : list of dict with "image_id" (str), "image" ((H, W, 3) uint8),
+        "detections" ((K, 6) [x0, y0, x1, y1, score, component], best first)
+        and "truths" ((G, 4) boxes, pixels).
+    shapes : AverageShapes (``.root[c]`` (h, w), ``.parts[c]`` (P, s, s)).
+    caption : str, footer naming data, class, split, settings and code version.
+    max_boxes : int, detections drawn per image.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.patches import Rectangle
+
+    panels = list(panels)
+    n_comp = len(shapes.root)
+    n_cols = max(len(panels), max((1 + len(p) for p in shapes.parts), default=1), 1)
+    fig = Figure(figsize=(CELL_INCHES * n_cols, CELL_INCHES * (1 + 0.6 * n_comp) + 0.6),
+                 layout="constrained")
+    grid = fig.add_gridspec(1 + n_comp, n_cols, height_ratios=[1] + [0.6] * n_comp)
+    for c, row in enumerate(panels):
+        ax = fig.add_subplot(grid[0, c])
+        ax.imshow(row["image"], interpolation="antialiased")
+        for x0, y0, x1, y1 in np.asarray(row["truths"]).reshape(-1, 4):
+            ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ec="white",
+                                   ls="--", lw=1.2))
+        dets = np.asarray(row["detections"]).reshape(-1, 6)
+        for x0, y0, x1, y1, score, comp in dets[dets[:, 4] > 0][:max_boxes]:
+            colour = _COMPONENT_COLOURS[int(comp) % len(_COMPONENT_COLOURS)]
+            ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ec=colour, lw=1.8))
+            ax.text(x0, y0, f"{score:.2f}", color="black", fontsize=7, va="bottom",
+                    bbox={"fc": colour, "ec": "none", "pad": 1})
+        _bare(ax)
+        ax.set_title(str(row["image_id"]), fontsize=8)
+    for k in range(n_comp):
+        cells = [(shapes.root[k], f"component {k + 1}: root ({int(shapes.counts[k])} "
+                                  "detections)")]
+        cells += [(part, f"part {i + 1}") for i, part in enumerate(shapes.parts[k])]
+        for c, (shape, title) in enumerate(cells):
+            ax = fig.add_subplot(grid[1 + k, c])
+            ax.imshow(shape, cmap="gray", vmin=0, vmax=1, interpolation="nearest")
+            _bare(ax)
+            ax.set_title(title, fontsize=7)
+    _add_caption(fig, caption)
+    return fig
+
+
+# --------------------------------------------------------------------------
 # Loss surface and its triangulations
 # --------------------------------------------------------------------------
 

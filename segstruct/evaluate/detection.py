@@ -1,0 +1,81 @@
+"""How good a class's object detector is: VOC average precision of its
+detections against the boxes of a split's masks.
+
+The ground-truth boxes are made as for training (one per connected
+component of the class, ``segstruct.features.topdown.boxes``); components too
+small or mostly void are "ignored" boxes, which count neither as hits nor as
+misses, as VOC's "difficult" objects do.
+"""
+from __future__ import annotations
+
+import numpy as np
+from joblib import Parallel, delayed
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from segstruct.datasets.voc import VOCDataset, class_index
+from segstruct.features.detection import ShapeDetector
+from segstruct.features.topdown.boxes import boxes_from_mask
+from segstruct.features.topdown.evaluation import average_precision
+
+
+def _detect_task(dataset_root, image_id, shape_detector, cls):
+    with threadpool_limits(1):
+        dataset = VOCDataset(dataset_root)
+        params = shape_detector.params
+        truths, ignored = boxes_from_mask(dataset.read_mask(image_id), cls, params.min_box_area,
+                                          params.max_void_fraction, return_ignored=True)
+        return shape_detector.detector.detect(dataset.read_image(image_id)), truths, ignored
+
+
+def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: str,
+                    n_jobs: int = 1, progress: bool = False) -> dict:
+    """VOC average precision of a class's detector on a split.
+
+    Parameters
+    ----------
+    dataset : VOCDataset
+    shape_detector : ShapeDetector of the class (trained on another split).
+    split : str, e.g. "val".
+    n_jobs : worker processes (joblib convention).
+    progress : show a progress bar.
+
+    Returns
+    -------
+    dict with "class", "split", "average_precision" (in [0, 1]; None when
+    the split has no box of the class), "n_images", "n_objects" (boxes that
+    count), "n_ignored", "n_detections" (all, after non-maximum suppression)
+    and "per_image": {image id: {"detections": (K, 6) [x0, y0, x1, y1, score,
+    component], "truths": (G, 4), "ignored": (J, 4)}} (arrays; the JSON
+    writer leaves them out).
+    """
+    cls = class_index(shape_detector.class_name)
+    ids = dataset.ids(split)
+    bar = tqdm(total=len(ids), desc=f"detections {shape_detector.class_name}", unit="img",
+               disable=not progress, leave=False)
+    results = []
+    try:
+        runner = Parallel(n_jobs=n_jobs, return_as="generator")
+        for out in runner(delayed(_detect_task)(dataset.root, i, shape_detector, cls)
+                          for i in ids):
+            results.append(out)
+            bar.update()
+    finally:
+        bar.close()
+    detections, truths, ignored = (list(x) for x in zip(*results)) if results else ([], [], [])
+    n_objects = int(sum(len(t) for t in truths))
+    ap = average_precision(detections, truths, ignored) if n_objects else None
+    return {"class": shape_detector.class_name, "split": split,
+            "average_precision": None if ap is None else float(ap),
+            "n_images": len(ids), "n_objects": n_objects,
+            "n_ignored": int(sum(len(j) for j in ignored)),
+            "n_detections": int(sum(len(d) for d in detections)),
+            "per_image": {i: {"detections": d, "truths": t, "ignored": j}
+                          for i, d, t, j in zip(ids, detections, truths, ignored)}}
+
+
+def best_images(report: dict, n: int) -> list[str]:
+    """Up to ``n`` image ids with objects, those with the most confident detection first."""
+    scored = [(-(float(v["detections"][0, 4]) if len(v["detections"]) else -np.inf), i)
+              for i, v in report["per_image"].items() if len(v["truths"])]
+    return [i for _, i in sorted(scored)[:n]]

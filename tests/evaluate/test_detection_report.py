@@ -1,0 +1,73 @@
+"""The detector's VOC average precision over a split, and its figure."""
+import numpy as np
+import pytest
+
+from segstruct.datasets import VOCDataset, class_index, make_synthetic_voc
+from segstruct.evaluate.detection import best_images, detector_report
+from segstruct.features.detection import ShapeDetector
+from segstruct.features.topdown.boxes import boxes_from_mask
+from segstruct.features.topdown.detector import DetectorParams
+from segstruct.features.topdown.shapes import AverageShapes
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=4, n_val=6)
+
+
+class Oracle:
+    """A stand-in detector that returns each image's true boxes (score 1),
+    shifted by ``shift`` pixels, plus ``extra`` false boxes scored 2."""
+
+    def __init__(self, dataset, shift=0, extra=0):
+        self.params = DetectorParams()
+        self.dataset, self.shift, self.extra = dataset, shift, extra
+        self.truths = {}
+        for i in dataset.ids("val"):
+            image = dataset.read_image(i)
+            self.truths[image.tobytes()] = boxes_from_mask(
+                dataset.read_mask(i), class_index("car"), self.params.min_box_area,
+                self.params.max_void_fraction)
+
+    def detect(self, image):
+        boxes = self.truths[image.tobytes()] + self.shift
+        out = [np.c_[boxes, np.ones(len(boxes)), np.zeros(len(boxes))]]
+        out += [np.array([[0, 0, 3, 3, 2.0, 1]])] * self.extra
+        return np.concatenate(out)[np.argsort(-np.concatenate(out)[:, 4], kind="stable")]
+
+
+def _shapes():
+    return AverageShapes([np.zeros((3, 3))] * 2, [np.zeros((0, 2, 2))] * 2, np.zeros(2, int))
+
+
+def test_perfect_detections_give_ap_one_and_false_ones_lower_it(data_root):
+    dataset = VOCDataset(data_root)
+    perfect = detector_report(dataset, ShapeDetector("car", Oracle(dataset), _shapes()), "val")
+    assert perfect["n_objects"] > 0 and perfect["average_precision"] == pytest.approx(1.0)
+    # one false positive ranked above all of an image's true ones, in every image
+    noisy = detector_report(dataset, ShapeDetector("car", Oracle(dataset, extra=1), _shapes()),
+                            "val", n_jobs=2)
+    assert 0 < noisy["average_precision"] < 1
+    # boxes moved far off their objects match nothing
+    off = detector_report(dataset, ShapeDetector("car", Oracle(dataset, shift=500), _shapes()),
+                          "val")
+    assert off["average_precision"] == 0.0
+    assert best_images(perfect, 2) and len(best_images(perfect, 2)) <= 2
+
+
+def test_detector_figure_draws_images_and_shapes(data_root):
+    from segstruct.report.figures import detector_figure
+    dataset = VOCDataset(data_root)
+    report = detector_report(dataset, ShapeDetector("car", Oracle(dataset), _shapes()), "val")
+    ids = best_images(report, 3)
+    panels = [{"image_id": i, "image": dataset.read_image(i), **report["per_image"][i]}
+              for i in ids]
+    shapes = AverageShapes([np.ones((4, 3)), np.zeros((3, 5))],
+                           [np.ones((2, 2, 2)), np.zeros((2, 2, 2))], np.array([3, 0]))
+    fig = detector_figure(panels, shapes, "caption")
+    images = [ax for ax in fig.axes if ax.images]
+    assert len(images) == len(ids) + 2 * 3          # images, then 2 x (root + 2 parts)
+    drawn = sum(len(ax.patches) for ax in fig.axes[:len(ids)])
+    expected = sum(len(report["per_image"][i]["truths"]) +
+                   min(3, len(report["per_image"][i]["detections"])) for i in ids)
+    assert drawn == expected

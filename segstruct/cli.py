@@ -92,8 +92,9 @@ def _add_feature_options(p: argparse.ArgumentParser) -> None:
                    help="descriptors sampled from the training split for the codebook's "
                         "k-means (default %(default)s)")
     g.add_argument("--codebook-split", default=None,
-                   help="split the codebook is learnt on (training data only; default: "
-                        "the training split)")
+                   help="split the codebook (and, with --top-down, each class's "
+                        "detector) is learnt on (training data only; default: the "
+                        "training split)")
     for block in ("sift", "colour", "position", "bias"):
         g.add_argument(f"--no-{block}", action="store_true",
                        help=f"switch the {block} unary block off")
@@ -127,11 +128,13 @@ def _check_feature_options(args) -> None:
             raise UsageError(f"{', '.join(unused)} set SLIC, but --superpixels is "
                              f"{args.superpixels}")
     if args.no_sift:
+        # --codebook-split also names the detector's training split
+        split_used = args.top_down or args.command == "detector"
         unused = [f for f, n, v in (("--words", "words", d.n_words),
                                     ("--codebook-descriptors", "codebook_descriptors",
                                      d.codebook_descriptors),
                                     ("--codebook-split", "codebook_split", None))
-                  if given(n, v)]
+                  if given(n, v) and not (n == "codebook_split" and split_used)]
         if unused:
             raise UsageError(f"{', '.join(unused)} set the SIFT codebook, but --no-sift "
                              "switches SIFT off")
@@ -610,8 +613,14 @@ def cmd_visualize(args) -> int:
 def cmd_detector(args) -> int:
     from segstruct.evaluate.detection import best_images, detector_report
     from segstruct.report.figures import detector_figure, save_figure
+    if args.figure_images < 1:
+        raise UsageError("--figure-images must be at least 1")
     dataset = _dataset(args)
     args.top_down = True           # the command is about the top-down block's detector
+    missing = sorted(set(args.images or ()) - set(dataset.ids(args.split)))
+    if missing:
+        raise DatasetError(f"image id(s) {', '.join(missing)} are not in split "
+                           f"{args.split!r} of {dataset.root}")
     extractor = _extractor(args, dataset)
     if _codebook_split(args) == args.split:
         raise UsageError(f"--split {args.split} is the split the detector is trained on; "

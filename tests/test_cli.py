@@ -296,11 +296,19 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
     assert config.detector is not None and doc["top_down"]["class"] == "car"
     assert load_shape_detector(model).params == config.detector
     out = tmp_path / "e.json"
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("evaluate trained a detector instead of using the model's")
+    from segstruct.features import detection
+    monkeypatch.setattr(detection, "train_detector", no_training)
     assert main(["evaluate", "--data", str(data_root), "--model", str(model), "--split",
                  "train", "--json", str(out), "--cache", str(tmp_path / "c2"),
                  "-q"]) == 0
     assert json.loads(out.read_text())["score"]["voc_iou_percent"] == pytest.approx(
         doc["train_score"]["voc_iou_percent"])
+    monkeypatch.undo()
+    monkeypatch.setattr(cli, "DetectorParams", lambda seed: DetectorParams(
+        n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=seed))
     assert main(["detector", "--data", str(data_root), "--class", "car", "--out",
                  str(tmp_path / "d"), *cache, *SMALL]) == 0
     record = json.loads((tmp_path / "d" / "detector-car.json").read_text())

@@ -77,14 +77,17 @@ def load_source(shared: Path, name: str, class_name: str, settings: SourceSettin
 
 def _loaded(name, class_name, dataset, cache, settings, model_path) -> Source:
     from segstruct.features.extraction import FeatureExtractor
-    from segstruct.io.persistence import load_model
+    from segstruct.io.persistence import load_model, load_shape_detector
 
     estimator, config, codebook, doc = load_model(model_path)
     if not estimator.pairwise:
         raise SystemExit(f"error: {model_path} is a unary-only model; the benchmark "
                          "needs pairwise potentials (a bl1/hamming/proposed model)")
+    shape_detector = load_shape_detector(model_path)
     extractor = FeatureExtractor(dataset, config, cache, n_jobs=settings.n_jobs,
-                                 progress=settings.progress, codebook=codebook)
+                                 progress=settings.progress, codebook=codebook,
+                                 detectors={doc["class"]: shape_detector} if shape_detector
+                                 else None)
     model_info = {"source": str(model_path), "class": doc.get("class"),
                   "dataset": doc.get("dataset"), "method": doc.get("method"),
                   "loss": repr(estimator.loss_)}

@@ -21,6 +21,8 @@ from segstruct.features.topdown.evaluation import average_precision
 
 def _detect_task(dataset_root, image_id, shape_detector, cls):
     with threadpool_limits(1):
+        import cv2
+        cv2.setNumThreads(1)           # joblib already runs one process per core
         dataset = VOCDataset(dataset_root)
         params = shape_detector.params
         truths, ignored = boxes_from_mask(dataset.read_mask(image_id), cls, params.min_box_area,

@@ -434,7 +434,9 @@ def unary_features(image: np.ndarray, segments: np.ndarray, config: FeatureConfi
 
     Returns
     -------
-    (N, config.n_unary) float64.
+    (N, D) float64: the class-independent blocks, D = ``config.n_unary``
+    less the top-down block's width (that block is per class: see
+    ``segstruct.features.extraction``).
     """
     n = int(segments.max()) + 1
     blocks = []

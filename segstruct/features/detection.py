@@ -125,7 +125,11 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
                 f"({len(ids)} images)")
         images = _Images(dataset, ids)
         masks = [dataset.read_mask(i) for i in ids]
-        detector = train_detector(images, masks, cls, params)
+        try:
+            detector = train_detector(images, masks, cls, params)
+        except ValueError as err:
+            raise ValueError(f"{class_name} detector on {dataset.name}/{split}: {err}; train "
+                             "without --top-down, or on a split with more objects") from err
         shapes = average_shapes(detector, images, masks, cls)
         arrays, settings = ShapeDetector(class_name, detector, shapes).to_arrays()
         arrays["settings"] = np.frombuffer(json.dumps(settings).encode(), np.uint8)
@@ -136,7 +140,10 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
     return ShapeDetector.from_arrays(arrays, settings)
 
 
-def top_down_key(image_digest: str, superpixels: dict, detector_digest: str) -> dict:
-    """Cache key of one image's top-down block."""
-    return {"image": image_digest, "superpixels": superpixels, "detector": detector_digest,
-            "version": TOP_DOWN_VERSION}
+def top_down_key(image_digest: str, segments: np.ndarray, detector_digest: str) -> dict:
+    """Cache key of one image's top-down block: the image, the superpixels it
+    is averaged over (by content, so a new segmentation never reuses an old
+    block) and the detector."""
+    segments = np.ascontiguousarray(segments)
+    return {"image": image_digest, "detector": detector_digest, "version": TOP_DOWN_VERSION,
+            "segments": [list(segments.shape), hashlib.sha256(segments.tobytes()).hexdigest()]}

@@ -172,22 +172,32 @@ def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir
 
 
 def _top_down_task(dataset_root, image_id, segments, shape_detector, detector_id,
-                   superpixels, cache_dir, cache_enabled):
+                   cache_dir, cache_enabled):
     """The top-down block of one image's superpixels, from the cache when possible."""
     with threadpool_limits(1):
         import cv2
         cv2.setNumThreads(1)
         dataset = VOCDataset(dataset_root)
         cache = ArrayCache(cache_dir, cache_enabled)
-        key = top_down_key(file_digest(dataset.image_path(image_id)), superpixels.to_dict(),
-                           detector_id)
+        key = top_down_key(file_digest(dataset.image_path(image_id)), segments, detector_id)
+        n = int(segments.max()) + 1
 
         def compute():
             block = topdown_features(shape_detector.detector, shape_detector.shapes,
                                      dataset.read_image(image_id), segments)
+            # before caching: a non-finite block must never be stored
+            check_finite_features(SuperpixelGraph(image_id, segments, np.zeros((0, 2)),
+                                                  np.zeros(0), block),
+                                  dataset.image_path(image_id))
             return {"top_down": block}
 
-        return cache.get_or_compute("top_down", key, compute)["top_down"]
+        block = cache.get_or_compute("top_down", key, compute)["top_down"]
+        if block.shape != (n, shape_detector.params.n_filters):
+            raise ValueError(f"image {image_id!r}: a top-down block of shape {block.shape} "
+                             f"for {n} superpixels came from the cache "
+                             f"{cache.path('top_down', key)}: delete that file, or run with "
+                             "--no-cache")
+        return block
 
 
 def check_finite_features(graph: "SuperpixelGraph", image_path=None, hint: str = "") -> None:
@@ -276,6 +286,7 @@ class FeatureExtractor:
         self.codebook_split = codebook_split
         self._codebook = None
         self._detectors = dict(detectors or {})
+        self._from_model = codebook is not None
         for name, sd in self._detectors.items():
             if sd.params != self.config.detector:
                 raise ValueError(f"the {name} detector's settings differ from the feature "
@@ -335,6 +346,11 @@ class FeatureExtractor:
         the one given, else trained on ``codebook_split`` (cached)."""
         if self.config.detector is None:
             raise ValueError("these feature settings have no top-down block (config.detector)")
+        if class_name not in self._detectors and self._from_model:
+            # a model's features must come from its own detector, never a new one
+            raise ValueError(f"the features are a trained model's (its codebook was given), "
+                             f"but no {class_name} detector was: pass the model's, "
+                             "segstruct.io.persistence.load_shape_detector(path)")
         if class_name not in self._detectors:
             say = (lambda text: tqdm.write(text)) if self.progress else None
             self._detectors[class_name] = train_shape_detector(
@@ -346,8 +362,7 @@ class FeatureExtractor:
         """Append the class's top-down block to every graph's unary features."""
         sd = self.shape_detector(class_name)
         args = [(self.dataset.root, g.image_id, g.segments, sd, sd.digest,
-                 self.config.superpixels, self.cache.directory, self.cache.enabled)
-                for g in graphs]
+                 self.cache.directory, self.cache.enabled) for g in graphs]
         blocks = _parallel_map(_top_down_task, args, self.n_jobs, self.progress,
                                f"top-down {class_name}")
         for graph, block in zip(graphs, blocks):

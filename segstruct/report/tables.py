@@ -68,9 +68,24 @@ def table_markdown(results: dict) -> str:
         f"{loss}; scope {s['scope']}; {c_text(s)}; proposed oracle {oracle}"
         f"{'' if s.get('polish', True) else ', no polish'}; node weights {node_weights}; "
         f"solver {s['solver']}, tol {s['tol']:g}, "
-        f"max_iter {s['max_iter']}; seed {results['seed']}; code "
+        f"max_iter {s['max_iter']}; seed {results['seed']}; "
+        f"{_features_text(results.get('features') or {})}; code "
         f"{', '.join(versions) or results['code_version']}.\n")
     return out.getvalue()
+
+
+def _features_text(features: dict) -> str:
+    """The unary blocks in use, e.g. "features sift (1000 words), colour, ...,
+    top-down (14 detector filters)"."""
+    blocks = [f"sift ({features.get('n_words')} words)" if features.get("sift", True) else None,
+              "colour" if features.get("colour", True) else None,
+              "position" if features.get("position", True) else None,
+              "bias" if features.get("bias", True) else None]
+    detector = features.get("detector")
+    if detector:
+        blocks.append(f"top-down ({detector['n_components'] * (1 + detector['n_parts'])} "
+                      "detector filters)")
+    return "features " + ", ".join(b for b in blocks if b)
 
 
 def _chosen_C_table(out, results: dict) -> None:

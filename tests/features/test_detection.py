@@ -117,7 +117,7 @@ def test_shape_detector_round_trip(data_root, cache_dir):
     np.testing.assert_array_equal(back.detector.detect(image), sd.detector.detect(image))
 
 
-def test_model_file_carries_the_detector(data_root, cache_dir, tmp_path):
+def test_model_file_carries_the_detector(data_root, cache_dir, tmp_path, firing, monkeypatch):
     from segstruct.io.persistence import (ModelFileError, load_model, load_shape_detector,
                                           save_model)
     from segstruct.learn.methods import estimator_for
@@ -125,7 +125,7 @@ def test_model_file_carries_the_detector(data_root, cache_dir, tmp_path):
     train = extractor.examples("train", "car")
     svm = estimator_for("bl1", max_iter=20).fit([e.graph for e in train],
                                                 [e.pixel_counts for e in train])
-    sd = extractor.shape_detector("car")
+    sd = firing
     with pytest.raises(ValueError, match="needs the detector"):
         save_model(tmp_path / "m", svm, TOP_DOWN, extractor.codebook()[0], {"class": "car"})
     save_model(tmp_path / "m", svm, TOP_DOWN, extractor.codebook()[0], {"class": "car"},
@@ -134,11 +134,20 @@ def test_model_file_carries_the_detector(data_root, cache_dir, tmp_path):
     assert config == TOP_DOWN
     back = load_shape_detector(tmp_path / "m")
     assert back.digest == sd.digest
-    # a new extractor given the model's detector makes the same features without training
+    # a new extractor given the model's detector makes the same features without
+    # training; given none, it refuses rather than train another
+    def no_training(*args, **kwargs):
+        raise AssertionError("a detector was trained")
+    monkeypatch.setattr(detection, "train_detector", no_training)
     fresh = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c2"),
                              progress=False, codebook=codebook, detectors={"car": back})
     val = fresh.examples("val", "car")
-    ref = extractor.examples("val", "car")
+    ref = _extractor(data_root, cache_dir, detectors={"car": firing}).examples("val", "car")
+    assert all(ex.graph.unary[:, BOTTOM_UP.n_unary:].any() for ex in val)
+    without = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c3"),
+                               progress=False, codebook=codebook)
+    with pytest.raises(ValueError, match="no car detector was"):
+        without.examples("val", "car")
     for a, b in zip(val, ref):
         np.testing.assert_allclose(a.graph.unary, b.graph.unary)
     np.testing.assert_array_equal(np.concatenate(loaded.predict([e.graph for e in val])),
@@ -160,7 +169,25 @@ def test_detector_given_with_other_settings_is_refused(data_root, cache_dir):
         FeatureExtractor(VOCDataset(data_root), other, progress=False, detectors={"car": sd})
 
 
-def test_top_down_cache_key_names_the_detector():
-    a = detection.top_down_key("img", {"min_size": 1}, "d1")
-    b = detection.top_down_key("img", {"min_size": 1}, "d2")
-    assert key_digest(a) != key_digest(b)
+def test_top_down_cache_entries_are_per_detector_and_per_segmentation(
+        data_root, cache_dir, firing):
+    quiet = _extractor(data_root, cache_dir).examples("val", "car")     # fires nowhere
+    loud = _extractor(data_root, cache_dir, detectors={"car": firing}).examples("val", "car")
+    n = BOTTOM_UP.n_unary
+    assert all(not ex.graph.unary[:, n:].any() for ex in quiet)
+    assert all(ex.graph.unary[:, n:].any() for ex in loud)
+    ex = loud[0].graph
+    key = detection.top_down_key("img", ex.segments, firing.digest)
+    assert key_digest(key) != key_digest(detection.top_down_key("img", ex.segments, "other"))
+    moved = ex.segments.copy()
+    moved[0, 0] = moved.max()          # another segmentation of the same image
+    assert key_digest(key) != key_digest(detection.top_down_key("img", moved, firing.digest))
+
+
+def test_too_few_objects_is_a_clear_error(tmp_path):
+    from segstruct.features.topdown.training import train_detector
+    image = np.full((80, 100, 3), 90, np.uint8)
+    mask = np.zeros((80, 100), np.uint8)
+    mask[10:60, 20:55] = 7               # one car: mirrored, two boxes of one shape
+    with pytest.raises(ValueError, match=r"too few objects of class 7.*\[0, 2\] per comp"):
+        train_detector([image], [mask], 7, FAST)

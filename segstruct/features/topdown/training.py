@@ -355,16 +355,24 @@ def train_detector(images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
     Raises
     ------
     ValueError
-        When the masks hold fewer positives than components.
+        When some component gets no positive box (too few objects of the
+        class, or all of one aspect ratio).
     """
     params = params or DetectorParams()
     start = time.perf_counter()
     rng = np.random.default_rng(params.seed)
     positives, objects, _ = collect_objects(masks, class_index, params)
-    if len(positives) < params.n_components:
-        raise ValueError(f"only {len(positives)} positive boxes of class {class_index}; "
-                         f"need at least {params.n_components}")
-    assign = _split_components(positives, params.n_components)
+    assign = (_split_components(positives, params.n_components) if positives
+              else np.zeros(0, np.int64))
+    per_component = np.bincount(assign, minlength=params.n_components)
+    if len(positives) < params.n_components or (per_component == 0).any():
+        # mirrored positives share their original's aspect ratio, so a single
+        # object (or objects of one shape) leaves a component empty
+        raise ValueError(
+            f"too few objects of class {class_index} to train a detector: "
+            f"{len(positives)} positive boxes (mirrors included) of at least "
+            f"{params.min_box_area} pixels, {per_component.tolist()} per component; "
+            f"each of the {params.n_components} components needs one")
     groups = []
     for k in range(params.n_components):
         idx = np.flatnonzero(assign == k)

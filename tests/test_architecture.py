@@ -173,3 +173,20 @@ def test_allowed_imports_pass_the_checker():
                       "from .compare import Comparison\nfrom segstruct.inference import bl2\n") == []
     assert violations("segstruct.io.provenance", "segstruct.io",
                       "from segstruct._version import __version__\n") == []
+
+
+def test_every_package_folder_is_installed():
+    """pyproject.toml lists the packages one by one (inference/ and datasets/
+    install under segstruct.): a new folder left out of the list is missing
+    from a regular install, though an editable one hides it."""
+    import re
+    text = (ROOT / "pyproject.toml").read_text()
+    start = text.index("packages = [")
+    listed = set(re.findall(r'"([\w.]+)"', text[start:text.index("]", start)]))
+    found = set()
+    for top, name in (("segstruct", "segstruct"), ("inference", "segstruct.inference"),
+                      ("datasets", "segstruct.datasets")):
+        for init in (ROOT / top).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT / top).parts
+            found.add(".".join((name, *parts)))
+    assert found == listed

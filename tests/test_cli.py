@@ -310,7 +310,7 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
     monkeypatch.setattr(cli, "DetectorParams", lambda seed: DetectorParams(
         n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=seed))
     assert main(["detector", "--data", str(data_root), "--class", "car", "--out",
-                 str(tmp_path / "d"), *cache, *SMALL]) == 0
+                 str(tmp_path / "d"), "-j", "2", *cache, *SMALL]) == 0
     record = json.loads((tmp_path / "d" / "detector-car.json").read_text())
     assert record["split"] == "val" and record["features"]["detector"]["n_parts"] == 0
     assert (tmp_path / "d" / "detector-car.png").stat().st_size > 0

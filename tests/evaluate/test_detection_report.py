@@ -46,7 +46,7 @@ def test_perfect_detections_give_ap_one_and_false_ones_lower_it(data_root):
     assert perfect["n_objects"] > 0 and perfect["average_precision"] == pytest.approx(1.0)
     # one false positive ranked above all of an image's true ones, in every image
     noisy = detector_report(dataset, ShapeDetector("car", Oracle(dataset, extra=1), _shapes()),
-                            "val", n_jobs=2)
+                            "val")
     assert 0 < noisy["average_precision"] < 1
     # boxes moved far off their objects match nothing
     off = detector_report(dataset, ShapeDetector("car", Oracle(dataset, shift=500), _shapes()),

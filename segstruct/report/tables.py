@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 
+from segstruct.features.descriptors import FeatureConfig
 from segstruct.learn.methods import c_text
 
 __all__ = ["fmt", "table_markdown", "table_csv"]
@@ -75,17 +76,12 @@ def table_markdown(results: dict) -> str:
 
 
 def _features_text(features: dict) -> str:
-    """The unary blocks in use, e.g. "features sift (1000 words), colour, ...,
-    top-down (14 detector filters)"."""
-    blocks = [f"sift ({features.get('n_words')} words)" if features.get("sift", True) else None,
-              "colour" if features.get("colour", True) else None,
-              "position" if features.get("position", True) else None,
-              "bias" if features.get("bias", True) else None]
-    detector = features.get("detector")
-    if detector:
-        blocks.append(f"top-down ({detector['n_components'] * (1 + detector['n_parts'])} "
-                      "detector filters)")
-    return "features " + ", ".join(b for b in blocks if b)
+    """The unary blocks in use, e.g. "features sift (1000), colour (6), ...,
+    top_down (14)": name and width, as ``FeatureConfig.unary_blocks`` gives them."""
+    if not features:
+        return "features not recorded"
+    blocks = FeatureConfig.from_dict(features).unary_blocks()
+    return "features " + ", ".join(f"{name} ({width})" for name, width in blocks)
 
 
 def _chosen_C_table(out, results: dict) -> None:

@@ -184,7 +184,7 @@ def test_top_down_cache_entries_are_per_detector_and_per_segmentation(
     assert key_digest(key) != key_digest(detection.top_down_key("img", moved, firing.digest))
 
 
-def test_too_few_objects_is_a_clear_error(tmp_path):
+def test_too_few_objects_is_a_clear_error():
     from segstruct.features.topdown.training import train_detector
     image = np.full((80, 100, 3), 90, np.uint8)
     mask = np.zeros((80, 100), np.uint8)

@@ -92,17 +92,22 @@ def _add_feature_options(p: argparse.ArgumentParser) -> None:
                    help="descriptors sampled from the training split for the codebook's "
                         "k-means (default %(default)s)")
     g.add_argument("--codebook-split", default=None,
-                   help="split the codebook (and, with --top-down, each class's "
-                        "detector) is learnt on (training data only; default: the "
+                   help="split the codebook and each class's detector (top-down "
+                        "block) are learnt on (training data only; default: the "
                         "training split)")
     for block in ("sift", "colour", "position", "bias"):
         g.add_argument(f"--no-{block}", action="store_true",
                        help=f"switch the {block} unary block off")
+    g.add_argument("--no-top-down", action="store_true",
+                   help="switch the top-down unary block off. It is on by default: per "
+                        "class, an object detector (HOG root and part filters) trained on "
+                        "the training split, and per superpixel the object shapes its "
+                        "detections vote for (the paper's Sec. 5); trained once per class "
+                        "and cached")
+    # the switch of the days the block was off by default, kept so that
+    # recorded commands still run
     g.add_argument("--top-down", action="store_true",
-                   help="add the top-down unary block: per class, an object detector "
-                        "(HOG root and part filters) trained on the training split, and "
-                        "per superpixel the object shapes its detections vote for (the "
-                        "paper's Sec. 5); trained once per class and cached")
+                   help="the top-down block on (the default; contradicts --no-top-down)")
     g.add_argument("--seed", type=int, default=d.seed,
                    help="random seed of the codebook's descriptor sample and k-means, and "
                         "of the --C auto folds and the figures' images where the command "
@@ -127,9 +132,11 @@ def _check_feature_options(args) -> None:
         if unused:
             raise UsageError(f"{', '.join(unused)} set SLIC, but --superpixels is "
                              f"{args.superpixels}")
+    if args.top_down and args.no_top_down:
+        raise UsageError("--top-down and --no-top-down contradict each other; give one")
     if args.no_sift:
         # --codebook-split also names the detector's training split
-        split_used = args.top_down or args.command == "detector"
+        split_used = not args.no_top_down
         unused = [f for f, n, v in (("--words", "words", d.n_words),
                                     ("--codebook-descriptors", "codebook_descriptors",
                                      d.codebook_descriptors),
@@ -149,7 +156,7 @@ def _feature_config(args) -> FeatureConfig:
                          position=not args.no_position, bias=not args.no_bias,
                          n_words=args.words,
                          codebook_descriptors=args.codebook_descriptors, seed=args.seed,
-                         detector=DetectorParams(seed=args.seed) if args.top_down else None)
+                         detector=None if args.no_top_down else DetectorParams(seed=args.seed))
 
 
 def _dataset(args) -> VOCDataset:
@@ -177,7 +184,7 @@ def _extractor(args, dataset, config=None, codebook=None, detectors=None) -> Fea
                                 codebook_split=_codebook_split(args))
     return FeatureExtractor(dataset, config, cache, n_jobs=args.n_jobs,
                             progress=show_progress(args), codebook=codebook,
-                            detectors=detectors)
+                            detectors=detectors, from_model=True)
 
 
 def _model_detectors(paths, doc) -> dict:
@@ -280,6 +287,12 @@ def cmd_inspect(args) -> int:
 def cmd_features(args) -> int:
     if args.top_down and not args.class_name:
         raise UsageError("--top-down features are per class: give --class")
+    if not args.class_name and not args.no_top_down:
+        # the bottom-up blocks are shared by every class; the top-down one is not
+        args.no_top_down = True
+        if not args.quiet:
+            print("no --class given: bottom-up features only (the top-down block is per "
+                  "class)", file=sys.stderr)
     dataset = _dataset(args)
     extractor = _extractor(args, dataset)
     start = time.perf_counter()
@@ -545,9 +558,12 @@ def cmd_compare(args) -> int:
     _check_cv_size(args, dataset, args.split_train)
     extractor = _extractor(args, dataset)
     classes = args.classes or classes_in(dataset, args.split_train)
+    # "every class" leaves out a class too small for a detector; a class asked
+    # for by name stops the run instead
     comparison = Comparison(extractor, classes, args.methods, _settings(args), args.out,
                             train_split=args.split_train, eval_split=args.split_eval,
-                            seed=args.seed, progress=show_progress(args))
+                            seed=args.seed, progress=show_progress(args),
+                            skip_few_objects=args.classes is None)
     start = time.perf_counter()
     comparison.run(figures=not args.no_figures, figure_images=args.figure_images,
                    figure_ids=args.figure_ids)
@@ -615,8 +631,10 @@ def cmd_detector(args) -> int:
     from segstruct.report.figures import detector_figure, save_figure
     if args.figure_images < 1:
         raise UsageError("--figure-images must be at least 1")
+    if args.no_top_down:
+        raise UsageError("--no-top-down switches off the block whose detector this "
+                         "command reports")
     dataset = _dataset(args)
-    args.top_down = True           # the command is about the top-down block's detector
     missing = sorted(set(args.images or ()) - set(dataset.ids(args.split)))
     if missing:
         raise DatasetError(f"image id(s) {', '.join(missing)} are not in split "

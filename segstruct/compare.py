@@ -17,7 +17,13 @@ Layout of an output folder ``DIR``::
 
 A pair whose record exists is not trained again, and a pair interrupted
 mid-training continues from its checkpoint; a record made with other
-settings is an error rather than silently mixed into the table.
+settings (or, with the top-down block, another detector) is an error rather
+than silently mixed into the table.
+
+With the top-down block, every class's detector is trained (or read from the
+cache) before any pair: a class with too few objects for a detector stops the
+run at once, or, with ``skip_few_objects``, is left out of the table with
+the reason.
 """
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ import numpy as np
 
 from segstruct.datasets import VOCDataset, class_index
 from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.topdown.training import TooFewObjects
 from segstruct.features.superpixels import paint
 from segstruct.inference.losses import totals
 from segstruct.io.files import write_json, write_text
@@ -69,11 +76,20 @@ class Comparison:
         (the feature seed is the extractor's config seed).
     progress : show progress bars while training.
     say : called with one line of text per event (e.g. ``print``).
+    skip_few_objects : with the top-down block, leave out (and name in the
+        results) a class whose training split has too few objects to train
+        its detector, instead of stopping the run (for "every class of a
+        data set"; a class asked for by name should stop it).
+
+    Attributes
+    ----------
+    skipped : dict, class name -> why it was left out (filled by ``run``).
     """
 
     def __init__(self, extractor: FeatureExtractor, classes, methods,
                  settings: TrainingSettings, out_dir, train_split="train", eval_split="val",
-                 seed=0, progress=True, say: Callable[[str], None] = print):
+                 seed=0, progress=True, say: Callable[[str], None] = print,
+                 skip_few_objects=False):
         self.extractor = extractor
         self.dataset = extractor.dataset
         self.classes = list(classes)
@@ -85,6 +101,8 @@ class Comparison:
         self.seed = seed
         self.progress = progress
         self.say = say
+        self.skip_few_objects = skip_few_objects
+        self.skipped: dict[str, str] = {}
         self._identity = None
         self._check()
 
@@ -146,6 +164,8 @@ class Comparison:
             return None
         mine = self.identity()
         differing = [k for k in mine if record.get("identity", {}).get(k) != mine[k]]
+        if record.get("detector") != self._detector_digest(class_name):
+            differing.append(f"the {class_name} detector")
         if differing:
             raise ValueError(
                 f"{path} was made with other settings ({', '.join(differing)} differ): "
@@ -169,9 +189,13 @@ class Comparison:
                 raise ValueError(f"--figure-ids {', '.join(missing)} are not in split "
                                  f"{self.eval_split!r} of {self.dataset.root}")
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        pending = [(c, m) for c in self.classes for m in self.methods
+        self._train_detectors()
+        classes = self.compared_classes
+        if not classes:
+            raise ValueError(f"no class to compare: {'; '.join(self.skipped.values())}")
+        pending = [(c, m) for c in classes for m in self.methods
                    if self._load_record(c, m) is None]
-        done = len(self.classes) * len(self.methods) - len(pending)
+        done = len(classes) * len(self.methods) - len(pending)
         if done:
             self.say(f"{done} (class, method) pair(s) already finished in {self.out_dir}; "
                      "not training them again")
@@ -199,6 +223,33 @@ class Comparison:
             for path in self.figures(figure_images, figure_ids):
                 self.say(f"wrote {path}")
         return results
+
+    @property
+    def compared_classes(self) -> list:
+        """The classes of the table: ``classes`` less the ``skipped``."""
+        return [c for c in self.classes if c not in self.skipped]
+
+    def _train_detectors(self):
+        """With the top-down block, every class's detector, before any pair: a
+        class that cannot have one stops the run now rather than hours in (or,
+        with ``skip_few_objects``, is skipped, with the reason)."""
+        if self.extractor.config.detector is None:
+            return
+        for class_name in self.classes:
+            try:
+                self.extractor.shape_detector(class_name)
+            except TooFewObjects as err:
+                if not self.skip_few_objects:
+                    raise
+                self.skipped[class_name] = str(err)
+                self.say(f"skipping {class_name}: {err}")
+
+    def _detector_digest(self, class_name) -> str | None:
+        """The class's detector by content (None without the top-down block):
+        a record made with another detector is not this run's."""
+        if self.extractor.config.detector is None:
+            return None
+        return self.extractor.shape_detector(class_name).digest
 
     def _check_classes_present(self, classes):
         """Refuse, before any training, a class the training split cannot teach."""
@@ -248,6 +299,7 @@ class Comparison:
             "n_train_images": len(train), "n_eval_images": len(evaluation),
             "train_score": train_score, "eval_score": eval_score, "diagnosis": diagnosis,
             "eval_seconds": time.perf_counter() - start,
+            "detector": self._detector_digest(class_name),
             "model": str(trained.path.relative_to(self.out_dir)),
             "training_log": str(trained.log_path.relative_to(self.out_dir)),
             "identity": self.identity(),
@@ -272,14 +324,15 @@ class Comparison:
 
     # ------------------------------------------------------------------ results
     def results(self) -> dict:
-        records = [self._load_record(c, m) for c in self.classes for m in self.methods]
+        classes = self.compared_classes
+        records = [self._load_record(c, m) for c in classes for m in self.methods]
         records = [r for r in records if r is not None]
-        iou = {c: {m: None for m in self.methods} for c in self.classes}
+        iou = {c: {m: None for m in self.methods} for c in classes}
         for r in records:
             iou[r["class"]][r["method"]] = r["eval_score"]["voc_iou_percent"]
         mean = {}
         for m in self.methods:
-            values = [iou[c][m] for c in self.classes]
+            values = [iou[c][m] for c in classes]
             # a class whose IoU is undefined (no positives, none predicted) has no say
             values = [v for v in values if v is not None]
             mean[m] = float(np.mean(values)) if values else None
@@ -287,7 +340,7 @@ class Comparison:
             "format": RESULTS_FORMAT, "format_version": 1,
             "dataset": self.dataset.name, "data_root": str(self.dataset.root),
             "train_split": self.train_split, "eval_split": self.eval_split,
-            "classes": self.classes, "methods": self.methods,
+            "classes": classes, "skipped": self.skipped, "methods": self.methods,
             "settings": self.settings.to_dict(), "seed": self.seed,
             "features": self.extractor.config.to_dict(),
             "code_version": code_version(), "machine": machine(),
@@ -313,7 +366,7 @@ class Comparison:
         from segstruct.report.figures import cv_figure, loss_surface_figure, save_figure, training_figure
         fig_dir = self.out_dir / "figures"
         written = []
-        for class_name in self.classes:
+        for class_name in self.compared_classes:
             records = {m: self._load_record(class_name, m) for m in self.methods}
             records = {m: r for m, r in records.items() if r is not None}
             logs = {m: json.loads((self.out_dir / r["training_log"]).read_text())

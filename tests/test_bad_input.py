@@ -27,7 +27,10 @@ from segstruct.learn.methods import estimator_for
 from segstruct.learn.ssvm import StructuredSVM
 from segstruct.model import Graph
 
-SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
+# the top-down block (on by default) costs a detector per class; these tests are
+# about other things (the top-down ones switch it on)
+SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
+         "--fz-min-size", "400", "-q"]
 CAR = 7
 
 
@@ -504,6 +507,7 @@ def test_decomposition_master_turning_infeasible(monkeypatch):
 # ------------------------------------------------------- command-line options
 @pytest.mark.parametrize("extra, words", [
     (["--no-cache", "--cache", "x"], "contradict"),
+    (["--top-down"], "contradict"),        # SMALL says --no-top-down
     (["--n-jobs", "0"], "--n-jobs"),
     (["--method", "bl1", "--loss", "iou"], "does not apply"),
     (["--method", "bl2", "--node-weights", "area"], "count"),

@@ -10,7 +10,10 @@ import pytest
 from segstruct.cli import build_parser, inspect_report, main
 from segstruct.datasets import VOCDataset, make_synthetic_voc
 
-SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "400", "-q"]
+# the top-down block (on by default) costs a detector per class; these tests are
+# about other things (the top-down ones switch it on)
+SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
+         "--fz-min-size", "400", "-q"]
 
 
 @pytest.fixture(scope="module")
@@ -274,9 +277,33 @@ def test_earlier_option_names_still_parse():
     assert (args.inference, args.node_weights) == (None, "count")
 
 
+def test_top_down_block_is_on_by_default(data_root, tmp_path, capsys):
+    from segstruct.cli import _feature_config
+    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.topdown.detector import DetectorParams
+    train = ["train", "--class", "car", "--out", "m", "--seed", "4"]
+    parse = build_parser().parse_args
+    assert _feature_config(parse(train)).detector == DetectorParams(seed=4)
+    assert _feature_config(parse([*train, "--no-top-down"])).detector is None
+    # the switch of the days it was off by default still parses (and changes nothing)
+    assert _feature_config(parse([*train, "--top-down"])).detector == DetectorParams(seed=4)
+    # features without a class: the bottom-up blocks only, said so, no detector
+    cache = ["--cache", str(tmp_path / "c")]
+    assert main(["features", "--data", str(data_root), *cache,
+                 *[a for a in SMALL if a not in ("--no-top-down", "-q")]]) == 0
+    out = capsys.readouterr()
+    bottom_up = FeatureConfig(n_words=16).n_unary
+    assert "bottom-up features only" in out.err and f"unary dim {bottom_up}," in out.out
+    assert not (tmp_path / "c" / "detector").exists()
+    with pytest.raises(SystemExit) as exc:
+        main(["detector", "--data", str(data_root), "--class", "car", *cache, *SMALL])
+    assert exc.value.code == 2 and "--no-top-down" in capsys.readouterr().err
+
+
 def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monkeypatch, capsys):
-    """--top-down end to end with cheap detector settings: the model carries its
-    detector, evaluate scores it as training did, and detector reports the AP."""
+    """The top-down block (on by default) end to end with cheap detector
+    settings: the model carries its detector, evaluate scores it as training
+    did, and detector reports the AP."""
     import json
 
     from segstruct import cli
@@ -286,12 +313,13 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
     monkeypatch.setattr(cli, "DetectorParams", lambda seed: DetectorParams(
         n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=seed))
     cache = ["--cache", str(tmp_path / "c")]
+    small = [a for a in SMALL if a != "--no-top-down"]    # the block is on by default
     with pytest.raises(SystemExit):
-        main(["features", "--data", str(data_root), "--top-down", *cache, *SMALL])
+        main(["features", "--data", str(data_root), "--top-down", *cache, *small])
     assert "give --class" in capsys.readouterr().err
     model = tmp_path / "m"
-    assert main(["train", "--data", str(data_root), "--class", "car", "--top-down",
-                 "--out", str(model), "--max-iter", "30", *cache, *SMALL]) == 0
+    assert main(["train", "--data", str(data_root), "--class", "car",
+                 "--out", str(model), "--max-iter", "30", *cache, *small]) == 0
     _, config, _, doc = load_model(model)
     assert config.detector is not None and doc["top_down"]["class"] == "car"
     assert load_shape_detector(model).params == config.detector
@@ -310,7 +338,7 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
     monkeypatch.setattr(cli, "DetectorParams", lambda seed: DetectorParams(
         n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=seed))
     assert main(["detector", "--data", str(data_root), "--class", "car", "--out",
-                 str(tmp_path / "d"), "-j", "2", *cache, *SMALL]) == 0
+                 str(tmp_path / "d"), "-j", "2", *cache, *small]) == 0
     record = json.loads((tmp_path / "d" / "detector-car.json").read_text())
     assert record["split"] == "val" and record["features"]["detector"]["n_parts"] == 0
     assert (tmp_path / "d" / "detector-car.png").stat().st_size > 0

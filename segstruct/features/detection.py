@@ -19,10 +19,11 @@ from segstruct.datasets.voc import VOCDataset, class_index
 from segstruct.features.cache import ArrayCache, canonical_json, file_digest
 from segstruct.features.topdown.detector import Detector, DetectorParams
 from segstruct.features.topdown.shapes import AverageShapes, average_shapes
-from segstruct.features.topdown.training import train_detector
+from segstruct.features.topdown.training import TooFewObjects, train_detector
 
-# Bump when the meaning of a cached detector or top-down block changes.
-TOP_DOWN_VERSION = 1
+# Bump when the meaning of a cached detector or top-down block changes (2: the
+# average shapes are cropped under unclipped root boxes).
+TOP_DOWN_VERSION = 2
 
 _DETECTOR = "detector."
 _SHAPES = "shapes."
@@ -110,7 +111,7 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
 
     Raises
     ------
-    ValueError
+    TooFewObjects (a ValueError)
         When the split holds too few objects of the class to train on.
     """
     cls = class_index(class_name)
@@ -127,9 +128,10 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
         masks = [dataset.read_mask(i) for i in ids]
         try:
             detector = train_detector(images, masks, cls, params)
-        except ValueError as err:
-            raise ValueError(f"{class_name} detector on {dataset.name}/{split}: {err}; train "
-                             "without --top-down, or on a split with more objects") from err
+        except TooFewObjects as err:
+            raise TooFewObjects(f"{class_name} detector on {dataset.name}/{split}: {err}; "
+                                "train without the top-down block (--no-top-down), or on a "
+                                "split with more objects") from err
         shapes = average_shapes(detector, images, masks, cls)
         arrays, settings = ShapeDetector(class_name, detector, shapes).to_arrays()
         arrays["settings"] = np.frombuffer(json.dumps(settings).encode(), np.uint8)

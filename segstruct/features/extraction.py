@@ -156,8 +156,7 @@ def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir
                                            graph.boundary / config.boundary_unit,
                                            config.tau1, config.tau2)
             # before caching: a non-finite result must never be stored
-            check_finite_features(SuperpixelGraph(image_id, graph.segments, graph.edges,
-                                                  graph.boundary, unary, pairwise),
+            check_finite_features(image_id, {"unary": unary, "pairwise": pairwise},
                                   dataset.image_path(image_id))
             return {"unary": unary, "pairwise": pairwise}
 
@@ -165,7 +164,8 @@ def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir
         graph.unary, graph.pairwise = feats["unary"], feats["pairwise"]
         # Checked after the cache too: an entry written by other code is
         # refused here rather than turning into NaN weights in training.
-        check_finite_features(graph, dataset.image_path(image_id),
+        check_finite_features(image_id, {"unary": graph.unary, "pairwise": graph.pairwise},
+                              dataset.image_path(image_id),
                               hint=f"; they came from the cache {cache.path('features', key)}: "
                                    "delete that file, or run with --no-cache")
         return graph
@@ -186,9 +186,7 @@ def _top_down_task(dataset_root, image_id, segments, shape_detector, detector_id
             block = topdown_features(shape_detector.detector, shape_detector.shapes,
                                      dataset.read_image(image_id), segments)
             # before caching: a non-finite block must never be stored
-            check_finite_features(SuperpixelGraph(image_id, segments, np.zeros((0, 2)),
-                                                  np.zeros(0), block),
-                                  dataset.image_path(image_id))
+            check_finite_features(image_id, {"top-down": block}, dataset.image_path(image_id))
             return {"top_down": block}
 
         block = cache.get_or_compute("top_down", key, compute)["top_down"]
@@ -200,14 +198,23 @@ def _top_down_task(dataset_root, image_id, segments, shape_detector, detector_id
         return block
 
 
-def check_finite_features(graph: "SuperpixelGraph", image_path=None, hint: str = "") -> None:
+def check_finite_features(image_id: str, blocks: dict, image_path=None,
+                          hint: str = "") -> None:
     """Raise ValueError naming the image if any feature is NaN or infinite.
 
     The features are finite by construction (empty superpixels and
     histograms are guarded), so this is a last line of defence that stops a
     run with the image's name instead of training on NaN.
+
+    Parameters
+    ----------
+    image_id : str
+    blocks : dict, name -> (N, D) float array (or None, skipped), e.g.
+        ``{"unary": ..., "pairwise": ...}``.
+    image_path : path named in the message, optional.
+    hint : str appended to the message.
     """
-    for name, values in (("unary", graph.unary), ("pairwise", graph.pairwise)):
+    for name, values in blocks.items():
         if values is None:
             continue
         bad = ~np.isfinite(values)
@@ -215,7 +222,7 @@ def check_finite_features(graph: "SuperpixelGraph", image_path=None, hint: str =
             rows, cols = np.nonzero(bad)
             where = f" ({image_path})" if image_path is not None else ""
             raise ValueError(
-                f"image {graph.image_id!r}{where}: {int(bad.sum())} non-finite {name} "
+                f"image {image_id!r}{where}: {int(bad.sum())} non-finite {name} "
                 f"feature value(s), first at superpixel {rows[0]}, column {cols[0]}{hint}")
 
 
@@ -271,13 +278,17 @@ class FeatureExtractor:
         features of new data match the ones it was trained on).
     detectors : dict of class name -> ShapeDetector, optional
         Detectors to use instead of training them (a trained model's).
+    from_model : bool
+        The features of a trained model: its codebook and detectors must be
+        given, never learnt anew (also implied by giving a codebook).
     """
 
     def __init__(self, dataset: VOCDataset, config: F.FeatureConfig | None = None,
                  cache: ArrayCache | None = None, n_jobs: int = 1,
                  progress: bool = True, codebook_split: str = "train",
                  codebook: np.ndarray | None = None,
-                 detectors: dict[str, ShapeDetector] | None = None):
+                 detectors: dict[str, ShapeDetector] | None = None,
+                 from_model: bool = False):
         self.dataset = dataset
         self.config = config or F.FeatureConfig()
         self.cache = cache if cache is not None else ArrayCache()
@@ -286,7 +297,7 @@ class FeatureExtractor:
         self.codebook_split = codebook_split
         self._codebook = None
         self._detectors = dict(detectors or {})
-        self._from_model = codebook is not None
+        self._from_model = from_model or codebook is not None
         for name, sd in self._detectors.items():
             if sd.params != self.config.detector:
                 raise ValueError(f"the {name} detector's settings differ from the feature "
@@ -309,6 +320,9 @@ class FeatureExtractor:
         """
         if self._codebook is not None:
             return self._codebook
+        if self._from_model:
+            raise ValueError("the features are a trained model's, but its codebook was not "
+                             "given: pass the model's (load_model returns it)")
         cfg = self.config
         ids = self.dataset.ids(self.codebook_split)
         rng = np.random.default_rng(cfg.seed)
@@ -348,9 +362,9 @@ class FeatureExtractor:
             raise ValueError("these feature settings have no top-down block (config.detector)")
         if class_name not in self._detectors and self._from_model:
             # a model's features must come from its own detector, never a new one
-            raise ValueError(f"the features are a trained model's (its codebook was given), "
-                             f"but no {class_name} detector was: pass the model's, "
-                             "segstruct.io.persistence.load_shape_detector(path)")
+            raise ValueError(f"the features are a trained model's, but its {class_name} "
+                             "detector was not given: pass the model's "
+                             "(segstruct.load_shape_detector(path))")
         if class_name not in self._detectors:
             say = (lambda text: tqdm.write(text)) if self.progress else None
             self._detectors[class_name] = train_shape_detector(
@@ -367,7 +381,8 @@ class FeatureExtractor:
                                f"top-down {class_name}")
         for graph, block in zip(graphs, blocks):
             graph.unary = np.hstack([graph.unary, block])
-            check_finite_features(graph, self.dataset.image_path(graph.image_id))
+            check_finite_features(graph.image_id, {"unary": graph.unary},
+                                  self.dataset.image_path(graph.image_id))
 
     # -- graphs -------------------------------------------------------------
     def graphs(self, split: str | None = None, ids: Iterable[str] | None = None,

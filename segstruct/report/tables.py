@@ -56,6 +56,8 @@ def table_markdown(results: dict) -> str:
     for r in results["results"]:
         for warning in r.get("diagnosis", {}).get("warnings", []):
             out.write(f"\n- Warning, {r['class']} / {r['method']}: {warning}")
+    for name, why in results.get("skipped", {}).items():
+        out.write(f"\n- Not compared, {name}: {why}")
     loss = s["loss"] if s["loss"] != "fbeta" else f"fbeta (beta {s['beta']:g})"
     versions = sorted({r["code_version"] for r in results["results"]})
     # records made before the settings' renaming name them lp_solver and weights

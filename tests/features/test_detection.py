@@ -185,9 +185,9 @@ def test_top_down_cache_entries_are_per_detector_and_per_segmentation(
 
 
 def test_too_few_objects_is_a_clear_error():
-    from segstruct.features.topdown.training import train_detector
+    from segstruct.features.topdown.training import TooFewObjects, train_detector
     image = np.full((80, 100, 3), 90, np.uint8)
     mask = np.zeros((80, 100), np.uint8)
     mask[10:60, 20:55] = 7               # one car: mirrored, two boxes of one shape
-    with pytest.raises(ValueError, match=r"too few objects of class 7.*\[0, 2\] per comp"):
+    with pytest.raises(TooFewObjects, match=r"too few objects of class 7.*\[0, 2\] per comp"):
         train_detector([image], [mask], 7, FAST)

@@ -192,7 +192,10 @@ def test_damaged_checkpoint_is_refused_with_its_name(tmp_path):
 # ----------------------------------------------------------------------------
 # A real process killed with SIGKILL at a random moment, then resumed.
 
-SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "200", "-q"]
+# the top-down block (on by default) costs a detector per class; these tests are
+# about other things (the top-down ones switch it on)
+SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
+         "--fz-min-size", "200", "-q"]
 
 
 def _train(root, cache, out, *extra):

@@ -330,7 +330,8 @@ class Detector:
         return np.stack([x0, y0, x0 + s * step, y0 + s * step], axis=-1)
 
     # -- detection ------------------------------------------------------------
-    def detect(self, image: np.ndarray, threshold: float = -1.0, return_parts: bool = False):
+    def detect(self, image: np.ndarray, threshold: float = -1.0, return_parts: bool = False,
+               clip: bool = True):
         """Detections after non-maximum suppression.
 
         Parameters
@@ -338,12 +339,17 @@ class Detector:
         image : (H, W, 3) uint8 RGB.
         threshold : float, keep roots scoring above this.
         return_parts : bool, also return each detection's part boxes.
+        clip : bool, clip the boxes to the image (as evaluation wants them).
+            Unclipped boxes keep the root filter's whole extent, which is
+            what the average shapes must be cropped under: the features put
+            the shape there, also where it hangs off the image. Suppression
+            compares the clipped boxes either way.
 
         Returns
         -------
         detections : (K, 6) float64 ``[x0, y0, x1, y1, score, component]``,
-            boxes in pixels clipped to the image, best score first, at most
-            ``params.max_detections``.
+            boxes in pixels (clipped to the image with ``clip``), best score
+            first, at most ``params.max_detections``.
         parts : (K, P, 4) float64 part boxes (not clipped), only with
             ``return_parts``.
         """
@@ -376,7 +382,7 @@ class Detector:
         clipped = np.clip(boxes, 0, [w, h, w, h])
         keep = non_maximum_suppression(clipped, scores, self.params.nms_overlap)
         keep = keep[:self.params.max_detections]
-        dets = np.column_stack([clipped[keep], scores[keep], comps[keep]])
+        dets = np.column_stack([(clipped if clip else boxes)[keep], scores[keep], comps[keep]])
         if return_parts:
             return dets, np.concatenate(parts)[keep].reshape(len(keep), n_parts, 4)
         return dets

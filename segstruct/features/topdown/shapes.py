@@ -106,7 +106,8 @@ def average_shapes(detector: Detector, images: Sequence[np.ndarray],
     counts = np.zeros(len(comps), np.int64)
     for image, mask in zip(images, masks):
         mask = np.asarray(mask)
-        dets, parts = detector.detect(image, threshold=min_score, return_parts=True)
+        # the root's whole box, as the features place the shape (not clipped)
+        dets, parts = detector.detect(image, threshold=min_score, return_parts=True, clip=False)
         if len(dets) == 0:
             continue
         fg = (mask == class_index).astype(np.float32)

@@ -302,6 +302,11 @@ def negative_features(detector: Detector, image: np.ndarray, objects: np.ndarray
 # The schedule
 
 
+class TooFewObjects(ValueError):
+    """The training masks hold too few objects of the class (or all of one
+    shape) to give every component a positive."""
+
+
 def collect_objects(masks: Sequence[np.ndarray], class_index: int, params: DetectorParams):
     """Positive boxes and every object box (positives and ignored) per image.
 
@@ -354,7 +359,7 @@ def train_detector(images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
 
     Raises
     ------
-    ValueError
+    TooFewObjects (a ValueError)
         When some component gets no positive box (too few objects of the
         class, or all of one aspect ratio).
     """
@@ -368,7 +373,7 @@ def train_detector(images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
     if len(positives) < params.n_components or (per_component == 0).any():
         # mirrored positives share their original's aspect ratio, so a single
         # object (or objects of one shape) leaves a component empty
-        raise ValueError(
+        raise TooFewObjects(
             f"too few objects of class {class_index} to train a detector: "
             f"{len(positives)} positive boxes (mirrors included) of at least "
             f"{params.min_box_area} pixels, {per_component.tolist()} per component; "

@@ -31,7 +31,7 @@ class BoxDetector:
         self.masks = masks
         self.calls = 0
 
-    def detect(self, image, threshold=0.0, return_parts=False):
+    def detect(self, image, threshold=0.0, return_parts=False, clip=True):
         boxes = boxes_from_mask(self.masks[self.calls], CLASS)
         self.calls += 1
         # component by aspect (tall -> the component whose root is tall)
@@ -48,6 +48,55 @@ def test_shapes_under_exact_boxes_are_the_ellipse(trained, synthetic_data):
     shapes = average_shapes(BoxDetector(trained[0], masks), images, masks, CLASS)
     for root in shapes.root:
         assert np.corrcoef(root.ravel(), true_ellipse(*root.shape).ravel())[0, 1] > 0.95
+
+
+class CutBoxDetector(BoxDetector):
+    """Ground-truth boxes of objects cut by the image's left border: the whole
+    object's box (hanging off the image) unless ``clip``."""
+
+    def __init__(self, trained, full_masks, cuts):
+        super().__init__(trained, full_masks)
+        self.cuts = cuts
+
+    def detect(self, image, threshold=0.0, return_parts=False, clip=True):
+        cut = self.cuts[self.calls]
+        dets, parts = super().detect(image, threshold, return_parts)
+        dets[:, [0, 2]] -= cut
+        parts[..., [0, 2]] -= cut
+        if clip:
+            dets[:, :4] = np.clip(dets[:, :4], 0, [image.shape[1], image.shape[0]] * 2)
+        return dets, parts
+
+
+def test_shapes_of_objects_cut_by_the_border_are_the_ellipse(trained, synthetic_data):
+    # Every object loses up to half its width to the image's left border.
+    # The features place a root's shape over its whole box, also where it
+    # hangs off the image; so the shapes must be cropped under that whole
+    # box (the part off the image is unlabelled), not under the clipped box,
+    # which would stretch the visible half over the whole root.
+    images, masks = synthetic_data[:2]
+    cuts = [int((b[0] + b[2]) / 2) if b[0] < 10 else int(b[0] + (b[2] - b[0]) * 0.4)
+            for b in (boxes_from_mask(m, CLASS)[:, :4].min(axis=0) for m in masks)]
+    cut_images = [np.ascontiguousarray(im[:, c:]) for im, c in zip(images, cuts)]
+    cut_masks = [np.ascontiguousarray(m[:, c:]) for m, c in zip(masks, cuts)]
+    shapes = average_shapes(CutBoxDetector(trained[0], masks, cuts), cut_images, cut_masks,
+                            CLASS)
+    for root in shapes.root:
+        assert np.corrcoef(root.ravel(), true_ellipse(*root.shape).ravel())[0, 1] > 0.95
+
+
+def test_unclipped_detections_keep_the_whole_root_box(trained, synthetic_data):
+    det = trained[0]
+    for image in synthetic_data[2][:4]:
+        image = np.ascontiguousarray(image[:, 30:])     # objects may now hang off the left
+        clipped = det.detect(image, threshold=-0.5)
+        whole = det.detect(image, threshold=-0.5, clip=False)
+        np.testing.assert_array_equal(whole[:, 4:], clipped[:, 4:])
+        np.testing.assert_allclose(
+            clipped[:, :4], np.clip(whole[:, :4], 0, [image.shape[1], image.shape[0]] * 2))
+        for box, comp in zip(whole, whole[:, 5].astype(int)):
+            rows, cols = det.components[comp].root.shape[:2]
+            assert (box[2] - box[0]) * rows == pytest.approx((box[3] - box[1]) * cols)
 
 
 def test_average_root_shape_of_detections_is_an_ellipse(shapes):

@@ -1,0 +1,98 @@
+"""compare with the top-down block: every detector before any training, a
+class too small for a detector skipped (with the reason) or stopping the run,
+and records tied to the detector they were trained with."""
+import json
+from dataclasses import replace
+
+import pytest
+
+from segstruct import compare as compare_module
+from segstruct.compare import Comparison
+from segstruct.datasets import VOCDataset, make_synthetic_voc
+from segstruct.features import descriptors as F
+from segstruct.features.cache import ArrayCache
+from segstruct.features.detection import ShapeDetector
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.superpixels import SuperpixelParams
+from segstruct.features.topdown.detector import Detector, DetectorParams
+from segstruct.features.topdown.training import TooFewObjects
+from segstruct.learn.methods import TrainingSettings
+
+# cheap detector settings (roots only, one short mining round) on small features
+FAST = DetectorParams(n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=1)
+CONFIG = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=6,
+                         kmeans_iterations=5, superpixels=SuperpixelParams(min_size=400),
+                         detector=FAST)
+SETTINGS = TrainingSettings(max_iter=30)
+TOO_FEW = "too few objects of class 15 to train a detector: 1 positive boxes"
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=8, n_val=3)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return ArrayCache(tmp_path_factory.mktemp("cache"))
+
+
+def _comparison(data_root, cache, out, monkeypatch, person_detector=True, **kw):
+    """car and person with bl1; without ``person_detector`` the person class
+    has too few objects for a detector."""
+    extractor = FeatureExtractor(VOCDataset(data_root), CONFIG, cache, progress=False)
+    if not person_detector:
+        real = extractor.shape_detector
+
+        def shape_detector(class_name):
+            if class_name == "person":
+                raise TooFewObjects(TOO_FEW)
+            return real(class_name)
+        monkeypatch.setattr(extractor, "shape_detector", shape_detector)
+    said = []
+    comparison = Comparison(extractor, ["car", "person"], ["bl1"], SETTINGS, out,
+                            progress=False, say=said.append, **kw)
+    return comparison, said
+
+
+def test_a_class_too_small_for_a_detector_is_skipped_with_the_reason(
+        data_root, cache, tmp_path, monkeypatch):
+    comparison, said = _comparison(data_root, cache, tmp_path / "out", monkeypatch,
+                                   person_detector=False, skip_few_objects=True)
+    results = comparison.run(figures=False)
+    assert results["classes"] == ["car"] and list(results["table"]["iou_percent"]) == ["car"]
+    assert results["skipped"] == {"person": TOO_FEW}
+    assert [r["class"] for r in results["results"]] == ["car"]
+    assert any(line.startswith("skipping person: too few objects") for line in said)
+    assert f"Not compared, person: {TOO_FEW}" in (tmp_path / "out" / "table.md").read_text()
+
+
+def test_a_class_too_small_for_a_detector_stops_the_run_before_training(
+        data_root, cache, tmp_path, monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained a pair before every detector was there")
+    monkeypatch.setattr(compare_module, "train_model", no_training)
+    comparison, _ = _comparison(data_root, cache, tmp_path / "out", monkeypatch,
+                                person_detector=False)
+    with pytest.raises(TooFewObjects, match="too few objects of class 15"):
+        comparison.run(figures=False)
+
+
+def test_records_name_their_detector_and_another_detector_is_refused(
+        data_root, cache, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    comparison, _ = _comparison(data_root, cache, out, monkeypatch)
+    comparison.run(figures=False)
+    for class_name in ("car", "person"):
+        record = json.loads(comparison.record_path(class_name, "bl1").read_text())
+        assert record["detector"] == comparison.extractor.shape_detector(class_name).digest
+    # the same settings and data, but the car detector is another one (as after
+    # a change to detector training): the records are not this run's
+    again, _ = _comparison(data_root, cache, out, monkeypatch)
+    sd = again.extractor.shape_detector("car")
+    other = ShapeDetector("car", Detector(sd.params, [replace(c, bias=c.bias + 1.0)
+                                                     for c in sd.detector.components]),
+                          sd.shapes)
+    again.extractor._detectors["car"] = other
+    with pytest.raises(ValueError, match="the car detector"):
+        again.run(figures=False)

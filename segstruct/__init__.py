@@ -5,7 +5,8 @@ segstruct`` stays light (the estimators pull in the learner, HiGHS and
 PyMaxflow):
 
 - data: :class:`VOCDataset`;
-- features: :class:`FeatureExtractor`, :class:`FeatureConfig`, :func:`paint`
+- features: :class:`FeatureExtractor`, :class:`FeatureConfig`,
+  :class:`DetectorParams` (the top-down block's detector settings), :func:`paint`
   (a superpixel labelling back to a pixel mask);
 - learning: :class:`StructuredSVM`, :class:`MultivariateSVM`,
   :func:`estimator_for` (the paper's methods by name), :func:`get_loss`;
@@ -28,6 +29,7 @@ _EXPORTS = {
     "VOCDataset": "segstruct.datasets",
     "FeatureExtractor": "segstruct.features.extraction",
     "FeatureConfig": "segstruct.features.descriptors",
+    "DetectorParams": "segstruct.features.topdown.detector",
     "paint": "segstruct.features.superpixels",
     "StructuredSVM": "segstruct.learn.ssvm",
     "MultivariateSVM": "segstruct.learn.multivariate",

@@ -189,6 +189,9 @@ class Comparison:
                 raise ValueError(f"--figure-ids {', '.join(missing)} are not in split "
                                  f"{self.eval_split!r} of {self.dataset.root}")
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        # a class the training split does not show is refused before its
+        # detector is tried (which would only say "too few objects")
+        self._check_classes_present(self.classes)
         self._train_detectors()
         classes = self.compared_classes
         if not classes:
@@ -199,7 +202,6 @@ class Comparison:
         if done:
             self.say(f"{done} (class, method) pair(s) already finished in {self.out_dir}; "
                      "not training them again")
-        self._check_classes_present({c for c, _ in pending})
         if pending:
             # every evaluation image and mask is readable before hours of training
             self.extractor.examples(self.eval_split, pending[0][0], with_features=False)

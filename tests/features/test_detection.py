@@ -146,8 +146,18 @@ def test_model_file_carries_the_detector(data_root, cache_dir, tmp_path, firing,
     assert all(ex.graph.unary[:, BOTTOM_UP.n_unary:].any() for ex in val)
     without = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c3"),
                                progress=False, codebook=codebook)
-    with pytest.raises(ValueError, match="no car detector was"):
+    with pytest.raises(ValueError, match="its car detector was not given"):
         without.examples("val", "car")
+    # a model without SIFT has no codebook to tell it by: from_model says it
+    no_sift = F.FeatureConfig(**{**TOP_DOWN.__dict__, "sift": False})
+    model_features = FeatureExtractor(VOCDataset(data_root), no_sift,
+                                      ArrayCache(tmp_path / "c4"), progress=False,
+                                      from_model=True)
+    with pytest.raises(ValueError, match="its car detector was not given"):
+        model_features.examples("val", "car")
+    with pytest.raises(ValueError, match="its codebook was not given"):
+        FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c5"),
+                         progress=False, from_model=True).codebook()
     for a, b in zip(val, ref):
         np.testing.assert_allclose(a.graph.unary, b.graph.unary)
     np.testing.assert_array_equal(np.concatenate(loaded.predict([e.graph for e in val])),

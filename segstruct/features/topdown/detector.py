@@ -108,10 +108,42 @@ class DetectorParams:
     seed: int = 0
 
     def __post_init__(self):
-        if self.n_components < 1 or self.n_parts < 0 or self.cell < 2 or self.interval < 1:
-            raise ValueError(f"invalid detector parameters: {self}")
-        if not (self.max_scale > 0 and self.C > 0 and 0 <= self.negative_iou < 1):
-            raise ValueError(f"invalid detector parameters: {self}")
+        # every setting, by name: a bad one fails here, not minutes into training
+        ints = {"n_components": 1, "n_parts": 0, "cell": 2, "interval": 1, "min_root_area": 1,
+                "max_root_area": 1, "min_root_side": 1, "max_displacement": 0,
+                "min_box_area": 0, "mining_rounds": 0, "mining_images": 1,
+                "negatives_per_image": 1, "negative_cache": 1, "max_positives": 1,
+                "max_detections": 1}
+        for name, least in ints.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+                    or value < least:
+                raise ValueError(f"DetectorParams.{name} must be an integer >= {least}, "
+                                 f"got {value!r}")
+        if not isinstance(self.seed, (int, np.integer)) or isinstance(self.seed, bool):
+            raise ValueError(f"DetectorParams.seed must be an integer, got {self.seed!r}")
+        if not isinstance(self.flip, bool):
+            raise ValueError(f"DetectorParams.flip must be True or False, got {self.flip!r}")
+        if self.max_root_area < self.min_root_area:
+            raise ValueError(f"DetectorParams.max_root_area ({self.max_root_area}) is below "
+                             f"min_root_area ({self.min_root_area})")
+        # (name, low, high, low inclusive, high inclusive)
+        ranges = [("max_scale", 0, np.inf, False, False), ("C", 0, np.inf, False, False),
+                  ("bias_feature", 0, np.inf, False, False),
+                  ("min_deformation", 0, np.inf, True, False),
+                  ("hard_margin", 0, np.inf, True, False),
+                  ("part_area_fraction", 0, 1, False, True),
+                  ("max_void_fraction", 0, 1, True, True), ("positive_iou", 0, 1, False, True),
+                  ("negative_iou", 0, 1, True, False), ("nms_overlap", 0, 1, False, True)]
+        for name, lo, hi, lo_in, hi_in in ranges:
+            value = getattr(self, name)
+            ok = (isinstance(value, (int, float, np.integer, np.floating))
+                  and not isinstance(value, bool) and bool(np.isfinite(value))
+                  and (lo <= value if lo_in else lo < value)
+                  and (value <= hi if hi_in else value < hi))
+            if not ok:
+                interval = f"{'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}"
+                raise ValueError(f"DetectorParams.{name} must be in {interval}, got {value!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

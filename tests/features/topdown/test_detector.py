@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from segstruct.features.cache import ArrayCache
@@ -70,6 +71,27 @@ def test_params_key_names_every_setting():
     from segstruct.features.topdown import DetectorParams
     a, b = DetectorParams(), DetectorParams(n_parts=0)
     assert a.key() != b.key() and json.loads(a.key())["n_parts"] == 6
+
+
+@pytest.mark.parametrize("name, value", [
+    ("n_components", 0), ("n_parts", -1), ("cell", 2.5), ("interval", True),
+    ("min_root_side", 0), ("max_root_area", 29), ("max_displacement", -1),
+    ("mining_images", 0), ("max_detections", 0), ("seed", 1.5), ("flip", 1),
+    ("max_scale", 0.0), ("C", -1.0), ("C", float("nan")), ("bias_feature", float("inf")),
+    ("min_deformation", -0.1), ("hard_margin", -1.0), ("part_area_fraction", 0.0),
+    ("part_area_fraction", 1.5), ("max_void_fraction", -0.1), ("positive_iou", 0.0),
+    ("negative_iou", 1.0), ("nms_overlap", 1.01), ("nms_overlap", "0.5")])
+def test_params_refuse_every_bad_setting_by_name(name, value):
+    from segstruct.features.topdown import DetectorParams
+    with pytest.raises(ValueError, match=f"DetectorParams.{name}|max_root_area"):
+        DetectorParams(**{name: value})
+
+
+def test_params_accept_the_edges_of_their_ranges():
+    from segstruct.features.topdown import DetectorParams
+    DetectorParams(n_parts=0, mining_rounds=0, min_deformation=0.0, hard_margin=0,
+                   max_void_fraction=1.0, positive_iou=1.0, negative_iou=0.0, nms_overlap=1,
+                   part_area_fraction=1, min_root_area=48, seed=np.int64(3))
 
 
 @settings(max_examples=20, deadline=None)

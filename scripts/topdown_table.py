@@ -1,0 +1,217 @@
+"""What the top-down block brings: val IoU of bl1 / bl2 / proposed without and
+with it, for every class of every data set under the shared data, beside each
+class's detector AP. One command makes the README's table:
+
+    python scripts/topdown_table.py                  # everything: hours on 2 cores
+    python scripts/topdown_table.py --datasets weizmann_horse_voc --out /tmp/td
+    python scripts/topdown_table.py --table-only     # the table from finished runs
+
+For every data set D under ``--data`` and every class with at least
+``--min-images`` training images showing it (the soak's rule; the others are
+listed with their counts), it runs the commands a user would, at the defaults:
+
+    OUT/D/without/          segstruct compare --no-top-down --classes ...
+    OUT/D/detector-C.json   segstruct detector --class C: val AP and a figure
+                            (a class too small for a detector is listed with
+                            the reason, and compared without the block only)
+    OUT/D/with/             segstruct compare --classes ... (the block is on
+                            by default) over the classes that have a detector
+
+then writes OUT/table.md and OUT/table.json. Everything resumes: compare keeps
+finished pairs and detectors are cached, so a second run trains nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+from segstruct.cli import main as segstruct_main
+from segstruct.io.files import write_json, write_text
+from segstruct.io.provenance import code_version
+
+METHODS = ("bl1", "bl2", "proposed")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class _Tee(io.TextIOBase):
+    """Writes to a stream and keeps a copy (the reason a command failed)."""
+
+    def __init__(self, stream):
+        self.stream, self.copy = stream, io.StringIO()
+
+    def write(self, text):
+        self.copy.write(text)
+        return self.stream.write(text)
+
+
+def segstruct(*argv) -> tuple[int, str]:
+    """Run one ``segstruct`` command in this process: (exit code, its stderr)."""
+    tee = _Tee(sys.stderr)
+    print("$ segstruct " + " ".join(argv), flush=True)
+    with contextlib.redirect_stderr(tee):
+        try:
+            rc = segstruct_main(list(argv))
+        except SystemExit as exit_:        # usage errors
+            rc = exit_.code
+    return rc, tee.copy.getvalue()
+
+
+def plan(root: Path, min_images: int) -> dict:
+    """Classes to compare (>= min_images training images) and the others."""
+    from segstruct.datasets import VOCDataset
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from soak import classes_with_images        # the soak's rule, one copy
+    counts = classes_with_images(VOCDataset(root), "train")
+    return {"classes": [c for c, n in counts.items() if n >= min_images],
+            "too_few_images": {c: n for c, n in counts.items() if n < min_images},
+            "train_images": counts}
+
+
+def run_dataset(root: Path, out: Path, min_images: int, n_jobs: int) -> dict:
+    """The three steps above for one data set; returns its plan (written as
+    OUT/D/plan.json) with the classes that have no detector and why."""
+    p = plan(root, min_images)
+    if not p["classes"]:
+        return {**p, "no_detector": {}}
+    common = ["--data", str(root), "-j", str(n_jobs), "-q"]
+    rc, _ = segstruct("compare", *common, "--no-top-down", "--classes", *p["classes"],
+                      "--out", str(out / "without"))
+    if rc:
+        raise SystemExit(f"compare without the top-down block failed on {root}")
+    no_detector = {}
+    for class_name in p["classes"]:
+        rc, err = segstruct("detector", *common, "--class", class_name, "--out", str(out))
+        if rc:
+            no_detector[class_name] = err.strip().splitlines()[-1] if err.strip() else f"rc {rc}"
+    with_detector = [c for c in p["classes"] if c not in no_detector]
+    if with_detector:
+        rc, _ = segstruct("compare", *common, "--classes", *with_detector,
+                          "--out", str(out / "with"))
+        if rc:
+            raise SystemExit(f"compare with the top-down block failed on {root}")
+    return {**p, "no_detector": no_detector}
+
+
+# ---------------------------------------------------------------------- table
+def _read(path: Path):
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _cell(without, with_) -> str:
+    def one(r):
+        if r is None:
+            return "–"
+        star = "" if r["training"]["converged"] else "*"
+        return f"{r['eval_score']['voc_iou_percent']:.2f}{star}"
+    return f"{one(without)} → {one(with_)}"
+
+
+def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
+    """(Markdown, JSON document) from the folders ``run_dataset`` wrote."""
+    rows, doc_rows, notes, versions, changes = [], [], [], set(), {m: [] for m in METHODS}
+    settings = features = None
+    for name in datasets:
+        p = _read(out / name / "plan.json")
+        if p is None:
+            continue
+        results = {side: _read(out / name / side / "results.json")
+                   for side in ("without", "with")}
+        records = {side: {(r["class"], r["method"]): r for r in (doc or {}).get("results", [])}
+                   for side, doc in results.items()}
+        for side, doc in results.items():
+            if doc is not None:
+                settings = settings or doc["settings"]
+                features = features or {}
+                features[side] = doc["features"]
+                versions.update(r["code_version"] for r in doc["results"])
+        for c in p["classes"]:
+            det = _read(out / name / f"detector-{c}.json")
+            ap = "–" if det is None else f"{100 * det['average_precision']:.1f}"
+            cells, row = [], {"dataset": name, "class": c, "train_images": p["train_images"][c],
+                              "detector_ap_percent": None if det is None
+                              else 100 * det["average_precision"]}
+            for m in METHODS:
+                w, t = records["without"].get((c, m)), records["with"].get((c, m))
+                cells.append(_cell(w, t))
+                row[m] = {side: None if r is None else {
+                    "val_iou_percent": r["eval_score"]["voc_iou_percent"],
+                    "converged": r["training"]["converged"], "n_iter": r["training"]["n_iter"],
+                    "code_version": r["code_version"]} for side, r in (("without", w),
+                                                                        ("with", t))}
+                if w is not None and t is not None:
+                    changes[m].append(t["eval_score"]["voc_iou_percent"]
+                                      - w["eval_score"]["voc_iou_percent"])
+            rows.append(f"| {name} | {c} | {p['train_images'][c]} | {ap} | "
+                        + " | ".join(cells) + " |")
+            doc_rows.append(row)
+        for c, why in p["no_detector"].items():
+            notes.append(f"{name}/{c}: no detector, so compared without the block only "
+                         f"({why})")
+        if p["too_few_images"]:
+            listed = ", ".join(f"{c} ({n})" for c, n in p["too_few_images"].items())
+            notes.append(f"{name}: not compared, fewer than {p['min_images']} training "
+                         f"images: {listed}")
+    head = ["| data set | class | train images | detector val AP % | "
+            + " | ".join(f"{m}: without → with" for m in METHODS) + " |",
+            "|---|---|---|---|" + "---|" * len(METHODS)]
+    summary = []
+    for m in METHODS:
+        d = changes[m]
+        if d:
+            summary.append(f"{m}: higher with the block in {sum(x > 0 for x in d)} of "
+                           f"{len(d)} classes, lower in {sum(x < 0 for x in d)} "
+                           f"(change {min(d):+.2f} to {max(d):+.2f} points, mean "
+                           f"{sum(d) / len(d):+.2f})")
+    s = settings or {}
+    foot = [f"VOC IoU % on val (pixels, void excluded), trained on train; * = stopped at "
+            f"max_iter (not converged). Settings: the defaults (scope {s.get('scope')}, "
+            f"C {s.get('C')}, loss of bl2/proposed {s.get('loss')}, tol {s.get('tol')}, "
+            f"max_iter {s.get('max_iter')}); features as `segstruct compare` sets them, "
+            "without and with the top-down block.",
+            f"Code {', '.join(sorted(versions)) or code_version()}."]
+    md = "\n".join(head + rows + [""] + [f"- {line}" for line in summary + notes]
+                   + [""] + foot) + "\n"
+    doc = {"format": "segstruct-topdown-table", "rows": doc_rows, "summary": summary,
+           "notes": notes, "settings": settings, "features": features,
+           "code_versions": sorted(versions), "made_by": code_version()}
+    return md, doc
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=REPO_ROOT.parent / "shared" / "data",
+                        help="folder of VOC-layout data sets (default: ../shared/data)")
+    parser.add_argument("--datasets", nargs="+",
+                        help="data set folder names (default: every one under --data)")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "results" / "topdown",
+                        help="output folder (default: results/topdown)")
+    parser.add_argument("--min-images", type=int, default=5,
+                        help="classes with fewer training images are listed, not compared "
+                             "(default 5, the soak's)")
+    parser.add_argument("-j", "--n-jobs", type=int, default=2,
+                        help="feature extraction workers (default 2)")
+    parser.add_argument("--table-only", action="store_true",
+                        help="write the table from finished runs; train nothing")
+    args = parser.parse_args(argv)
+    names = args.datasets or sorted(d.name for d in args.data.iterdir()
+                                    if (d / "ImageSets" / "Segmentation").is_dir())
+    if not args.table_only:
+        for name in names:
+            out = args.out / name
+            p = run_dataset(args.data / name, out, args.min_images, args.n_jobs)
+            write_json(out / "plan.json", {**p, "min_images": args.min_images,
+                                           "data_root": str(args.data / name)})
+    md, doc = table(args.out, names)
+    write_text(args.out / "table.md", md)
+    write_json(args.out / "table.json", doc)
+    print(md)
+    print(f"wrote {args.out / 'table.md'} and table.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,6 +14,8 @@ for pair in "weizmann_horse_voc:horse" "pennfudan_voc:person" "camvid_voc:car" \
             "coco128panoptic_voc:person"; do
   data="${pair%%:*}"; classes="${pair##*:}"
   # shellcheck disable=SC2086
-  segstruct compare --data "$shared/$data" --classes $classes --C auto \
+  # --no-top-down: these results are of the bottom-up features (made before the
+  # top-down block was on by default)
+  segstruct compare --data "$shared/$data" --classes $classes --C auto --no-top-down \
       --out "$out/$data-Cauto" -q "$@"
 done

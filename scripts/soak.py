@@ -9,7 +9,8 @@ class with at least ``--min-images`` training images showing it, this trains
 on ``train`` and scores them on ``val``, through ``segstruct.compare.Comparison``
 (the code ``segstruct compare`` runs), at the library's default settings
 (``TrainingSettings()``: data-set loss scope, C, tol and max_iter as the library
-sets them; the default features). A run that raises is recorded (error type,
+sets them; the library's default features, ``FeatureConfig()``: the bottom-up
+blocks, without the top-down block the command line adds). A run that raises is recorded (error type,
 message, the traceback's last line) and the soak goes on.
 
 Outputs, under ``--out`` (default ``results/soak`` in the repository):
@@ -152,7 +153,9 @@ class Soak:
         if args.max_iter is not None:
             base = replace(base, max_iter=args.max_iter)
         self.base = base
-        self.features = FeatureConfig()    # `segstruct compare`'s default features
+        # the library's default features: the bottom-up blocks (`segstruct compare
+        # --no-top-down`); the command line adds the top-down block by default
+        self.features = FeatureConfig()
         self.code_version = code_version()
         self.source_digest = source_digest()
         self.doc = self._load()
@@ -541,7 +544,7 @@ def render_markdown(doc: dict) -> str:
         f"{s.get('node_weights', s.get('weights'))}, loss of bl2/proposed {s['loss']}; "
         f"proposed's inference {s.get('inference', s.get('lp_solver'))}, "
         f"proposed-decomposition's decomposition (M {s['n_triangles']}); "
-        "default features. Code "
+        "the library's default features (bottom-up; no top-down block). Code "
         f"`{doc['code_version']}` (source digest `{doc['source_digest'][:12]}`).",
         "",
         "Cells: val IoU % (cutting-plane iterations, training seconds, converged?). "

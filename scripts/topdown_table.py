@@ -32,6 +32,7 @@ from pathlib import Path
 from segstruct.cli import main as segstruct_main
 from segstruct.io.files import write_json, write_text
 from segstruct.io.provenance import code_version
+from segstruct.report.tables import features_text, fmt
 
 METHODS = ("bl1", "bl2", "proposed")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -60,21 +61,34 @@ def segstruct(*argv) -> tuple[int, str]:
     return rc, tee.copy.getvalue()
 
 
-def plan(root: Path, min_images: int) -> dict:
-    """Classes to compare (>= min_images training images) and the others."""
+def plan(root: Path, min_images: int, n_jobs: int = 1) -> dict:
+    """The soak's rule: classes with >= min_images training images showing
+    them that the library accepts for training; the others with the reason."""
     from segstruct.datasets import VOCDataset
+    from segstruct.evaluate.inspection import training_set_problem
+    from segstruct.features.extraction import FeatureExtractor
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from soak import classes_with_images        # the soak's rule, one copy
-    counts = classes_with_images(VOCDataset(root), "train")
-    return {"classes": [c for c, n in counts.items() if n >= min_images],
+    from soak import classes_with_images        # the soak's count, one copy
+    dataset = VOCDataset(root)
+    counts = classes_with_images(dataset, "train")
+    # superpixels only (cached): the check `segstruct compare` makes first
+    extractor = FeatureExtractor(dataset, n_jobs=n_jobs, progress=False)
+    refused = {}
+    for c, n in counts.items():
+        if n >= min_images:
+            examples = extractor.examples("train", c, with_features=False)
+            problem = training_set_problem(examples, c, "train")
+            if problem:
+                refused[c] = problem
+    return {"classes": [c for c, n in counts.items() if n >= min_images and c not in refused],
             "too_few_images": {c: n for c, n in counts.items() if n < min_images},
-            "train_images": counts}
+            "refused": refused, "train_images": counts}
 
 
 def run_dataset(root: Path, out: Path, min_images: int, n_jobs: int) -> dict:
     """The three steps above for one data set; returns its plan (written as
     OUT/D/plan.json) with the classes that have no detector and why."""
-    p = plan(root, min_images)
+    p = plan(root, min_images, n_jobs)
     if not p["classes"]:
         return {**p, "no_detector": {}}
     common = ["--data", str(root), "-j", str(n_jobs), "-q"]
@@ -85,8 +99,12 @@ def run_dataset(root: Path, out: Path, min_images: int, n_jobs: int) -> dict:
     no_detector = {}
     for class_name in p["classes"]:
         rc, err = segstruct("detector", *common, "--class", class_name, "--out", str(out))
-        if rc:
-            no_detector[class_name] = err.strip().splitlines()[-1] if err.strip() else f"rc {rc}"
+        if rc == 130:                       # Ctrl-C (segstruct's exit code for it)
+            raise KeyboardInterrupt
+        if rc and "too few objects" in err:
+            no_detector[class_name] = err.strip().splitlines()[-1]
+        elif rc:
+            raise SystemExit(f"segstruct detector failed on {root}, class {class_name}")
     with_detector = [c for c in p["classes"] if c not in no_detector]
     if with_detector:
         rc, _ = segstruct("compare", *common, "--classes", *with_detector,
@@ -106,7 +124,7 @@ def _cell(without, with_) -> str:
         if r is None:
             return "–"
         star = "" if r["training"]["converged"] else "*"
-        return f"{r['eval_score']['voc_iou_percent']:.2f}{star}"
+        return f"{fmt(r['eval_score']['voc_iou_percent'])}{star}"
     return f"{one(without)} → {one(with_)}"
 
 
@@ -129,11 +147,12 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
                 features[side] = doc["features"]
                 versions.update(r["code_version"] for r in doc["results"])
         for c in p["classes"]:
-            det = _read(out / name / f"detector-{c}.json")
-            ap = "–" if det is None else f"{100 * det['average_precision']:.1f}"
+            det = _read(out / name / f"detector-{c}.json") or {}
+            # None: no detector, or no object of the class in val to score it on
+            ap = det.get("average_precision")
+            ap = None if ap is None else 100 * ap
             cells, row = [], {"dataset": name, "class": c, "train_images": p["train_images"][c],
-                              "detector_ap_percent": None if det is None
-                              else 100 * det["average_precision"]}
+                              "detector_ap_percent": ap}
             for m in METHODS:
                 w, t = records["without"].get((c, m)), records["with"].get((c, m))
                 cells.append(_cell(w, t))
@@ -142,20 +161,23 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
                     "converged": r["training"]["converged"], "n_iter": r["training"]["n_iter"],
                     "code_version": r["code_version"]} for side, r in (("without", w),
                                                                         ("with", t))}
-                if w is not None and t is not None:
-                    changes[m].append(t["eval_score"]["voc_iou_percent"]
-                                      - w["eval_score"]["voc_iou_percent"])
-            rows.append(f"| {name} | {c} | {p['train_images'][c]} | {ap} | "
+                values = [None if r is None else r["eval_score"]["voc_iou_percent"]
+                          for r in (w, t)]
+                if None not in values:
+                    changes[m].append(values[1] - values[0])
+            rows.append(f"| {name} | {c} | {p['train_images'][c]} | {fmt(ap, '.1f')} | "
                         + " | ".join(cells) + " |")
             doc_rows.append(row)
         for c, why in p["no_detector"].items():
             notes.append(f"{name}/{c}: no detector, so compared without the block only "
                          f"({why})")
+        for c, why in p.get("refused", {}).items():
+            notes.append(f"{name}/{c}: not compared, the library refuses to train on it: {why}")
         if p["too_few_images"]:
             listed = ", ".join(f"{c} ({n})" for c, n in p["too_few_images"].items())
             notes.append(f"{name}: not compared, fewer than {p['min_images']} training "
                          f"images: {listed}")
-    head = ["| data set | class | train images | detector val AP % | "
+    head = ["| data set | class | train images showing it | detector val AP % | "
             + " | ".join(f"{m}: without → with" for m in METHODS) + " |",
             "|---|---|---|---|" + "---|" * len(METHODS)]
     summary = []
@@ -163,15 +185,20 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
         d = changes[m]
         if d:
             summary.append(f"{m}: higher with the block in {sum(x > 0 for x in d)} of "
-                           f"{len(d)} classes, lower in {sum(x < 0 for x in d)} "
+                           f"{len(d)} classes, lower in {sum(x < 0 for x in d)}, by more than "
+                           f"one point in {sum(x > 1 for x in d)} and {sum(x < -1 for x in d)} "
                            f"(change {min(d):+.2f} to {max(d):+.2f} points, mean "
                            f"{sum(d) / len(d):+.2f})")
     s = settings or {}
-    foot = [f"VOC IoU % on val (pixels, void excluded), trained on train; * = stopped at "
-            f"max_iter (not converged). Settings: the defaults (scope {s.get('scope')}, "
-            f"C {s.get('C')}, loss of bl2/proposed {s.get('loss')}, tol {s.get('tol')}, "
-            f"max_iter {s.get('max_iter')}); features as `segstruct compare` sets them, "
-            "without and with the top-down block.",
+    feats = "; ".join(f"{side}: {features_text(f)}" for side, f in (features or {}).items())
+    foot = [f"VOC IoU % on val (pixels, void excluded), one training run each (one seed), "
+            f"trained on train; * = stopped at max_iter (not converged); – = not run; - = "
+            "undefined (IoU: no foreground in val and none predicted; AP: no object in val). "
+            "Detector AP: VOC "
+            "average precision (box IoU 0.5) on val of the class's detector, trained on train "
+            "(the MRF's training split too). Settings: the defaults (scope "
+            f"{s.get('scope')}, C {s.get('C')}, loss of bl2/proposed {s.get('loss')}, tol "
+            f"{s.get('tol')}, max_iter {s.get('max_iter')}). Features, {feats}.",
             f"Code {', '.join(sorted(versions)) or code_version()}."]
     md = "\n".join(head + rows + [""] + [f"- {line}" for line in summary + notes]
                    + [""] + foot) + "\n"
@@ -197,8 +224,13 @@ def main(argv=None) -> int:
     parser.add_argument("--table-only", action="store_true",
                         help="write the table from finished runs; train nothing")
     args = parser.parse_args(argv)
-    names = args.datasets or sorted(d.name for d in args.data.iterdir()
-                                    if (d / "ImageSets" / "Segmentation").is_dir())
+    if args.datasets:
+        names = args.datasets
+    elif args.table_only:           # what was run, even without the data at hand
+        names = sorted(d.parent.name for d in args.out.glob("*/plan.json"))
+    else:
+        names = sorted(d.name for d in args.data.iterdir()
+                       if (d / "ImageSets" / "Segmentation").is_dir())
     if not args.table_only:
         for name in names:
             out = args.out / name

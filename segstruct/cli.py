@@ -109,7 +109,8 @@ def _add_feature_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--top-down", action="store_true",
                    help="the top-down block on (the default; contradicts --no-top-down)")
     g.add_argument("--seed", type=int, default=d.seed,
-                   help="random seed of the codebook's descriptor sample and k-means, and "
+                   help="random seed of the codebook's descriptor sample and k-means, of "
+                        "each class's detector (another seed trains other detectors), and "
                         "of the --C auto folds and the figures' images where the command "
                         "has them (default %(default)s)")
 
@@ -136,7 +137,7 @@ def _check_feature_options(args) -> None:
         raise UsageError("--top-down and --no-top-down contradict each other; give one")
     if args.no_sift:
         # --codebook-split also names the detector's training split
-        split_used = not args.no_top_down
+        split_used = not args.no_top_down and args.command != "inspect"
         unused = [f for f, n, v in (("--words", "words", d.n_words),
                                     ("--codebook-descriptors", "codebook_descriptors",
                                      d.codebook_descriptors),
@@ -478,6 +479,9 @@ def cmd_train(args) -> int:
     extractor = _extractor(args, dataset)
     check_training_set(extractor, args.split, args.class_name,
                        args.cv[1] if args.cv is not None else None)
+    if extractor.config.detector is not None:
+        # a class too small for a detector stops here, before any feature
+        extractor.shape_detector(args.class_name)
     examples = extractor.examples(args.split, args.class_name)
     X = [ex.graph for ex in examples]
     Y = [ex.pixel_counts for ex in examples]
@@ -769,8 +773,9 @@ def build_parser() -> argparse.ArgumentParser:
     feat = sub.choices["features"]
     feat.add_argument("--split", nargs="+", help="splits to extract (default: train)")
     feat.add_argument("--class", dest="class_name", metavar="CLASS",
-                      help="also compute the targets of this VOC class (default: none, "
-                           "graphs and features only)")
+                      help="also compute the targets of this VOC class and its top-down "
+                           "block, training its detector if needed (default: none, graphs "
+                           "and bottom-up features only)")
     train = sub.choices["train"]
     g = train.add_argument_group("training")
     g.add_argument("--class", dest="class_name", required=True, metavar="CLASS",
@@ -788,7 +793,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmp = sub.choices["compare"]
     g = cmp.add_argument_group("comparison")
     g.add_argument("--classes", nargs="+", metavar="CLASS",
-                   help="VOC class names (default: every class in the training masks)")
+                   help="VOC class names; one the training split cannot teach stops the "
+                        "run (default: every class in the training masks, leaving out, with "
+                        "the reason, those it cannot teach, e.g. too few objects for a "
+                        "detector)")
     g.add_argument("--methods", nargs="+", choices=sorted(METHODS), metavar="METHOD",
                    default=["bl1", "bl2", "proposed"],
                    help=f"methods to train (default: bl1 bl2 proposed). {METHOD_HELP}")

@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from segstruct.datasets import VOCDataset, class_index
+from segstruct.datasets import DatasetError, VOCDataset, class_index
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.topdown.training import TooFewObjects
 from segstruct.features.superpixels import paint
@@ -50,6 +50,16 @@ from segstruct.report.tables import fmt, table_csv, table_markdown
 from segstruct.workflow import check_training_set, train_model
 
 RESULTS_FORMAT = "segstruct-comparison"
+
+
+def _top_down_hint(theirs: dict | None, mine: dict) -> str:
+    """Why features differ, when it is the top-down block alone."""
+    theirs = dict(theirs or {})
+    if theirs.get("detector") is None and mine.get("detector") is not None and \
+            {**theirs, "detector": mine["detector"]} == mine:
+        return ("; it was made without the top-down block, which is now on by default: "
+                "add --no-top-down to go on with it")
+    return ""
 
 
 def classes_in(dataset: VOCDataset, split: str) -> list[str]:
@@ -76,10 +86,11 @@ class Comparison:
         (the feature seed is the extractor's config seed).
     progress : show progress bars while training.
     say : called with one line of text per event (e.g. ``print``).
-    skip_few_objects : with the top-down block, leave out (and name in the
-        results) a class whose training split has too few objects to train
-        its detector, instead of stopping the run (for "every class of a
-        data set"; a class asked for by name should stop it).
+    skip_few_objects : leave out (and name in the results) a class whose
+        training split cannot teach it (no usable object, too few for the
+        folds of ``C = "auto"`` or, with the top-down block, for a detector),
+        instead of stopping the run: for "every class of a data set"; a
+        class asked for by name should stop it.
 
     Attributes
     ----------
@@ -153,7 +164,13 @@ class Comparison:
     def model_path(self, class_name, method) -> Path:
         return self.out_dir / "models" / f"{class_name}-{method}"
 
-    def _load_record(self, class_name, method):
+    def _load_record(self, class_name, method, check_detector=True):
+        """The pair's record if it is this run's; None if it is to be trained.
+
+        Raises ValueError for a record made with other settings (or, with
+        ``check_detector``, with another detector: that check trains or
+        loads the class's detector).
+        """
         path = self.record_path(class_name, method)
         if not path.is_file():
             return None
@@ -163,13 +180,17 @@ class Comparison:
             self.say(f"warning: {path} is unreadable; training {class_name}/{method} again")
             return None
         mine = self.identity()
-        differing = [k for k in mine if record.get("identity", {}).get(k) != mine[k]]
-        if record.get("detector") != self._detector_digest(class_name):
-            differing.append(f"the {class_name} detector")
+        theirs = record.get("identity", {})
+        differing = [k for k in mine if theirs.get(k) != mine[k]]
+        if not differing and check_detector and \
+                record.get("detector") != self._detector_digest(class_name):
+            differing.append(f"its {class_name} detector")
         if differing:
             raise ValueError(
-                f"{path} was made with other settings ({', '.join(differing)} differ): "
-                f"use another --out folder, or delete {path} to train that pair again")
+                f"{path} was made with other settings ({', '.join(differing)} "
+                f"differ{'s' if len(differing) == 1 else ''}"
+                f"{_top_down_hint(theirs.get('features'), mine['features'])}): use another "
+                f"--out folder, or delete {path} to train that pair again")
         if not model_paths(self.model_path(class_name, method))[0].is_file():
             self.say(f"warning: the model of {path} is missing; training it again")
             return None
@@ -189,9 +210,13 @@ class Comparison:
                 raise ValueError(f"--figure-ids {', '.join(missing)} are not in split "
                                  f"{self.eval_split!r} of {self.dataset.root}")
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        # a class the training split does not show is refused before its
-        # detector is tried (which would only say "too few objects")
-        self._check_classes_present(self.classes)
+        # records of other settings are refused before minutes of detector training
+        for c in self.classes:
+            for m in self.methods:
+                self._load_record(c, m, check_detector=False)
+        # a class the training split cannot teach is refused (or skipped)
+        # before its detector is tried, which would only say "too few objects"
+        self._check_classes_present()
         self._train_detectors()
         classes = self.compared_classes
         if not classes:
@@ -237,7 +262,7 @@ class Comparison:
         with ``skip_few_objects``, is skipped, with the reason)."""
         if self.extractor.config.detector is None:
             return
-        for class_name in self.classes:
+        for class_name in self.compared_classes:
             try:
                 self.extractor.shape_detector(class_name)
             except TooFewObjects as err:
@@ -253,11 +278,18 @@ class Comparison:
             return None
         return self.extractor.shape_detector(class_name).digest
 
-    def _check_classes_present(self, classes):
-        """Refuse, before any training, a class the training split cannot teach."""
+    def _check_classes_present(self):
+        """Refuse, before any training, a class the training split cannot
+        teach (with ``skip_few_objects``: skip it, with the reason)."""
         folds = self.settings.cv()[1] if self.settings.auto else None
-        for class_name in sorted(classes):
-            check_training_set(self.extractor, self.train_split, class_name, folds)
+        for class_name in sorted(self.compared_classes):
+            try:
+                check_training_set(self.extractor, self.train_split, class_name, folds)
+            except DatasetError as err:
+                if not self.skip_few_objects:
+                    raise
+                self.skipped[class_name] = str(err)
+                self.say(f"skipping {class_name}: {err}")
 
     def _train_and_score(self, class_name, method) -> dict:
         model_path = self.model_path(class_name, method)

@@ -94,5 +94,44 @@ def test_records_name_their_detector_and_another_detector_is_refused(
                                                      for c in sd.detector.components]),
                           sd.shapes)
     again.extractor._detectors["car"] = other
-    with pytest.raises(ValueError, match="the car detector"):
+    with pytest.raises(ValueError, match="its car detector differs"):
         again.run(figures=False)
+
+
+def test_records_made_without_the_block_are_refused_with_the_fix_and_before_detectors(
+        data_root, cache, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    bottom_up = replace(CONFIG, detector=None)
+    extractor = FeatureExtractor(VOCDataset(data_root), bottom_up, cache, progress=False)
+    Comparison(extractor, ["car"], ["bl1"], SETTINGS, out, progress=False,
+               say=lambda line: None).run(figures=False)
+    again, _ = _comparison(data_root, cache, out, monkeypatch)
+
+    def no_detector(class_name):
+        raise AssertionError("a detector was trained before the records were checked")
+    monkeypatch.setattr(again.extractor, "shape_detector", no_detector)
+    with pytest.raises(ValueError, match="made without the top-down block, which is now on "
+                                         "by default: add --no-top-down"):
+        again.run(figures=False)
+
+
+@pytest.mark.parametrize("classes, skip", [([], True), (["--classes", "car"], False)])
+def test_compare_command_skips_only_when_comparing_every_class(data_root, tmp_path,
+                                                               monkeypatch, classes, skip):
+    from segstruct import cli
+    seen = {}
+
+    class Recorder:
+        def __init__(self, extractor, classes, methods, settings, out_dir, **kwargs):
+            seen.update(kwargs, classes=classes)
+            self.out_dir = out_dir
+
+        def run(self, **kwargs):
+            self.out_dir.mkdir(parents=True)
+            (self.out_dir / "table.md").write_text("table")
+    monkeypatch.setattr(compare_module, "Comparison", Recorder)
+    assert cli.main(["compare", "--data", str(data_root), "--out", str(tmp_path / "o"),
+                     "-q", *classes]) == 0
+    assert seen["skip_few_objects"] is skip
+    assert seen["classes"] == (["car"] if classes else compare_module.classes_in(
+        VOCDataset(data_root), "train"))

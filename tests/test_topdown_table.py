@@ -27,37 +27,66 @@ def write(path, doc):
 
 
 def test_cells_pair_without_and_with_and_name_what_was_not_run(tmp_path, topdown_table):
+    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.topdown.detector import DetectorParams
+    bottom_up = FeatureConfig().to_dict()
+    top_down = FeatureConfig(detector=DetectorParams()).to_dict()
     d = tmp_path / "toy"
-    write(d / "plan.json", {"classes": ["car", "dog"], "too_few_images": {"cat": 2},
-                            "train_images": {"car": 9, "dog": 6, "cat": 2},
+    write(d / "plan.json", {"classes": ["car", "dog", "bus"], "too_few_images": {"cat": 2},
+                            "refused": {"cow": "no cow object is larger than a superpixel"},
+                            "train_images": {"car": 9, "dog": 6, "bus": 5, "cat": 2, "cow": 7},
                             "no_detector": {"dog": "too few objects of class 12"},
                             "min_images": 5})
     write(d / "without" / "results.json", results(
         [record("car", "bl1", 10.0), record("car", "bl2", 20.0),
-         record("car", "proposed", 30.0), record("dog", "bl1", 5.0)], {"top": "no"}))
+         record("car", "proposed", 30.0), record("dog", "bl1", 5.0),
+         record("bus", "bl1", None)], bottom_up))
     write(d / "with" / "results.json", results(
         [record("car", "bl1", 12.5), record("car", "bl2", 19.0, version="0.1.0+gdef"),
-         record("car", "proposed", 31.0, converged=False)], {"top": "yes"}))
+         record("car", "proposed", 31.0, converged=False), record("bus", "bl1", 3.0)],
+        top_down))
     write(d / "detector-car.json", {"average_precision": 0.4321})
+    write(d / "detector-bus.json", {"average_precision": None})     # no bus in val
     md, doc = topdown_table.table(tmp_path, ["toy", "absent"])
     assert "| toy | car | 9 | 43.2 | 10.00 → 12.50 | 20.00 → 19.00 | 30.00 → 31.00* |" in md
-    assert "| toy | dog | 6 | – | 5.00 → – | – → – | – → – |" in md
-    assert "bl1: higher with the block in 1 of 1 classes, lower in 0" in md
-    assert "bl2: higher with the block in 0 of 1 classes, lower in 1" in md
+    assert "| toy | dog | 6 | - | 5.00 → – | – → – | – → – |" in md
+    assert "| toy | bus | 5 | - | - → 3.00 | – → – | – → – |" in md
+    # bus's undefined IoU has no say in the summary
+    assert "bl1: higher with the block in 1 of 1 classes, lower in 0, by more than one " \
+           "point in 1 and 0" in md
+    assert "bl2: higher with the block in 0 of 1 classes, lower in 1, by more than one " \
+           "point in 0 and 0" in md
     assert "toy/dog: no detector, so compared without the block only (too few objects" in md
+    assert "toy/cow: not compared, the library refuses to train on it: no cow object" in md
     assert "toy: not compared, fewer than 5 training images: cat (2)" in md
     assert "Code 0.1.0+gabc, 0.1.0+gdef." in md
+    without, with_ = md.split("Features, ")[1].split("; with: ")
+    assert "top_down" not in without and "top_down (14)" in with_
     car = doc["rows"][0]
     assert car["detector_ap_percent"] == pytest.approx(43.21)
     assert car["proposed"]["with"] == {"val_iou_percent": 31.0, "converged": False,
                                        "n_iter": 40, "code_version": "0.1.0+gabc"}
-    assert doc["features"] == {"without": {"top": "no"}, "with": {"top": "yes"}}
+    assert doc["features"] == {"without": bottom_up, "with": top_down}
 
 
 def test_plan_follows_the_soaks_rule(tmp_path, topdown_table):
-    from segstruct.datasets import make_synthetic_voc
+    import numpy as np
+
+    from segstruct.datasets import VOC_CLASSES, VOCDataset, make_synthetic_voc
     root = make_synthetic_voc(tmp_path / "voc", n_train=6, n_val=2)
-    counts = topdown_table.plan(root, 1)["train_images"]
-    p = topdown_table.plan(root, max(counts.values()))
-    assert p["classes"] == [c for c, n in counts.items() if n == max(counts.values())]
-    assert p["too_few_images"] == {c: n for c, n in counts.items() if n < max(counts.values())}
+    dataset = VOCDataset(root)
+    # the counts, read here from the masks directly
+    counts = {}
+    for image_id in dataset.ids("train"):
+        for value in np.unique(dataset.read_mask(image_id)):
+            if 0 < value < len(VOC_CLASSES):
+                counts[VOC_CLASSES[value]] = counts.get(VOC_CLASSES[value], 0) + 1
+    assert topdown_table.plan(root, 1)["train_images"] == counts
+    most = max(counts.values())
+    p = topdown_table.plan(root, most)
+    assert p["classes"] == [c for c, n in counts.items() if n == most] and not p["refused"]
+    assert p["too_few_images"] == {c: n for c, n in counts.items() if n < most}
+    # a class the library refuses (no superpixel is mostly car) is listed, not compared
+    p = topdown_table.plan(make_synthetic_voc(tmp_path / "tiny", n_train=6, n_val=2,
+                                              area_range=(0.001, 0.002)), 1)
+    assert p["refused"] and not set(p["refused"]) & set(p["classes"])

@@ -186,15 +186,17 @@ def _top_down_task(dataset_root, image_id, segments, shape_detector, detector_id
             block = topdown_features(shape_detector.detector, shape_detector.shapes,
                                      dataset.read_image(image_id), segments)
             # before caching: a non-finite block must never be stored
-            check_finite_features(image_id, {"top-down": block}, dataset.image_path(image_id))
+            check_finite_features(image_id, {"top_down": block}, dataset.image_path(image_id))
             return {"top_down": block}
 
         block = cache.get_or_compute("top_down", key, compute)["top_down"]
+        hint = f" came from the cache {cache.path('top_down', key)}: delete that file, or " \
+               "run with --no-cache"
         if block.shape != (n, shape_detector.params.n_filters):
             raise ValueError(f"image {image_id!r}: a top-down block of shape {block.shape} "
-                             f"for {n} superpixels came from the cache "
-                             f"{cache.path('top_down', key)}: delete that file, or run with "
-                             "--no-cache")
+                             f"for {n} superpixels{hint}")
+        check_finite_features(image_id, {"top_down": block}, dataset.image_path(image_id),
+                              hint=f"; they{hint}")
         return block
 
 

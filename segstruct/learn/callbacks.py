@@ -141,7 +141,9 @@ class Checkpoint(Callback):
         if meta.get("fingerprint") != self._fingerprint:
             raise CheckpointError(
                 f"checkpoint {self.path} was made with other training data or "
-                "settings; delete it (or give another path) to start again")
+                "settings (a run started before the top-down block was on by default "
+                "goes on with --no-top-down); delete it (or give another path) to start "
+                "again")
         run.qp.set_state({k[3:]: v for k, v in arrays.items() if k.startswith("qp_")})
         if hasattr(run.oracle, "set_state"):
             run.oracle.set_state({k[7:]: v for k, v in arrays.items()

@@ -72,12 +72,12 @@ def table_markdown(results: dict) -> str:
         f"{'' if s.get('polish', True) else ', no polish'}; node weights {node_weights}; "
         f"solver {s['solver']}, tol {s['tol']:g}, "
         f"max_iter {s['max_iter']}; seed {results['seed']}; "
-        f"{_features_text(results.get('features') or {})}; code "
+        f"{features_text(results.get('features') or {})}; code "
         f"{', '.join(versions) or results['code_version']}.\n")
     return out.getvalue()
 
 
-def _features_text(features: dict) -> str:
+def features_text(features: dict) -> str:
     """The unary blocks in use, e.g. "features sift (1000), colour (6), ...,
     top_down (14)": name and width, as ``FeatureConfig.unary_blocks`` gives them."""
     if not features:

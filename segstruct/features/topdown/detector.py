@@ -113,16 +113,14 @@ class DetectorParams:
                 "max_root_area": 1, "min_root_side": 1, "max_displacement": 0,
                 "min_box_area": 0, "mining_rounds": 0, "mining_images": 1,
                 "negatives_per_image": 1, "negative_cache": 1, "max_positives": 1,
-                "max_detections": 1}
+                "max_detections": 1, "seed": 0}
         for name, least in ints.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
                     or value < least:
                 raise ValueError(f"DetectorParams.{name} must be an integer >= {least}, "
                                  f"got {value!r}")
-        if not isinstance(self.seed, (int, np.integer)) or isinstance(self.seed, bool):
-            raise ValueError(f"DetectorParams.seed must be an integer, got {self.seed!r}")
-        if not isinstance(self.flip, bool):
+        if not isinstance(self.flip, (bool, np.bool_)):
             raise ValueError(f"DetectorParams.flip must be True or False, got {self.flip!r}")
         if self.max_root_area < self.min_root_area:
             raise ValueError(f"DetectorParams.max_root_area ({self.max_root_area}) is below "

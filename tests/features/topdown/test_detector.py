@@ -76,7 +76,9 @@ def test_params_key_names_every_setting():
 @pytest.mark.parametrize("name, value", [
     ("n_components", 0), ("n_parts", -1), ("cell", 2.5), ("interval", True),
     ("min_root_side", 0), ("max_root_area", 29), ("max_displacement", -1),
-    ("mining_images", 0), ("max_detections", 0), ("seed", 1.5), ("flip", 1),
+    ("mining_images", 0), ("max_detections", 0), ("seed", 1.5), ("seed", -1), ("flip", 1),
+    ("min_root_area", 0), ("min_box_area", -1), ("negatives_per_image", 0),
+    ("negative_cache", 0), ("max_positives", 0), ("mining_rounds", -1),
     ("max_scale", 0.0), ("C", -1.0), ("C", float("nan")), ("bias_feature", float("inf")),
     ("min_deformation", -0.1), ("hard_margin", -1.0), ("part_area_fraction", 0.0),
     ("part_area_fraction", 1.5), ("max_void_fraction", -0.1), ("positive_iou", 0.0),
@@ -91,7 +93,7 @@ def test_params_accept_the_edges_of_their_ranges():
     from segstruct.features.topdown import DetectorParams
     DetectorParams(n_parts=0, mining_rounds=0, min_deformation=0.0, hard_margin=0,
                    max_void_fraction=1.0, positive_iou=1.0, negative_iou=0.0, nms_overlap=1,
-                   part_area_fraction=1, min_root_area=48, seed=np.int64(3))
+                   part_area_fraction=1, min_root_area=48, seed=np.int64(3), flip=np.bool_(False))
 
 
 @settings(max_examples=20, deadline=None)

@@ -87,6 +87,7 @@ def test_shapes_of_objects_cut_by_the_border_are_the_ellipse(trained, synthetic_
 
 def test_unclipped_detections_keep_the_whole_root_box(trained, synthetic_data):
     det = trained[0]
+    hanging = 0
     for image in synthetic_data[2][:4]:
         image = np.ascontiguousarray(image[:, 30:])     # objects may now hang off the left
         clipped = det.detect(image, threshold=-0.5)
@@ -97,6 +98,8 @@ def test_unclipped_detections_keep_the_whole_root_box(trained, synthetic_data):
         for box, comp in zip(whole, whole[:, 5].astype(int)):
             rows, cols = det.components[comp].root.shape[:2]
             assert (box[2] - box[0]) * rows == pytest.approx((box[3] - box[1]) * cols)
+        hanging += int((whole[:, 0] < 0).sum())
+    assert hanging > 0          # else this test would check nothing off the image
 
 
 def test_average_root_shape_of_detections_is_an_ellipse(shapes):

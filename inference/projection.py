@@ -81,9 +81,9 @@ class Projection:
         1-strongly convex, ``||mu - proj_C(theta)|| <= sqrt(2 gap)``.
     status : str
         ``"exact"`` (closed form), ``"converged"`` (Frank-Wolfe gap <= tol),
-        ``"max_iter"`` (iteration cap reached first) or ``"stalled"`` (an
-        inexact linear oracle found no improving vertex; ``gap`` is still a
-        valid bound).
+        ``"max_iter"`` (iteration cap reached first) or ``"stalled"`` (the
+        oracle found no improving vertex while its bound left a gap above
+        ``tol``, i.e. solver tolerances; ``gap`` is still a valid bound).
     iterations : int
         Frank-Wolfe iterations (0 for closed forms).
     exact_oracle : bool
@@ -352,9 +352,10 @@ def linear_oracle(g_u, g_p, edges, exact_limit: int = EXACT_LIMIT,
     - some ``g_p < 0``: the problem is a submodular maximisation (max-cut
       hard in general). With ``strict`` a :class:`NotSubmodularError` is
       raised; otherwise, for ``N <= exact_limit`` all 2^N labellings are
-      enumerated (exact), and beyond that two attractive relaxations are cut
-      (see ``_Oracle._relaxed``): the answer is the better of their labellings
-      and ``bound`` a certified upper bound on the maximum.
+      enumerated, and beyond that two attractive relaxations are cut (see
+      ``_Oracle._relaxed``) and polished by single flips; when their bound
+      does not meet their best labelling, a MILP (HiGHS, exact up to its
+      1e-10 tolerances) decides. Every answer is then exact.
 
     Parameters
     ----------
@@ -492,7 +493,7 @@ def _clip_to_sum(theta, a, target):
     return m
 
 
-def project_marginal(theta_u, theta_p, edges, tol: float = 1e-8, max_iter: int = 5000,
+def project_marginal(theta_u, theta_p, edges, tol: float = 1e-6, max_iter: int = 5000,
                      exact_limit: int = EXACT_LIMIT, strict: bool = False) -> Projection:
     """Projection onto the marginal polytope ``M = conv{phi(y)}`` by pairwise Frank-Wolfe.
 
@@ -508,8 +509,15 @@ def project_marginal(theta_u, theta_p, edges, tol: float = 1e-8, max_iter: int =
     ``bound(g) >= max_y <g, phi(y)>`` comes from the oracle, bounds
     ``f(m) - min_M f`` (convexity); the loop stops when it is ``<= tol``
     (status ``"converged"``), after ``max_iter`` iterations (``"max_iter"``),
-    or when an inexact oracle call returns no vertex better than the away
-    vertex (``"stalled"``).
+    or when the oracle returns no vertex better than the away vertex
+    (``"stalled"``: rounding near the tolerance).
+
+    Cost: each iteration is one graph cut while the residual is attractive;
+    otherwise a cut-based relaxation, and a MILP (HiGHS) when its vertex no
+    longer helps or the gap must be certified. Measured on 4x4, 5x5 and 7x7
+    grids with random attractive theta, tol 1e-6: 3 s, 33 s, 37 s (hundreds
+    of MILPs each). The cube and budget projections are the ones to train
+    with on superpixel-sized graphs; this one is exact, not fast.
 
     Non-attractive oracle calls: even for ``theta_p >= 0`` the residual's
     pairwise part can be negative (e.g. one edge, ``theta = (1, 1, 0)``
@@ -524,8 +532,10 @@ def project_marginal(theta_u, theta_p, edges, tol: float = 1e-8, max_iter: int =
     theta_u : array_like of float, shape (N,)
     theta_p : array_like of float, shape (E,)
     edges : array_like of int, shape (E, 2)
-    tol : float, default 1e-8
-        Absolute tolerance on the gap (units of ``||theta||^2``).
+    tol : float, default 1e-6
+        Absolute tolerance on the gap (units of ``||theta||^2``). The MILP's
+        dual bound carries HiGHS's feasibility tolerances (1e-10 here), so a
+        tolerance far below 1e-7 may end in ``"stalled"`` on large graphs.
     max_iter : int, default 5000
     exact_limit : int, default 12
     strict : bool, default False
@@ -570,7 +580,7 @@ def project_marginal(theta_u, theta_p, edges, tol: float = 1e-8, max_iter: int =
         s = parts(answer.labels)
         d = s - verts[away]
         slope = float(g @ d)
-        if slope <= 0.0:  # only an inexact oracle gets here: no descent pair
+        if slope <= 0.0:  # no descent pair: the oracle's bound exceeds its vertex
             status = "stalled"
             break
         step = min(slope / float(d @ d), w[away])

@@ -29,7 +29,8 @@ Three sets, from the largest (cheapest) to the smallest (tightest):
 A smaller set gives a smaller loss (Blondel et al. 2019, Prop. 2), and all
 three are inside the cube, so ``L_M <= L_cube`` and ``L_budget <= L_cube``.
 
-Only numpy and sibling modules are used (the rule of ``inference/``).
+Only numpy, highspy (the MILP oracle) and sibling modules are used (the rule
+of ``inference/``).
 """
 from __future__ import annotations
 

@@ -190,7 +190,8 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
                            f"(change {min(d):+.2f} to {max(d):+.2f} points, mean "
                            f"{sum(d) / len(d):+.2f})")
     s = settings or {}
-    feats = "; ".join(f"{side}: {features_text(f)}" for side, f in (features or {}).items())
+    feats = "; ".join(f"{side}: {features_text(f).removeprefix('features ')}"
+                      for side, f in (features or {}).items())
     foot = [f"VOC IoU % on val (pixels, void excluded), one training run each (one seed), "
             f"trained on train; * = stopped at max_iter (not converged); – = not run; - = "
             "undefined (IoU: no foreground in val and none predicted; AP: no object in val). "

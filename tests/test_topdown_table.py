@@ -60,7 +60,7 @@ def test_cells_pair_without_and_with_and_name_what_was_not_run(tmp_path, topdown
     assert "toy/cow: not compared, the library refuses to train on it: no cow object" in md
     assert "toy: not compared, fewer than 5 training images: cat (2)" in md
     assert "Code 0.1.0+gabc, 0.1.0+gdef." in md
-    without, with_ = md.split("Features, ")[1].split("; with: ")
+    without, with_ = md.split("Features, without: ")[1].split("; with: ")
     assert "top_down" not in without and "top_down (14)" in with_
     car = doc["rows"][0]
     assert car["detector_ap_percent"] == pytest.approx(43.21)

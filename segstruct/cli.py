@@ -901,7 +901,8 @@ def main(argv=None) -> int:
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished cache entries are kept"
-              + ("; continue training with --resume" if args.command == "train" else "")
+              + ("; continue training with --resume" if args.command == "train"
+                 and args.solver not in STOCHASTIC_SOLVERS and args.method != "lovasz" else "")
               + ("; run the same command again to resume" if args.command == "compare"
                  else ""), file=sys.stderr)
         return 130

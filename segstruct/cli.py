@@ -24,7 +24,7 @@ from segstruct.io.files import write_json
 from segstruct.io.provenance import code_version
 from segstruct.learn.methods import DEFAULTS, METHOD_HELP, METHODS
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
-from segstruct.learn.ssvm import NODE_WEIGHT_MODES
+from segstruct.learn.ssvm import NODE_WEIGHT_MODES, SOLVERS, STOCHASTIC_SOLVERS
 
 
 class UsageError(Exception):
@@ -343,6 +343,24 @@ def _check_loss_options(args, methods) -> None:
         args.triangles = DEFAULTS.n_triangles
 
 
+def _check_solver_options(args, methods) -> None:
+    """Refuse a --solver that the scope, --resume or the methods rule out."""
+    if args.solver != DEFAULTS.solver and all(m == "lovasz" for m in methods):
+        raise UsageError("--solver does not apply to lovasz: it trains with its own "
+                         "cutting planes on the Lovász hinge")
+    if args.solver in STOCHASTIC_SOLVERS and args.scope != "image":
+        raise UsageError(f"--solver {args.solver} needs --scope image (the scope is "
+                         f"{args.scope}): at the data-set scope the training set is one "
+                         "example, with nothing to sample; use --solver oneslack or nslack")
+    if args.solver in STOCHASTIC_SOLVERS and getattr(args, "resume", False):
+        raise UsageError(f"--resume: --solver {args.solver} keeps no checkpoint to continue "
+                         "from; train without --resume (from the start), or use --solver "
+                         "oneslack or nslack")
+    if getattr(args, "resume", False) and args.method == "lovasz":
+        raise UsageError("--resume: the lovasz method keeps no checkpoint to continue from; "
+                         "train without --resume")
+
+
 def _check_C_options(args) -> None:
     """Read ``--C`` (a number or "auto") and its cross-validation options.
 
@@ -417,6 +435,7 @@ def _estimator(args):
     cross-validation has chosen one.
     """
     _check_loss_options(args, [args.method])
+    _check_solver_options(args, [args.method])
     _check_C_options(args)
     return _make_estimator(args)
 
@@ -557,6 +576,7 @@ def cmd_compare(args) -> int:
         raise UsageError(f"--codebook-split {args.split_eval!r} is the evaluation split: "
                          "the codebook must be learnt on training data only")
     _check_loss_options(args, args.methods)
+    _check_solver_options(args, args.methods)
     _check_C_options(args)
     dataset = _dataset(args)
     _check_cv_size(args, dataset, args.split_train)
@@ -729,10 +749,14 @@ def _add_training_options(g) -> None:
     g.add_argument("--folds", type=int, default=None, metavar="K",
                    help="--C auto: folds of the training split, by image, drawn with "
                         f"--seed (default {DEFAULT_FOLDS})")
-    g.add_argument("--solver", choices=("oneslack", "nslack"), default=DEFAULTS.solver,
-                   help="cutting-plane formulation: one slack for all constraints "
-                        "(stabilised as OCAS) or one slack per example; both reach the "
-                        "same optimum (default %(default)s)")
+    g.add_argument("--solver", choices=SOLVERS, default=DEFAULTS.solver,
+                   help="learner of the structural SVM: cutting planes with one slack for "
+                        "all constraints (stabilised as OCAS) or one slack per example; or, "
+                        "with --scope image only, projected subgradient descent, stochastic "
+                        "subgradient (SGD) over images, or block-coordinate Frank-Wolfe "
+                        "(bcfw), for which --max-iter counts epochs and which cannot "
+                        "--resume; all reach the same optimum (sgd and subgradient "
+                        "approximately; bcfw to --tol) (default %(default)s)")
     g.add_argument("--scope", choices=("dataset", "image"), default=DEFAULTS.scope,
                    help="one loss over the whole training set (the paper's setting, with "
                         "--C 0.5), or one loss per image, averaged, which needs a larger C "
@@ -746,9 +770,11 @@ def _add_training_options(g) -> None:
     g.add_argument("--tol", type=float, default=DEFAULTS.tol,
                    help="cutting-plane tolerance epsilon, in loss units: training stops "
                         "when the objective is within C * tol of the working-set QP's "
-                        "lower bound (default %(default)s)")
+                        "lower bound (bcfw: of its dual; sgd and subgradient have no "
+                        "stopping test) (default %(default)s)")
     g.add_argument("--max-iter", type=int, default=DEFAULTS.max_iter,
-                   help="cutting-plane iterations at most (default %(default)s)")
+                   help="cutting-plane iterations at most; epochs for --solver subgradient, "
+                        "sgd and bcfw (default %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -875,7 +901,8 @@ def main(argv=None) -> int:
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished cache entries are kept"
-              + ("; continue training with --resume" if args.command == "train" else "")
+              + ("; continue training with --resume" if args.command == "train"
+                 and args.solver not in STOCHASTIC_SOLVERS and args.method != "lovasz" else "")
               + ("; run the same command again to resume" if args.command == "compare"
                  else ""), file=sys.stderr)
         return 130

@@ -342,3 +342,126 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
     record = json.loads((tmp_path / "d" / "detector-car.json").read_text())
     assert record["split"] == "val" and record["features"]["detector"]["n_parts"] == 0
     assert (tmp_path / "d" / "detector-car.png").stat().st_size > 0
+
+
+# --------------------------------------------------------------------------
+# the first-order solvers and the lovasz method
+
+def test_every_solver_parses_for_train_and_compare():
+    from segstruct.learn.ssvm import SOLVERS
+    parser = build_parser()
+    for solver in SOLVERS:
+        args = parser.parse_args(["train", "--class", "car", "--out", "m", "--solver", solver])
+        assert args.solver == solver
+        assert parser.parse_args(["compare", "--solver", solver]).solver == solver
+    assert parser.parse_args(["compare"]).solver == "oneslack"
+    assert parser.parse_args(["compare"]).methods == ["bl1", "bl2", "proposed"]
+    assert parser.parse_args(["train", "--method", "lovasz", "--class", "car",
+                              "--out", "m"]).method == "lovasz"
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--solver", "sgd", "--scope", "dataset"], "--solver sgd needs --scope image"),
+    (["--solver", "bcfw"], "--solver bcfw needs --scope image"),    # the default scope
+    (["--solver", "bcfw", "--scope", "image", "--resume"], "keeps no checkpoint"),
+    (["--method", "lovasz", "--resume"], "keeps no checkpoint"),
+    (["--method", "lovasz", "--solver", "nslack"], "--solver does not apply to lovasz"),
+])
+def test_solver_options_that_cannot_work_are_refused(extra, words, data_root, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--data", str(data_root), "--class", "car", "--out", str(tmp_path / "m"),
+              "--cache", str(tmp_path / "c"), *extra, *SMALL])
+    assert exc.value.code == 2 and words in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()          # refused before any feature
+
+
+def test_compare_refuses_first_order_solvers_at_the_dataset_scope(data_root, tmp_path, capsys):
+    for extra, words in ((["--solver", "sgd"], "needs --scope image"),
+                         (["--methods", "lovasz", "--solver", "nslack"], "does not apply")):
+        with pytest.raises(SystemExit) as exc:
+            main(["compare", "--data", str(data_root), "--classes", "car",
+                  "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c"), *extra, *SMALL])
+        assert exc.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_lovasz_with_another_loss_is_refused(data_root, tmp_path, capsys):
+    assert main(["train", "--data", str(data_root), "--class", "car", "--method", "lovasz",
+                 "--loss", "f1", "--out", str(tmp_path / "m"), "--cache", str(tmp_path / "c"),
+                 *SMALL]) == 2
+    assert "IoU loss only" in capsys.readouterr().err
+
+
+def test_train_bcfw_end_to_end(data_root, tmp_path, capsys):
+    from segstruct.io.persistence import load_model
+    cache = ["--cache", str(tmp_path / "c")]
+    model = tmp_path / "bcfw"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--solver", "bcfw",
+                 "--scope", "image", "--C", "5", "--max-iter", "60", "--out", str(model),
+                 *cache, *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert "iterations" in out and "training-set VOC IoU" in out and "--resume" not in out
+    svm, _, _, doc = load_model(model)
+    assert doc["method"] == "bl1"
+    assert (doc["estimator"]["solver"], doc["estimator"]["scope"]) == ("bcfw", "image")
+    log = json.loads((tmp_path / "bcfw.log.json").read_text())
+    assert len(log) == doc["training"]["n_iter"] <= 60
+    assert all(e["solver"] == "bcfw" and e["gap"] >= 0 for e in log)
+    assert doc["training"]["gap"] == pytest.approx(log[-1]["gap"])
+    assert doc["training"]["dual"] <= doc["training"]["primal"]
+    assert doc["training"]["converged"] == (log[-1]["gap"] <= 5 * 1e-3)
+    assert not (tmp_path / "bcfw.ckpt.npz").exists()
+    assert main(["evaluate", "--data", str(data_root), "--model", str(model), "--split", "val",
+                 *cache, "-q"]) == 0
+    assert "VOC IoU" in capsys.readouterr().out
+
+
+def test_train_lovasz_end_to_end_and_its_model_predicts_the_same_after_loading(
+        data_root, tmp_path, capsys):
+    from segstruct.features.cache import ArrayCache
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.io.persistence import load_model
+    from segstruct.learn.methods import estimator_for
+    cache = ["--cache", str(tmp_path / "c")]
+    model = tmp_path / "lov"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--method", "lovasz",
+                 "--out", str(model), *cache, *SMALL]) == 0
+    assert "lovasz on" in capsys.readouterr().out
+    svm, config, codebook, doc = load_model(model)
+    assert doc["method"] == "lovasz" and doc["estimator"]["loss"] == {"name": "iou"}
+    assert doc["estimator"]["scope"] == "dataset" and "solver" not in doc["estimator"]
+    assert not (tmp_path / "lov.ckpt.npz").exists()
+    # the same training in Python: the same weights, and the loaded model predicts
+    # as the fitted one
+    ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c"),
+                          progress=False, codebook=codebook)
+    train, val = ex.examples("train", "car"), ex.examples("val", "car")
+    fitted = estimator_for("lovasz").fit([e.graph for e in train],
+                                         [e.pixel_counts for e in train])
+    np.testing.assert_array_equal(svm.w_, fitted.w_)
+    for a, b in zip(svm.predict([e.graph for e in val]), fitted.predict([e.graph for e in val])):
+        np.testing.assert_array_equal(a, b)
+    selection = fitted.pairwise_selection_
+    np.testing.assert_array_equal(svm.w_[-3:], -selection["scale"])
+    log = json.loads((tmp_path / "lov.log.json").read_text())
+    assert log[-1]["pairwise_selection"]["ratio"] == selection["ratio"]
+    # the strength was chosen by the training IoU that train reports
+    assert doc["train_score"]["voc_iou_percent"] == pytest.approx(
+        100 * max(v for v in selection["train_iou"] if v is not None))
+    assert main(["evaluate", "--data", str(data_root), "--model", str(model), "--split", "val",
+                 *cache, "-q"]) == 0
+
+
+def test_compare_runs_lovasz_and_a_first_order_solver(data_root, tmp_path):
+    out = tmp_path / "o"
+    assert main(["compare", "--data", str(data_root), "--classes", "car",
+                 "--methods", "bl1", "lovasz", "--solver", "bcfw", "--scope", "image",
+                 "--C", "5", "--max-iter", "40", "--figure-images", "1", "--out", str(out),
+                 "--cache", str(tmp_path / "c"), *SMALL]) == 0
+    results = json.loads((out / "results.json").read_text())
+    runs = {r["method"]: r for r in results["results"]}
+    assert set(runs) == {"bl1", "lovasz"} and results["settings"]["solver"] == "bcfw"
+    assert runs["bl1"]["training"]["n_iter"] == 40 and not runs["bl1"]["training"]["converged"]
+    assert runs["lovasz"]["loss"]["name"] == "iou" and runs["lovasz"]["scope"] == "image"
+    assert all(r["eval_score"]["voc_iou_percent"] is not None for r in runs.values())
+    assert (out / "figures" / "training-car.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "lovasz" in (out / "table.md").read_text()

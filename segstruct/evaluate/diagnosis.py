@@ -52,16 +52,31 @@ def diagnose(estimator, X, Y, predictions=None) -> dict:
               "relative_gap": gap / primal if primal > 0 else 0.0,
               "target_gap": float(estimator.C * estimator.tol), "warnings": []}
     if not estimator.converged_:
+        # only the cutting-plane solvers keep a checkpoint to continue from
+        resumable = getattr(estimator, "solver", None) in ("oneslack", "nslack")
         report["warnings"].append(
             f"not converged: stopped at max_iter {estimator.max_iter} with objective "
             f"{primal:.6g} and lower bound {estimator.dual_:.6g}, a gap of {gap:.3g} "
-            f"({100 * report['relative_gap']:.3g} % of the objective; convergence means a "
-            f"largest violation below tol {estimator.tol:g}); raise max_iter (train "
-            "--resume continues the run)")
+            f"({100 * report['relative_gap']:.3g} % of the objective; "
+            f"{_criterion(estimator)}); raise max_iter"
+            + (" (train --resume continues the run)" if resumable else ""))
     if collapse:
         report["warnings"].append(f"the model predicts {collapse} on its own training set "
                                   f"(IoU 0 there): {_cause(estimator, collapse)}")
     return report
+
+
+def _criterion(estimator) -> str:
+    """What convergence means for the estimator's solver."""
+    solver = getattr(estimator, "solver", None)
+    if solver == "bcfw":
+        return f"convergence means a duality gap below C tol = {estimator.C * estimator.tol:g}"
+    if solver == "sgd":
+        return "SGD has no stopping test and certifies no gap: the lower bound 0 is trivial"
+    if solver == "subgradient":
+        return ("subgradient descent stops early only when a step leaves the weights in "
+                "place, and certifies no gap: the lower bound 0 is trivial")
+    return f"convergence means a largest violation below tol {estimator.tol:g}"
 
 
 def _cause(estimator, collapse) -> str:

@@ -206,7 +206,9 @@ class ProgressBar(Callback):
 
     def on_iteration(self, run, state):
         self._bar.update()
-        self._bar.set_postfix(gap=f"{state.log[-1]['gap']:.3g}", cons=run.qp.n_constraints)
+        gap = state.log[-1].get("gap")         # SGD and subgradient descent have none
+        self._bar.set_postfix(gap="-" if gap is None else f"{gap:.3g}",
+                              cons=run.qp.n_constraints)
 
     def on_fit_end(self, run, state):
         if self._bar is not None:

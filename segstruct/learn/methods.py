@@ -18,6 +18,7 @@ from segstruct.inference.milp import milp_oracle
 from segstruct.inference.proposed import DEFAULT_INFERENCE, ProposedOracle
 from segstruct.inference.triangulation import N_TRIANGLES
 
+from segstruct.learn.lovasz_svm import LovaszSVM
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID, check_folds, check_grid
 from segstruct.learn.ssvm import StructuredSVM
 
@@ -28,6 +29,8 @@ METHODS = {
     "bl2": {"loss": None, "pairwise": False, "oracle": "bl2"},       # Joachims 2005
     "proposed": {"loss": None, "pairwise": True, "oracle": "proposed"},  # Sec. 4
     "exact": {"loss": None, "pairwise": True, "oracle": "exact"},    # MILP, small data only
+    # Lovász hinge of IoU for the unaries, pairwise weight chosen (lovasz_svm)
+    "lovasz": {"loss": None, "pairwise": True, "oracle": None},
 }
 
 METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the training "
@@ -36,7 +39,10 @@ METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the 
                "with unary + pairwise (the paper's method), its most violated constraint "
                "found as --inference says: exactly, by branch and bound with graph cuts "
                "(envelope, the default), or by the paper's one LP per loss-surface triangle "
-               "(decomposition, lp); exact: the loss by MILP (small data only)")
+               "(decomposition, lp); exact: the loss by MILP (small data only); lovasz: "
+               "IoU only, unary weights by cutting planes on the Lovász hinge (Yu & "
+               "Blaschko 2015), then a pairwise smoothing strength picked by training "
+               "IoU; its own solver, so --solver does not apply")
 
 
 # StructuredSVM's own defaults (C, tol, max_iter, scope, solver, node_weights), read
@@ -52,6 +58,11 @@ class TrainingSettings:
     ``n_triangles`` and ``inference`` only affect the proposed method, and
     ``loss`` / ``beta`` only bl2, proposed and exact; they are recorded for
     every pair all the same, so a record says in full how it was made.
+
+    ``solver`` is one of ``segstruct.learn.ssvm.SOLVERS``: the cutting-plane
+    "oneslack" (default) or "nslack", or the first-order "subgradient",
+    "sgd" or "bcfw", which need ``scope="image"``. The lovasz method has
+    its own solver and ignores it.
 
     ``C`` is a number, or "auto": each pair then gets the C that ``folds``-fold
     cross-validation on the training split picks from ``C_grid``
@@ -150,7 +161,8 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
                   n_triangles: int = DEFAULTS.n_triangles,
                   inference: str = DEFAULTS.inference, polish: bool = DEFAULTS.polish,
                   node_weights: str = DEFAULTS.node_weights, **params) -> StructuredSVM:
-    """A ``StructuredSVM`` set up for ``method``.
+    """A ``StructuredSVM`` set up for ``method`` (for "lovasz" a
+    :class:`~segstruct.learn.lovasz_svm.LovaszSVM`, which ignores ``solver``).
 
     Parameters
     ----------
@@ -167,6 +179,11 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
     enumeration counts superpixels).
     """
     spec = METHODS[_check(method)]
+    if method == "lovasz":
+        # its own cutting planes on the Lovász hinge: the SSVM solver does not apply
+        params.pop("solver", None)
+        return LovaszSVM(loss=method_loss(method, loss, beta), pairwise=spec["pairwise"],
+                         node_weights=node_weights, **params)
     if method == "bl2" and node_weights != "count":
         raise ValueError("bl2 needs count node weights: its exact oracle counts superpixels")
     oracle = None

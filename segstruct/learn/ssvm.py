@@ -48,14 +48,18 @@ from segstruct.inference.highs import SolverError
 from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
 
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
-from segstruct.io.checkpoint import fingerprint
+from segstruct.io.checkpoint import CheckpointError, fingerprint
 from segstruct.learn.base import NotFittedError, ParamsMixin
 from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
 from segstruct.learn.linesearch import minimize_model
 from segstruct.learn.qp import QPError, WorkingSetQP
 from segstruct.model import MRFModel, disjoint_union
 
-SOLVERS = ("nslack", "oneslack")
+#: The cutting-plane solvers, then the first-order ones of
+#: ``segstruct.learn.stochastic`` (per-image scope only).
+CUTTING_PLANE_SOLVERS = ("nslack", "oneslack")
+STOCHASTIC_SOLVERS = ("subgradient", "sgd", "bcfw")
+SOLVERS = CUTTING_PLANE_SOLVERS + STOCHASTIC_SOLVERS
 
 
 @dataclass
@@ -197,7 +201,18 @@ class StructuredSVM(ParamsMixin):
         node weights in use (superpixels in count mode: Eq. 28 of the paper).
     C : float, default 0.5
         Regularisation trade-off (the paper's C = 1 in its convention).
-    solver : {"oneslack", "nslack"}
+    solver : {"oneslack", "nslack", "subgradient", "sgd", "bcfw"}, default "oneslack"
+        The cutting-plane loops (1-slack, stabilised as OCAS; n-slack), or a
+        first-order learner of :mod:`segstruct.learn.stochastic` on the same
+        objective, which needs ``scope="image"``: projected subgradient
+        descent, projected SGD over images with weighted averaging, or
+        block-coordinate Frank-Wolfe on the dual. For those, an iteration
+        (``max_iter``, ``log_``) is an epoch (n oracle calls, plus n more
+        to evaluate the objective), the image sampling is seeded with 0, and
+        only BCFW has a stopping test (its duality gap <= C tol); subgradient
+        descent stops early only when a step leaves w in place, and SGD runs
+        all ``max_iter`` epochs. They cannot resume from a checkpoint and
+        ignore ``warm_start`` and ``inactive_limit``.
     scope : {"dataset", "image"}
         One loss over the whole training set (the paper's multivariate
         formulation, and the VOC measure), or one loss per image. The loss
@@ -233,15 +248,24 @@ class StructuredSVM(ParamsMixin):
     Attributes
     ----------
     w_ : (D,) learnt weights, with the pairwise block <= 0: those with the
-        lowest objective evaluated (the last ones when training converged).
+        lowest objective evaluated (the last ones when training converged;
+        SGD: the weighted average of the iterates; BCFW: the last iterate).
     loss_ : the resolved Loss (kappa filled in).
     log_ : list of dict, one per iteration: primal and dual objective, gap,
-        number of constraints, violated examples, times.
+        number of constraints, violated examples, times. The first-order
+        solvers log one entry per epoch: ``iteration`` (the epoch),
+        ``updates``, ``primal``, ``best_primal`` (the objective of the
+        weights they would return then), ``oracle_calls`` (the epoch's,
+        evaluation included), ``seconds``, ``solver``; BCFW adds ``dual``
+        and ``gap``.
     primal_ : the objective at ``w_``, an upper bound of the optimum (exact
         when the oracle is; with an approximate oracle, up to its gap).
-    dual_ : the last working-set QP value, a lower bound of the optimum.
+    dual_ : the last working-set QP value (BCFW: the dual objective), a
+        lower bound of the optimum; 0, the trivial bound, for subgradient
+        descent and SGD, which certify nothing.
     n_iter_, converged_, gap_ (= primal_ - dual_), fit_seconds_.
-    working_set_ : dict of arrays, the final cutting planes (for warm_start).
+    working_set_ : dict of arrays, the final cutting planes (for
+        warm_start; cutting-plane solvers only).
     oracle_ : the oracle this fit used: a deep copy of ``oracle`` (or the
         graph cut), so that its warm-start state (e.g. a ``ProposedOracle``'s
         labellings) belongs to the fit and ``oracle`` itself never changes;
@@ -290,6 +314,11 @@ class StructuredSVM(ParamsMixin):
             raise ValueError(f"unknown solver {self.solver!r}; use one of {SOLVERS}")
         if self.scope not in SCOPES:
             raise ValueError(f"unknown loss scope {self.scope!r}; use one of {SCOPES}")
+        if self.solver in STOCHASTIC_SOLVERS and self.scope != "image":
+            raise ValueError(f"solver {self.solver!r} needs the per-image loss scope "
+                             f"(scope='image'), not {self.scope!r}: the data-set loss is one "
+                             "example, so there is nothing to sample or split into blocks; "
+                             f"use one of {CUTTING_PLANE_SOLVERS} for the data-set scope")
         if self.node_weights not in NODE_WEIGHT_MODES:
             raise ValueError(f"unknown node weight mode {self.node_weights!r}; "
                              f"use one of {NODE_WEIGHT_MODES}")
@@ -371,6 +400,8 @@ class StructuredSVM(ParamsMixin):
     def _fit(self, X, Y, callbacks: list) -> "StructuredSVM":
         """Set the problem up, start from a checkpoint, a warm start or the
         origin, run the loop with the callbacks around it, keep the result."""
+        if self.solver in STOCHASTIC_SOLVERS:
+            return self._fit_first_order(X, Y, callbacks)
         run = self._training_run(X, Y)
         state = TrainingState.start(run.dim, len(run.qp.caps))
         for callback in callbacks:
@@ -407,6 +438,107 @@ class StructuredSVM(ParamsMixin):
         self.n_features_in_ = run.dim
         self.fit_seconds_ = run.seconds()
         return self
+
+    #: Seed of the image sampling of SGD and BCFW (fixed: a fit is deterministic).
+    SAMPLING_SEED = 0
+
+    def _fit_first_order(self, X, Y, callbacks: list) -> "StructuredSVM":
+        """Fit with one of ``STOCHASTIC_SOLVERS`` (``segstruct.learn.stochastic``).
+
+        The learners run to the end in one call and keep no resumable state,
+        so the callbacks see the run once it has ended: ``on_fit_start``
+        before it, one ``on_iteration`` with the whole log after it (the
+        JSON log is written then), ``on_fit_end``. A :class:`Checkpoint`
+        writes nothing; one asked to resume from an existing file is refused
+        (CheckpointError) rather than silently started afresh.
+        """
+        from segstruct.learn import stochastic
+
+        for callback in callbacks:
+            if isinstance(callback, Checkpoint) and callback.resume and callback.path.exists():
+                raise CheckpointError(
+                    f"solver {self.solver!r} cannot resume from the checkpoint "
+                    f"{callback.path}: it keeps no resumable state (only the cutting-plane "
+                    f"solvers {CUTTING_PLANE_SOLVERS} do); delete the checkpoint to train "
+                    "from the start, or resume with the solver that wrote it")
+        callbacks = [c for c in callbacks if not isinstance(c, Checkpoint)]
+        start = time.perf_counter()
+        model = MRFModel(pairwise=self.pairwise)
+        xs, ts, ws, all_t, all_w = self._examples(X, Y)
+        loss = self._resolve_loss(all_t, all_w)
+        dim = model.n_features(xs[0])
+        nonpositive = np.flatnonzero(model.upper_bounds(xs[0]) == 0)
+        psi_true = np.stack([model.joint_feature(x, t) for x, t in zip(xs, ts)])
+        oracle = copy.deepcopy(self.oracle or loss_augmented)
+        problem = stochastic.ImageScopeProblem(
+            model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle, psi_true=psi_true,
+            nonpositive=nonpositive, C=float(self.C))
+        # what the callbacks read (the estimator, an empty working set, times)
+        run = TrainingRun(
+            estimator=self, model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle,
+            qp=WorkingSetQP(dim, [self.C / len(xs)] * len(xs), nonpositive),
+            psi_true=psi_true, nonpositive=nonpositive, dim=dim, start=start,
+            warm_key=None, warm=False, fingerprint=lambda: "")
+        state = TrainingState.start(dim, len(xs))
+        epochs, rng = int(self.max_iter), np.random.default_rng(self.SAMPLING_SEED)
+        try:
+            for callback in callbacks:
+                callback.on_fit_start(run, state)
+            # every epoch evaluated (eval_every 1): one log entry per epoch
+            if self.solver == "subgradient":
+                result = stochastic._subgradient_descent(problem, epochs, None)
+            elif self.solver == "sgd":
+                result = stochastic._sgd(problem, epochs, rng, "weighted", 1, None)
+            else:
+                result = stochastic._bcfw(problem, epochs, float(self.tol), rng, "uniform",
+                                          1, None)
+            log = self._first_order_log(result.trace)
+            certified = result.dual is not None and np.isfinite(result.dual)
+            state = TrainingState(
+                iteration=len(log), w=result.w, xi=np.zeros(len(xs)),
+                dual=float(result.dual) if certified else 0.0, best_w=result.w,
+                best_g=np.zeros(dim), best_l=0.0, best_primal=float(result.primal), log=log,
+                converged=bool(result.converged), seconds=run.seconds())
+            for callback in callbacks:
+                callback.on_iteration(run, state)
+        except (SolverError, QPError) as err:
+            raise TrainingError(f"training ({self.solver}) failed: {err}. This solver keeps "
+                                "no checkpoint: train again from the start") from err
+        finally:
+            for callback in callbacks:
+                callback.on_fit_end(run, state)
+        for name in ("working_set_", "_best_cut"):       # a previous cutting-plane fit's
+            self.__dict__.pop(name, None)
+        self._warm = None
+        self.oracle_ = oracle
+        self.w_ = result.w
+        self.loss_ = loss
+        self.log_ = log
+        self.n_iter_ = len(log)
+        self.converged_ = state.converged
+        self.primal_ = state.best_primal
+        self.dual_ = state.dual
+        self.gap_ = state.best_primal - state.dual
+        self.n_features_in_ = dim
+        self.fit_seconds_ = run.seconds()
+        return self
+
+    def _first_order_log(self, trace: list) -> list:
+        """``log_`` entries (one per epoch) from a first-order learner's trace."""
+        log, calls_before = [], 0
+        for k, entry in enumerate(trace, start=1):
+            calls = entry["oracle_calls"] + entry["eval_calls"]
+            out = {"iteration": k, "solver": self.solver, "epoch": entry["epoch"],
+                   "updates": entry["iteration"], "primal": entry["primal"],
+                   # the objective of the weights the learner returns at this point:
+                   # the best iterate for subgradient descent, the current one else
+                   "best_primal": entry.get("best_primal", entry["primal"]),
+                   "oracle_calls": calls - calls_before, "seconds": entry["seconds"]}
+            if "dual" in entry:
+                out.update(dual=entry["dual"], gap=entry["gap"])
+            log.append(out)
+            calls_before = calls
+        return log
 
     def _training_run(self, X, Y) -> "TrainingRun":
         """The problem of one fit: examples, loss, model, QP and oracle."""

@@ -1,0 +1,236 @@
+"""The ``lovasz`` method: unary weights learnt on the Lovász hinge of the IoU
+loss, then a pairwise (smoothing) weight chosen on the training split.
+
+:func:`segstruct.learn.lovasz.fit_cutting_plane` minimises
+
+    1/2 ||w_u||^2 + C H(w_u),    theta = Phi_u w_u,
+
+with H the Lovász hinge of the weighted Jaccard loss (Yu & Blaschko 2015;
+``segstruct.inference.lovasz``), one loss over the training set (scope
+"dataset") or the mean of the images' losses ("image"). That hinge is a
+convex surrogate of the IoU loss of the *unary* labelling y_i = [theta_i > 0]
+(the model's unaries are u = theta: with no pairwise term, argmax_y score(y)
+labels each node by the sign of u_i). It has no term for the pairwise block,
+and there is no Lovász hinge of a labelling coupled by edges that one could
+minimise the same way.
+
+So the pairwise block is not learnt but chosen: its weights are
+w_p = -s (1, ..., 1), a fixed non-positive direction (every pairwise
+feature is a non-negative contrast-weighted boundary length, so each
+p_ij = -s sum_k phi_p,k(ij) <= 0: a Potts penalty for cutting an edge, larger
+across weak colour boundaries, and graph cuts stay exact), with s from a
+small grid of strengths relative to the unaries,
+
+    s = r * mean_i |u_i| / mean_i (sum of phi_p over node i's edges),
+
+so that at r = 1 an average node's total cut penalty equals its average
+unary. Each r of :attr:`LovaszSVM.PAIRWISE_RATIOS` (r = 0 is the unary model
+the hinge was trained for) is decoded by graph cut on the training images,
+and the r with the highest training VOC IoU wins (ties: the smaller r).
+``pairwise_selection_`` records the curve. With ``pairwise=False`` the model
+is unary only, as bl2's.
+
+The fitted estimator is a :class:`~segstruct.learn.ssvm.StructuredSVM` for
+everything but ``fit``: it predicts by graph cut with ``w_``, and its saved
+hyper-parameters are StructuredSVM's, so ``load_model`` gives back a
+StructuredSVM that predicts the same.
+"""
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Sequence
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from segstruct.inference import maximize
+from segstruct.inference.losses import IoULoss, get_loss
+
+from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
+from segstruct.io.checkpoint import CheckpointError
+from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
+from segstruct.learn.lovasz import SCOPES, fit_cutting_plane
+from segstruct.learn.ssvm import (DEFAULT_MAX_ITER, NODE_WEIGHT_MODES, StructuredSVM,
+                                  label_counts)
+from segstruct.model import MRFModel
+
+__all__ = ["LovaszSVM"]
+
+
+class LovaszSVM(StructuredSVM):
+    """Unary weights by the Lovász hinge of IoU, pairwise weight chosen on the
+    training split (module docstring). scikit-learn style, as StructuredSVM.
+
+    Parameters
+    ----------
+    loss : "iou" or an IoULoss, default "iou"
+        The Lovász hinge here is that of the (weighted) Jaccard loss only.
+    C : float, default 0.5
+        Weight of the hinge in 1/2 ||w_u||^2 + C H(w_u).
+    scope : {"dataset", "image"}, default "dataset"
+        One Jaccard loss over the training set, or the mean of per-image ones.
+    node_weights : {"count", "area"}, default "count"
+        Node weights of the Jaccard loss: superpixels or non-void pixels.
+    pairwise : bool, default True
+        Choose a pairwise weight (module docstring); False: unary-only model.
+    tol : float, default 1e-3
+        Cutting planes stop when the best objective is within C tol of the
+        working-set QP's lower bound.
+    max_iter : int, default 1000
+        Cutting-plane iterations at most.
+
+    Attributes
+    ----------
+    w_ : (Du + Dp,) weights (Du without the pairwise block): the hinge's
+        unary weights and the chosen pairwise ones.
+    loss_, n_features_in_, fit_seconds_ : as StructuredSVM's.
+    log_ : one entry per cutting-plane iteration (``primal``, ``best_primal``;
+        the last adds ``dual`` and ``gap``).
+    primal_, dual_, gap_, n_iter_, converged_ : of the Lovász-hinge problem of
+        the unary weights (not of the pairwise choice).
+    pairwise_selection_ : dict with ``ratios``, ``scales``, ``train_iou``
+        (VOC IoU in [0, 1], None where undefined) and the chosen ``ratio`` and
+        ``scale``; None with ``pairwise=False``.
+    """
+
+    #: Strengths r of the pairwise block tried (module docstring).
+    PAIRWISE_RATIOS = (0.0, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0)
+
+    # StructuredSVM's hyper-parameters that this method does not have, read by
+    # code that handles every method alike (records, diagnosis): the fixed values.
+    oracle = None
+    kappa = None
+    solver = "lovasz"
+    warm_start = False
+
+    def __init__(self, loss="iou", C=0.5, scope="dataset", node_weights="count",
+                 pairwise=True, tol=1e-3, max_iter=DEFAULT_MAX_ITER):
+        self.loss = loss
+        self.C = C
+        self.scope = scope
+        self.node_weights = node_weights
+        self.pairwise = pairwise
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def check_params(self) -> None:
+        """Raise ValueError for a bad hyper-parameter, without fitting."""
+        try:
+            loss = get_loss(self.loss)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"lovasz: {err}") from err
+        if not isinstance(loss, IoULoss):
+            raise ValueError(f"the lovasz method trains the Lovász hinge of the IoU loss "
+                             f"only, not {loss!r}")
+        if self.scope not in SCOPES:
+            raise ValueError(f"unknown loss scope {self.scope!r}; use one of {SCOPES}")
+        if self.node_weights not in NODE_WEIGHT_MODES:
+            raise ValueError(f"unknown node weight mode {self.node_weights!r}; "
+                             f"use one of {NODE_WEIGHT_MODES}")
+        if not (np.isfinite(self.C) and self.C > 0):
+            raise ValueError(f"C must be positive and finite, got {self.C}")
+        if not (self.tol > 0 and self.max_iter >= 1):
+            raise ValueError("tol must be > 0 and max_iter >= 1")
+
+    def fit(self, X, Y, callbacks: Sequence[Callback] | None = None) -> "LovaszSVM":
+        """Train on inputs X (graphs) and labels Y (targets or pixel counts).
+
+        ``callbacks`` as for :meth:`StructuredSVM.fit`, but the run is seen
+        once it has ended (one ``on_iteration`` with the whole log), and a
+        :class:`Checkpoint` writes nothing: training takes seconds and
+        keeps no resumable state. One asked to resume from an existing file
+        raises CheckpointError rather than starting afresh silently.
+        """
+        self.check_params()
+        callbacks = list(callbacks or ())
+        for callback in callbacks:
+            if isinstance(callback, Checkpoint) and callback.resume and callback.path.exists():
+                raise CheckpointError(
+                    f"the lovasz method cannot resume from the checkpoint {callback.path}: "
+                    "it keeps no resumable state; delete it to train from the start")
+        callbacks = [c for c in callbacks if not isinstance(c, Checkpoint)]
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._fit_lovasz(X, Y, callbacks)
+
+    def _fit_lovasz(self, X, Y, callbacks: list) -> "LovaszSVM":
+        start = time.perf_counter()
+        X = list(X)
+        # the same checks and targets as StructuredSVM (its scope-independent part)
+        _, _, _, ts, ws = StructuredSVM(node_weights=self.node_weights,
+                                        scope="image")._examples(X, Y)
+        model = MRFModel(pairwise=self.pairwise)
+        dim = model.n_features(X[0])
+        state = TrainingState.start(dim, 1)
+        run = SimpleNamespace(estimator=self, qp=SimpleNamespace(n_constraints=0))
+        try:
+            for callback in callbacks:
+                callback.on_fit_start(run, state)
+            unary = [np.asarray(x.unary, np.float64) for x in X]
+            fit = fit_cutting_plane(unary, ts, ws, C=float(self.C), scope=self.scope,
+                                    tol=float(self.C * self.tol), max_iter=int(self.max_iter))
+            w = fit.w
+            selection = None
+            if self.pairwise:
+                w, selection = self._choose_pairwise(X, Y, fit.w, model)
+            log = self._log(fit, selection, time.perf_counter() - start)
+            run.qp.n_constraints = fit.n_iter
+            state = TrainingState(
+                iteration=len(log), w=w, xi=np.zeros(1), dual=float(fit.lower_bound),
+                best_w=w, best_g=np.zeros(dim), best_l=0.0, best_primal=float(fit.objective),
+                log=log, converged=bool(fit.converged), seconds=time.perf_counter() - start)
+            for callback in callbacks:
+                callback.on_iteration(run, state)
+        finally:
+            for callback in callbacks:
+                callback.on_fit_end(run, state)
+        self.w_ = w
+        self.loss_ = get_loss(self.loss)
+        self.log_ = log
+        self.n_iter_ = fit.n_iter
+        self.converged_ = bool(fit.converged)
+        self.primal_ = float(fit.objective)
+        self.dual_ = float(fit.lower_bound)
+        self.gap_ = self.primal_ - self.dual_
+        self.pairwise_selection_ = selection
+        self.n_features_in_ = dim
+        self.fit_seconds_ = time.perf_counter() - start
+        return self
+
+    def _choose_pairwise(self, X, Y, w_u, model) -> tuple[np.ndarray, dict]:
+        """w = [w_u, -s 1] with s from the grid of ratios, by training VOC IoU."""
+        n_pairwise = model.n_features(X[0]) - w_u.size
+        unary_mean = np.mean(np.concatenate([np.abs(np.asarray(x.unary) @ w_u) for x in X]))
+        n_nodes = sum(np.shape(x.unary)[0] for x in X)
+        # each edge's penalty per unit of s, counted at both of its nodes
+        per_node = 2.0 * sum(float(np.sum(x.pairwise)) for x in X) / n_nodes
+        unit = unary_mean / per_node if per_node > 0 and unary_mean > 0 else 0.0
+        ratios = [r for r in self.PAIRWISE_RATIOS if r == 0 or unit > 0]
+        scales, ious, candidates = [], [], []
+        for r in ratios:
+            w = np.concatenate([w_u, np.full(n_pairwise, -r * unit)])
+            score = VOCScore()
+            for x, y in zip(X, Y):
+                u, p = model.potentials(x, w)
+                score.add(*superpixel_confusion(maximize(u, x.edges, p)[0], *label_counts(y)))
+            scales.append(r * unit)
+            ious.append(None if np.isnan(score.iou) else float(score.iou))
+            candidates.append(w)
+        values = [-np.inf if v is None else v for v in ious]
+        best = int(np.argmax(values))           # the first maximum: the smaller ratio
+        return candidates[best], {"ratios": list(ratios), "scales": scales,
+                                  "train_iou": ious, "ratio": ratios[best],
+                                  "scale": scales[best]}
+
+    def _log(self, fit, selection, seconds) -> list:
+        log, best = [], np.inf
+        for k, f in enumerate(fit.history, start=1):
+            best = min(best, float(f))
+            log.append({"iteration": k, "solver": "lovasz cutting planes",
+                        "primal": float(f), "best_primal": best})
+        if log:
+            log[-1].update(dual=float(fit.lower_bound),
+                           gap=float(fit.objective - fit.lower_bound), seconds=seconds)
+            if selection is not None:
+                log[-1]["pairwise_selection"] = selection
+        return log

@@ -1,0 +1,137 @@
+"""LovaszSVM, the lovasz method: the Lovász hinge's unary weights in an MRF
+estimator, its pairwise choice, and its place among the methods."""
+import json
+
+import numpy as np
+import pytest
+
+from segstruct.io.checkpoint import CheckpointError
+from segstruct.learn.callbacks import Checkpoint, JSONLog, ProgressBar
+from segstruct.learn.lovasz import fit_cutting_plane
+from segstruct.learn.lovasz_svm import LovaszSVM
+from segstruct.learn.methods import METHODS, estimator_for
+from segstruct.learn.ssvm import StructuredSVM
+from segstruct.model import Graph, MRFModel
+
+
+def separable_graphs(seed, n_graphs=5, n=12):
+    """Chains whose first unary feature is 2t - 1 plus small noise (a bias column
+    besides), with random non-negative pairwise features."""
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for _ in range(n_graphs):
+        t = (rng.random(n) < 0.4).astype(np.int64)
+        t[0] = 1
+        unary = np.column_stack([(2 * t - 1) + 0.3 * rng.uniform(-1, 1, n),
+                                 rng.normal(size=n), np.ones(n)])
+        edges = np.array([(i, i + 1) for i in range(n - 1)])
+        X.append(Graph(unary, edges, rng.uniform(0, 1, (n - 1, 3))))
+        Y.append(t)
+    return X, Y
+
+
+def noisy_chains(seed, n_graphs=6, n=30, noise=1.5):
+    """Chains with one run of foreground each and very noisy unaries: unaries
+    alone mislabel many nodes, smoothing along the chain repairs them."""
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for _ in range(n_graphs):
+        t = np.zeros(n, np.int64)
+        start = rng.integers(0, n // 2)
+        t[start:start + n // 3] = 1
+        unary = np.column_stack([(2 * t - 1) + noise * rng.normal(size=n), np.ones(n)])
+        edges = np.array([(i, i + 1) for i in range(n - 1)])
+        X.append(Graph(unary, edges, np.ones((n - 1, 3))))
+        Y.append(t)
+    return X, Y
+
+
+@pytest.mark.parametrize("scope", ["dataset", "image"])
+@pytest.mark.parametrize("pairwise", [True, False])
+def test_separable_problem_reaches_zero_training_loss(scope, pairwise):
+    X, Y = separable_graphs(0)
+    est = LovaszSVM(C=50.0, scope=scope, pairwise=pairwise).fit(X, Y)
+    assert est.converged_ and est.score(X, Y) == 1.0
+    for y_hat, t in zip(est.predict(X), Y):
+        np.testing.assert_array_equal(y_hat, t)
+    assert est.w_.shape == (3 + 3 * pairwise,) and np.all(est.w_[3:] <= 0)
+    assert (est.pairwise_selection_ is None) == (not pairwise)
+
+
+def test_unary_weights_are_the_hinge_optimum_and_attributes_describe_it():
+    X, Y = separable_graphs(1)
+    est = LovaszSVM(C=2.0, tol=1e-4).fit(X, Y)
+    fit = fit_cutting_plane([x.unary for x in X], Y, C=2.0, tol=2.0 * 1e-4)
+    np.testing.assert_array_equal(est.w_[:3], fit.w)
+    assert (est.primal_, est.dual_, est.n_iter_) == (fit.objective, fit.lower_bound, fit.n_iter)
+    assert est.gap_ == pytest.approx(fit.objective - fit.lower_bound)
+    assert est.gap_ <= 2.0 * 1e-4
+    assert len(est.log_) == est.n_iter_
+    assert [e["primal"] for e in est.log_] == fit.history
+    assert est.log_[-1]["dual"] == est.dual_
+
+
+def test_pairwise_strength_is_the_best_on_the_training_split():
+    X, Y = noisy_chains(0)
+    est = LovaszSVM(C=5.0).fit(X, Y)
+    sel = est.pairwise_selection_
+    assert sel["ratios"] == list(LovaszSVM.PAIRWISE_RATIOS)
+    best = int(np.argmax(sel["train_iou"]))
+    assert sel["ratio"] == sel["ratios"][best] > 0       # smoothing helps here
+    assert sel["train_iou"][best] > sel["train_iou"][0] + 0.05
+    np.testing.assert_array_equal(est.w_[2:], -sel["scale"])
+    assert est.score(X, Y) == pytest.approx(sel["train_iou"][best])
+    # the strength is relative: at ratio 1 an average node's edges cost its
+    # average |unary| (every pairwise feature is 1 here)
+    u = np.concatenate([x.unary @ est.w_[:2] for x in X])
+    degree_sum = 2 * sum(3.0 * len(x.edges) for x in X) / u.size
+    unit = sel["scales"][sel["ratios"].index(1.0)]
+    assert unit * degree_sum == pytest.approx(np.mean(np.abs(u)))
+    assert np.all(MRFModel().potentials(X[0], est.w_)[1] < 0)     # every edge smooths
+
+
+def test_ties_go_to_the_weaker_pairwise_term():
+    X, Y = separable_graphs(2)
+    sel = LovaszSVM(C=50.0).fit(X, Y).pairwise_selection_
+    assert sel["train_iou"][0] == 1.0 and sel["ratio"] == 0.0
+
+
+def test_only_the_iou_loss_is_accepted():
+    for loss in ("f1", "hamming"):
+        with pytest.raises(ValueError, match="Lovász hinge of the IoU loss only"):
+            LovaszSVM(loss=loss).check_params()
+    with pytest.raises(ValueError, match="IoU loss only"):
+        estimator_for("lovasz", loss="fbeta", beta=2.0).check_params()
+    with pytest.raises(ValueError, match="unknown loss scope"):
+        LovaszSVM(scope="pixel").fit(*separable_graphs(0))
+
+
+def test_method_entry_and_defaults():
+    est = estimator_for("lovasz", C=0.25, scope="image", solver="oneslack", tol=1e-4)
+    assert isinstance(est, LovaszSVM) and isinstance(est, StructuredSVM)
+    assert (est.C, est.scope, est.tol, est.pairwise) == (0.25, "image", 1e-4, True)
+    assert LovaszSVM().scope == "dataset"
+    assert METHODS["lovasz"]["loss"] is None
+
+
+def test_saved_parameters_make_a_structured_svm_that_predicts_the_same():
+    X, Y = noisy_chains(1)
+    est = LovaszSVM(C=5.0).fit(X, Y)
+    params = est.get_params(deep=False)
+    del params["loss"]
+    # what load_model does with a model file's parameters
+    loaded = StructuredSVM.from_weights(est.w_.copy(), est.loss_, **params)
+    for a, b in zip(loaded.predict(X), est.predict(X)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_callbacks_see_the_run_and_resume_is_refused(tmp_path):
+    X, Y = separable_graphs(3)
+    ckpt, log = tmp_path / "m.ckpt.npz", tmp_path / "m.log.json"
+    est = LovaszSVM().fit(X, Y, callbacks=[Checkpoint(ckpt, resume=True), JSONLog(log),
+                                           ProgressBar()])
+    assert not ckpt.exists()
+    assert json.loads(log.read_text()) == json.loads(json.dumps(est.log_))
+    ckpt.write_bytes(b"an earlier run's checkpoint")
+    with pytest.raises(CheckpointError, match="cannot resume"):
+        est.fit(X, Y, callbacks=[Checkpoint(ckpt, resume=True)])

@@ -95,6 +95,8 @@ class Comparison:
     Attributes
     ----------
     skipped : dict, class name -> why it was left out (filled by ``run``).
+    detector_warnings : dict, class name -> what is wrong with its detector
+        (filled by ``run``; e.g. one whose block is all zeros).
     """
 
     def __init__(self, extractor: FeatureExtractor, classes, methods,
@@ -114,6 +116,7 @@ class Comparison:
         self.say = say
         self.skip_few_objects = skip_few_objects
         self.skipped: dict[str, str] = {}
+        self.detector_warnings: dict[str, str] = {}
         self._identity = None
         self._check()
 
@@ -264,12 +267,20 @@ class Comparison:
             return
         for class_name in self.compared_classes:
             try:
-                self.extractor.shape_detector(class_name)
+                sd = self.extractor.shape_detector(class_name)
             except TooFewObjects as err:
                 if not self.skip_few_objects:
                     raise
                 self.skipped[class_name] = str(err)
                 self.say(f"skipping {class_name}: {err}")
+                continue
+            if not any(shape.any() for shape in [*sd.shapes.root, *sd.shapes.parts]):
+                # no shape to vote for: the block is zero on every superpixel
+                self.detector_warnings[class_name] = (
+                    "its average shapes are all zero (it fired on no training object with a "
+                    "positive score), so its top-down block is zero everywhere and the "
+                    "models are those without the block")
+                self.say(f"warning: {class_name}: {self.detector_warnings[class_name]}")
 
     def _detector_digest(self, class_name) -> str | None:
         """The class's detector by content (None without the top-down block):
@@ -374,7 +385,8 @@ class Comparison:
             "format": RESULTS_FORMAT, "format_version": 1,
             "dataset": self.dataset.name, "data_root": str(self.dataset.root),
             "train_split": self.train_split, "eval_split": self.eval_split,
-            "classes": classes, "skipped": self.skipped, "methods": self.methods,
+            "classes": classes, "skipped": self.skipped,
+            "detector_warnings": self.detector_warnings, "methods": self.methods,
             "settings": self.settings.to_dict(), "seed": self.seed,
             "features": self.extractor.config.to_dict(),
             "code_version": code_version(), "machine": machine(),

@@ -4,6 +4,7 @@ and records tied to the detector they were trained with."""
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from segstruct import compare as compare_module
@@ -135,3 +136,28 @@ def test_compare_command_skips_only_when_comparing_every_class(data_root, tmp_pa
     assert seen["skip_few_objects"] is skip
     assert seen["classes"] == (["car"] if classes else compare_module.classes_in(
         VOCDataset(data_root), "train"))
+
+
+def test_a_detector_with_empty_shapes_is_named_in_the_table(data_root, cache, tmp_path,
+                                                             monkeypatch):
+    from segstruct.features.topdown.shapes import AverageShapes
+    comparison, said = _comparison(data_root, cache, tmp_path / "out", monkeypatch)
+    real = comparison.extractor.shape_detector
+
+    def blind(class_name):
+        sd = real(class_name)
+        if class_name != "person":
+            return sd
+        zero = AverageShapes([np.zeros_like(r) for r in sd.shapes.root],
+                             [np.zeros_like(q) for q in sd.shapes.parts],
+                             np.zeros_like(sd.shapes.counts))
+        return ShapeDetector("person", sd.detector, zero)
+    monkeypatch.setattr(comparison.extractor, "shape_detector", blind)
+    results = comparison.run(figures=False)
+    car = real("car").shapes       # a detector trained on 8 images may well be blind too
+    car_blind = not any(shape.any() for shape in [*car.root, *car.parts])
+    assert set(results["detector_warnings"]) == {"person"} | ({"car"} if car_blind else set())
+    assert "its average shapes are all zero" in results["detector_warnings"]["person"]
+    assert "Warning, person detector: its average shapes are all zero" in \
+        (tmp_path / "out" / "table.md").read_text()
+    assert any(line.startswith("warning: person:") for line in said)

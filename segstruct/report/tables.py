@@ -58,6 +58,8 @@ def table_markdown(results: dict) -> str:
             out.write(f"\n- Warning, {r['class']} / {r['method']}: {warning}")
     for name, why in results.get("skipped", {}).items():
         out.write(f"\n- Not compared, {name}: {why}")
+    for name, why in results.get("detector_warnings", {}).items():
+        out.write(f"\n- Warning, {name} detector: {why}")
     loss = s["loss"] if s["loss"] != "fbeta" else f"fbeta (beta {s['beta']:g})"
     versions = sorted({r["code_version"] for r in results["results"]})
     # records made before the settings' renaming name them lp_solver and weights

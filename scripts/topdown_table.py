@@ -168,6 +168,12 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             rows.append(f"| {name} | {c} | {p['train_images'][c]} | {fmt(ap, '.1f')} | "
                         + " | ".join(cells) + " |")
             doc_rows.append(row)
+        blind = sorted((results["with"] or {}).get("detector_warnings", {}))
+        if blind:
+            notes.append(f"{name}: the detectors of {', '.join(blind)} have all-zero average "
+                         "shapes (they fired on no training object with a positive score): "
+                         "their block is zero everywhere and adds nothing; those models "
+                         "differ only within the learner's tolerance")
         for c, why in p["no_detector"].items():
             notes.append(f"{name}/{c}: no detector, so compared without the block only "
                          f"({why})")

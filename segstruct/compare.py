@@ -278,8 +278,9 @@ class Comparison:
                 # no shape to vote for: the block is zero on every superpixel
                 self.detector_warnings[class_name] = (
                     "its average shapes are all zero (it fired on no training object with a "
-                    "positive score), so its top-down block is zero everywhere and the "
-                    "models are those without the block")
+                    "positive score), so its top-down block is zero everywhere and adds "
+                    "nothing: the models differ from those without it only within the "
+                    "learner's tolerance")
                 self.say(f"warning: {class_name}: {self.detector_warnings[class_name]}")
 
     def _detector_digest(self, class_name) -> str | None:

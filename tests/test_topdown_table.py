@@ -44,7 +44,7 @@ def test_cells_pair_without_and_with_and_name_what_was_not_run(tmp_path, topdown
     write(d / "with" / "results.json", results(
         [record("car", "bl1", 12.5), record("car", "bl2", 19.0, version="0.1.0+gdef"),
          record("car", "proposed", 31.0, converged=False), record("bus", "bl1", 3.0)],
-        top_down))
+        top_down) | {"detector_warnings": {"bus": "its average shapes are all zero"}})
     write(d / "detector-car.json", {"average_precision": 0.4321})
     write(d / "detector-bus.json", {"average_precision": None})     # no bus in val
     md, doc = topdown_table.table(tmp_path, ["toy", "absent"])
@@ -60,6 +60,7 @@ def test_cells_pair_without_and_with_and_name_what_was_not_run(tmp_path, topdown
     assert "toy/cow: not compared, the library refuses to train on it: no cow object" in md
     assert "toy: not compared, fewer than 5 training images: cat (2)" in md
     assert "Code 0.1.0+gabc, 0.1.0+gdef." in md
+    assert "toy: the detectors of bus have all-zero average shapes" in md
     without, with_ = md.split("Features, without: ")[1].split("; with: ")
     assert "top_down" not in without and "top_down (14)" in with_
     car = doc["rows"][0]

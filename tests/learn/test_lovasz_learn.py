@@ -102,7 +102,9 @@ def reference_optimum(X, T, A, C):
     # compare it with the cutting planes' certified bracket, so a stall far
     # from the optimum fails them rather than passing.
     violation = max(-np.min(c["fun"](res.x)) for c in cons)
-    assert res.success or (res.status == 8 and violation <= 1e-10), res.message
+    # (older scipy stops there a few 1e-9 outside the constraints: the
+    # comparisons below allow 1e-7, far more than that moves the objective)
+    assert res.success or (res.status == 8 and violation <= 1e-8), res.message
     return res.x[:dim], res.fun * C
 
 

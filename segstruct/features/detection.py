@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cached_property
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,9 +65,11 @@ class ShapeDetector:
         return cls(settings["class"], Detector.from_arrays(part(_DETECTOR), settings["detector"]),
                    AverageShapes.from_arrays(part(_SHAPES)))
 
-    @property
+    @cached_property
     def digest(self) -> str:
-        """Identity by content (the per-image features' cache key names it)."""
+        """Identity by content (the per-image features' cache key names it;
+        compare checks every record against it): hashed once, as a detector
+        is not changed after it is made."""
         arrays, settings = self.to_arrays()
         h = hashlib.sha256(canonical_json(settings).encode())
         for name in sorted(arrays):

@@ -51,7 +51,7 @@ from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.io.checkpoint import CheckpointError
 from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
 from segstruct.learn.lovasz import SCOPES, fit_cutting_plane
-from segstruct.learn.ssvm import (DEFAULT_MAX_ITER, NODE_WEIGHT_MODES, StructuredSVM,
+from segstruct.learn.ssvm import (DEFAULT_MAX_ITER, StructuredSVM,
                                   label_counts)
 from segstruct.model import MRFModel
 
@@ -125,13 +125,7 @@ class LovaszSVM(StructuredSVM):
                              f"only, not {loss!r}")
         if self.scope not in SCOPES:
             raise ValueError(f"unknown loss scope {self.scope!r}; use one of {SCOPES}")
-        if self.node_weights not in NODE_WEIGHT_MODES:
-            raise ValueError(f"unknown node weight mode {self.node_weights!r}; "
-                             f"use one of {NODE_WEIGHT_MODES}")
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be positive and finite, got {self.C}")
-        if not (self.tol > 0 and self.max_iter >= 1):
-            raise ValueError("tol must be > 0 and max_iter >= 1")
+        self._check_shared_params()
 
     def fit(self, X, Y, callbacks: Sequence[Callback] | None = None) -> "LovaszSVM":
         """Train on inputs X (graphs) and labels Y (targets or pixel counts).

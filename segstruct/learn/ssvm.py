@@ -182,6 +182,33 @@ def oracle_name(oracle) -> str:
     return name
 
 
+def resolve_loss(loss, kappa, targets, weights) -> Loss:
+    """The loss a learner trains with: ``get_loss(loss)``, or for
+    "adjusted_hamming" that loss with ``kappa`` (default: the foreground /
+    background ratio of the weighted training targets, Eq. 28).
+
+    Parameters
+    ----------
+    loss : str or Loss or callable, as ``get_loss`` takes it.
+    kappa : float or None.
+    targets, weights : sequences of (N_i,) {0, 1} targets and node weights.
+    """
+    name = loss.lower() if isinstance(loss, str) else None
+    if name == "adjusted_hamming":
+        if kappa is None:
+            n_pos = sum(float(a @ t) for t, a in zip(targets, weights))
+            n_neg = sum(float(a @ (1 - t)) for t, a in zip(targets, weights))
+            if n_pos == 0 or n_neg == 0:
+                raise ValueError(
+                    "cannot set kappa = foreground / background ratio: the training "
+                    f"set has {n_pos:g} foreground and {n_neg:g} background units")
+            kappa = n_pos / n_neg
+        return AdjustedHammingLoss(kappa)
+    if kappa is not None:
+        raise ValueError("kappa applies only to loss='adjusted_hamming'")
+    return get_loss(loss)
+
+
 class StructuredSVM(ParamsMixin):
     """Structural SVM for binary MRF segmentation (scikit-learn style).
 
@@ -319,6 +346,10 @@ class StructuredSVM(ParamsMixin):
                              f"(scope='image'), not {self.scope!r}: the data-set loss is one "
                              "example, so there is nothing to sample or split into blocks; "
                              f"use one of {CUTTING_PLANE_SOLVERS} for the data-set scope")
+        self._check_shared_params()
+
+    def _check_shared_params(self) -> None:
+        """The checks of the hyper-parameters every learner here shares."""
         if self.node_weights not in NODE_WEIGHT_MODES:
             raise ValueError(f"unknown node weight mode {self.node_weights!r}; "
                              f"use one of {NODE_WEIGHT_MODES}")
@@ -328,21 +359,7 @@ class StructuredSVM(ParamsMixin):
             raise ValueError("tol must be > 0 and max_iter >= 1")
 
     def _resolve_loss(self, targets, weights) -> Loss:
-        name = self.loss.lower() if isinstance(self.loss, str) else None
-        if name == "adjusted_hamming":
-            kappa = self.kappa
-            if kappa is None:
-                n_pos = sum(float(a @ t) for t, a in zip(targets, weights))
-                n_neg = sum(float(a @ (1 - t)) for t, a in zip(targets, weights))
-                if n_pos == 0 or n_neg == 0:
-                    raise ValueError(
-                        "cannot set kappa = foreground / background ratio: the training "
-                        f"set has {n_pos:g} foreground and {n_neg:g} background units")
-                kappa = n_pos / n_neg
-            return AdjustedHammingLoss(kappa)
-        if self.kappa is not None:
-            raise ValueError("kappa applies only to loss='adjusted_hamming'")
-        return get_loss(self.loss)
+        return resolve_loss(self.loss, self.kappa, targets, weights)
 
     def _examples(self, X, Y):
         """(inputs, targets, node weights) per training example for the scope."""

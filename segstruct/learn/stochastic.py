@@ -101,8 +101,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from segstruct.inference import loss_augmented
-from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
-from segstruct.learn.ssvm import targets_and_node_weights
+from segstruct.inference.losses import Loss
+from segstruct.learn.ssvm import resolve_loss, targets_and_node_weights
 from segstruct.model import MRFModel
 
 AVERAGING = ("weighted", "uniform", "none")
@@ -163,7 +163,7 @@ class ImageScopeProblem:
         ts, ws = map(list, zip(*(targets_and_node_weights(y, node_weights) for y in Y)))
         model = MRFModel(pairwise=pairwise)
         xs = list(X)
-        return cls(model=model, xs=xs, ts=ts, ws=ws, loss=_resolve_loss(loss, kappa, ts, ws),
+        return cls(model=model, xs=xs, ts=ts, ws=ws, loss=resolve_loss(loss, kappa, ts, ws),
                    oracle=copy.deepcopy(oracle or loss_augmented),
                    psi_true=np.stack([model.joint_feature(x, t) for x, t in zip(xs, ts)]),
                    nonpositive=np.flatnonzero(model.upper_bounds(xs[0]) == 0), C=float(C))
@@ -253,28 +253,6 @@ class LearnerResult:
     gap: float | None = None
     dual: float | None = None
     seconds: float = 0.0
-
-
-def _resolve_loss(loss, kappa, ts, ws) -> Loss:
-    """The loss as ``StructuredSVM`` resolves it (kappa filled in).
-
-    A copy of ``StructuredSVM._resolve_loss``, which is private there; the
-    test that sets both learners up on the same data keeps the two equal.
-    """
-    name = loss.lower() if isinstance(loss, str) else None
-    if name == "adjusted_hamming":
-        if kappa is None:
-            n_pos = sum(float(a @ t) for t, a in zip(ts, ws))
-            n_neg = sum(float(a @ (1 - t)) for t, a in zip(ts, ws))
-            if n_pos == 0 or n_neg == 0:
-                raise ValueError("cannot set kappa = foreground / background ratio: the "
-                                 f"training set has {n_pos:g} foreground and {n_neg:g} "
-                                 "background units")
-            kappa = n_pos / n_neg
-        return AdjustedHammingLoss(kappa)
-    if kappa is not None:
-        raise ValueError("kappa applies only to loss='adjusted_hamming'")
-    return get_loss(loss)
 
 
 def _problem(X, Y, settings: dict) -> ImageScopeProblem:

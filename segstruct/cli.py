@@ -22,7 +22,7 @@ from segstruct.features.superpixels import SuperpixelParams
 from segstruct.inference.proposed import INFERENCE_CHOICES
 from segstruct.io.files import write_json
 from segstruct.io.provenance import code_version
-from segstruct.learn.methods import DEFAULTS, METHOD_HELP, METHODS
+from segstruct.learn.methods import DEFAULTS, METHOD_HELP, METHODS, SINGLE_RUN_METHODS
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
 from segstruct.learn.ssvm import NODE_WEIGHT_MODES, SOLVERS, STOCHASTIC_SOLVERS
 
@@ -345,9 +345,10 @@ def _check_loss_options(args, methods) -> None:
 
 def _check_solver_options(args, methods) -> None:
     """Refuse a --solver that the scope, --resume or the methods rule out."""
-    if args.solver != DEFAULTS.solver and all(m == "lovasz" for m in methods):
-        raise UsageError("--solver does not apply to lovasz: it trains with its own "
-                         "cutting planes on the Lovász hinge")
+    if args.solver != DEFAULTS.solver and all(m in SINGLE_RUN_METHODS for m in methods):
+        raise UsageError(f"--solver does not apply to {' and '.join(methods)}: they train "
+                         "with their own solvers (cutting planes on the Lovász hinge, "
+                         "L-BFGS on the projection loss)")
     if args.solver in STOCHASTIC_SOLVERS and args.scope != "image":
         raise UsageError(f"--solver {args.solver} needs --scope image (the scope is "
                          f"{args.scope}): at the data-set scope the training set is one "
@@ -356,9 +357,9 @@ def _check_solver_options(args, methods) -> None:
         raise UsageError(f"--resume: --solver {args.solver} keeps no checkpoint to continue "
                          "from; train without --resume (from the start), or use --solver "
                          "oneslack or nslack")
-    if getattr(args, "resume", False) and args.method == "lovasz":
-        raise UsageError("--resume: the lovasz method keeps no checkpoint to continue from; "
-                         "train without --resume")
+    if getattr(args, "resume", False) and args.method in SINGLE_RUN_METHODS:
+        raise UsageError(f"--resume: the {args.method} method keeps no checkpoint to "
+                         "continue from; train without --resume")
 
 
 def _check_C_options(args) -> None:
@@ -902,7 +903,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted; finished cache entries are kept"
               + ("; continue training with --resume" if args.command == "train"
-                 and args.solver not in STOCHASTIC_SOLVERS and args.method != "lovasz" else "")
+                 and args.solver not in STOCHASTIC_SOLVERS and args.method not in SINGLE_RUN_METHODS else "")
               + ("; run the same command again to resume" if args.command == "compare"
                  else ""), file=sys.stderr)
         return 130

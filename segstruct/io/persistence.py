@@ -38,6 +38,10 @@ TOP_DOWN = "top_down."
 # StructuredSVM parameters of old model files that are no longer parameters
 # (what a training run wrote and showed is given to fit now): ignored.
 _OLD_IO_PARAMS = ("progress", "log_path", "checkpoint_path", "resume")
+# Hyper-parameters of a method's own training (the projection method's set),
+# kept in the file to say how it was made; the StructuredSVM that predicts
+# with the weights has no such parameter.
+_TRAINING_ONLY_PARAMS = ("projection_set",)
 
 
 class ModelFileError(ValueError):
@@ -181,7 +185,7 @@ def load_model(path):
         raise ModelFileError(f"{npz_path} does not fit the settings in {json_path}: {problem}")
     # Files written before the I/O left the constructor hold some of it
     # ("progress"); it says how that run went, not what the model is.
-    for name in _OLD_IO_PARAMS:
+    for name in _OLD_IO_PARAMS + _TRAINING_ONLY_PARAMS:
         params.pop(name, None)
     # ... and name the node weight mode by its old name, "weights".
     if "weights" in params:

@@ -38,27 +38,22 @@ StructuredSVM that predicts the same.
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
-from typing import Sequence
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from segstruct.inference import maximize
 from segstruct.inference.losses import IoULoss, get_loss
 
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
-from segstruct.io.checkpoint import CheckpointError
-from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
 from segstruct.learn.lovasz import SCOPES, fit_cutting_plane
-from segstruct.learn.ssvm import (DEFAULT_MAX_ITER, StructuredSVM,
-                                  label_counts)
+from segstruct.learn.single_run import SingleRun, SingleRunSVM
+from segstruct.learn.ssvm import DEFAULT_MAX_ITER, StructuredSVM, label_counts
 from segstruct.model import MRFModel
 
 __all__ = ["LovaszSVM"]
 
 
-class LovaszSVM(StructuredSVM):
+class LovaszSVM(SingleRunSVM):
     """Unary weights by the Lovász hinge of IoU, pairwise weight chosen on the
     training split (module docstring). scikit-learn style, as StructuredSVM.
 
@@ -97,12 +92,8 @@ class LovaszSVM(StructuredSVM):
     #: Strengths r of the pairwise block tried (module docstring).
     PAIRWISE_RATIOS = (0.0, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0)
 
-    # StructuredSVM's hyper-parameters that this method does not have, read by
-    # code that handles every method alike (records, diagnosis): the fixed values.
-    oracle = None
-    kappa = None
+    method = "lovasz"
     solver = "lovasz"
-    warm_start = False
 
     def __init__(self, loss="iou", C=0.5, scope="dataset", node_weights="count",
                  pairwise=True, tol=1e-3, max_iter=DEFAULT_MAX_ITER):
@@ -127,69 +118,21 @@ class LovaszSVM(StructuredSVM):
             raise ValueError(f"unknown loss scope {self.scope!r}; use one of {SCOPES}")
         self._check_shared_params()
 
-    def fit(self, X, Y, callbacks: Sequence[Callback] | None = None) -> "LovaszSVM":
-        """Train on inputs X (graphs) and labels Y (targets or pixel counts).
-
-        ``callbacks`` as for :meth:`StructuredSVM.fit`, but the run is seen
-        once it has ended (one ``on_iteration`` with the whole log), and a
-        :class:`Checkpoint` writes nothing: training takes seconds and
-        keeps no resumable state. One asked to resume from an existing file
-        raises CheckpointError rather than starting afresh silently.
-        """
-        self.check_params()
-        callbacks = list(callbacks or ())
-        for callback in callbacks:
-            if isinstance(callback, Checkpoint) and callback.resume and callback.path.exists():
-                raise CheckpointError(
-                    f"the lovasz method cannot resume from the checkpoint {callback.path}: "
-                    "it keeps no resumable state; delete it to train from the start")
-        callbacks = [c for c in callbacks if not isinstance(c, Checkpoint)]
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._fit_lovasz(X, Y, callbacks)
-
-    def _fit_lovasz(self, X, Y, callbacks: list) -> "LovaszSVM":
-        start = time.perf_counter()
-        X = list(X)
+    def _train(self, X: list, Y) -> SingleRun:
         # the same checks and targets as StructuredSVM (its scope-independent part)
         _, _, _, ts, ws = StructuredSVM(node_weights=self.node_weights,
                                         scope="image")._examples(X, Y)
-        model = MRFModel(pairwise=self.pairwise)
-        dim = model.n_features(X[0])
-        state = TrainingState.start(dim, 1)
-        run = SimpleNamespace(estimator=self, qp=SimpleNamespace(n_constraints=0))
-        try:
-            for callback in callbacks:
-                callback.on_fit_start(run, state)
-            unary = [np.asarray(x.unary, np.float64) for x in X]
-            fit = fit_cutting_plane(unary, ts, ws, C=float(self.C), scope=self.scope,
-                                    tol=float(self.C * self.tol), max_iter=int(self.max_iter))
-            w = fit.w
-            selection = None
-            if self.pairwise:
-                w, selection = self._choose_pairwise(X, Y, fit.w, model)
-            log = self._log(fit, selection, time.perf_counter() - start)
-            run.qp.n_constraints = fit.n_iter
-            state = TrainingState(
-                iteration=len(log), w=w, xi=np.zeros(1), dual=float(fit.lower_bound),
-                best_w=w, best_g=np.zeros(dim), best_l=0.0, best_primal=float(fit.objective),
-                log=log, converged=bool(fit.converged), seconds=time.perf_counter() - start)
-            for callback in callbacks:
-                callback.on_iteration(run, state)
-        finally:
-            for callback in callbacks:
-                callback.on_fit_end(run, state)
-        self.w_ = w
-        self.loss_ = get_loss(self.loss)
-        self.log_ = log
-        self.n_iter_ = fit.n_iter
-        self.converged_ = bool(fit.converged)
-        self.primal_ = float(fit.objective)
-        self.dual_ = float(fit.lower_bound)
-        self.gap_ = self.primal_ - self.dual_
-        self.pairwise_selection_ = selection
-        self.n_features_in_ = dim
-        self.fit_seconds_ = time.perf_counter() - start
-        return self
+        start = time.perf_counter()
+        unary = [np.asarray(x.unary, np.float64) for x in X]
+        fit = fit_cutting_plane(unary, ts, ws, C=float(self.C), scope=self.scope,
+                                tol=float(self.C * self.tol), max_iter=int(self.max_iter))
+        w, selection = fit.w, None
+        if self.pairwise:
+            w, selection = self._choose_pairwise(X, Y, fit.w, MRFModel(pairwise=True))
+        return SingleRun(w=w, log=self._log(fit, selection, time.perf_counter() - start),
+                         n_iter=fit.n_iter, converged=fit.converged,
+                         primal=fit.objective, dual=fit.lower_bound,
+                         attributes={"pairwise_selection_": selection})
 
     def _choose_pairwise(self, X, Y, w_u, model) -> tuple[np.ndarray, dict]:
         """w = [w_u, -s 1] with s from the grid of ratios, by training VOC IoU."""

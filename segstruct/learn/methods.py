@@ -19,6 +19,7 @@ from segstruct.inference.proposed import DEFAULT_INFERENCE, ProposedOracle
 from segstruct.inference.triangulation import N_TRIANGLES
 
 from segstruct.learn.lovasz_svm import LovaszSVM
+from segstruct.learn.projection_svm import ProjectionSVM
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID, check_folds, check_grid
 from segstruct.learn.ssvm import StructuredSVM
 
@@ -31,7 +32,14 @@ METHODS = {
     "exact": {"loss": None, "pairwise": True, "oracle": "exact"},    # MILP, small data only
     # Lovász hinge of IoU for the unaries, pairwise weight chosen (lovasz_svm)
     "lovasz": {"loss": None, "pairwise": True, "oracle": None},
+    # Fenchel-Young loss of the cube projection, L-BFGS (projection_svm); its
+    # MAP decoding is calibrated for an error count, hence "hamming"
+    "projection": {"loss": "hamming", "pairwise": True, "oracle": None},
 }
+
+#: The methods trained by one call of their own solver (``--solver`` does not
+#: apply, nothing to resume from).
+SINGLE_RUN_METHODS = ("lovasz", "projection")
 
 METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the training "
                "set), unary + pairwise, graph cut; hamming: kappa = 1; bl2: the loss with "
@@ -42,7 +50,10 @@ METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the 
                "(decomposition, lp); exact: the loss by MILP (small data only); lovasz: "
                "IoU only, unary weights by cutting planes on the Lovász hinge (Yu & "
                "Blaschko 2015), then a pairwise smoothing strength picked by training "
-               "IoU; its own solver, so --solver does not apply")
+               "IoU; projection: the Fenchel-Young loss of the projection onto the "
+               "unit cube (Blondel et al. 2020), unary and pairwise weights by L-BFGS, "
+               "predicted by graph cut; lovasz and projection have their own solvers, "
+               "so --solver does not apply to them")
 
 
 # StructuredSVM's own defaults (C, tol, max_iter, scope, solver, node_weights), read
@@ -61,8 +72,8 @@ class TrainingSettings:
 
     ``solver`` is one of ``segstruct.learn.ssvm.SOLVERS``: the cutting-plane
     "oneslack" (default) or "nslack", or the first-order "subgradient",
-    "sgd" or "bcfw", which need ``scope="image"``. The lovasz method has
-    its own solver and ignores it.
+    "sgd" or "bcfw", which need ``scope="image"``. The lovasz and
+    projection methods have their own solvers and ignore it.
 
     ``C`` is a number, or "auto": each pair then gets the C that ``folds``-fold
     cross-validation on the training split picks from ``C_grid``
@@ -162,7 +173,8 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
                   inference: str = DEFAULTS.inference, polish: bool = DEFAULTS.polish,
                   node_weights: str = DEFAULTS.node_weights, **params) -> StructuredSVM:
     """A ``StructuredSVM`` set up for ``method`` (for "lovasz" a
-    :class:`~segstruct.learn.lovasz_svm.LovaszSVM`, which ignores ``solver``).
+    :class:`~segstruct.learn.lovasz_svm.LovaszSVM`, for "projection" a
+    :class:`~segstruct.learn.projection_svm.ProjectionSVM`; both ignore ``solver``).
 
     Parameters
     ----------
@@ -175,13 +187,21 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
 
     Raises
     ------
-    ValueError for an unknown method, or bl2 with area node weights (its exact
-    enumeration counts superpixels).
+    ValueError for an unknown method, or bl2 or projection with area node
+    weights (bl2's exact enumeration counts superpixels; projection keeps one
+    setting for every set).
     """
     spec = METHODS[_check(method)]
-    if method == "lovasz":
-        # its own cutting planes on the Lovász hinge: the SSVM solver does not apply
+    if method in SINGLE_RUN_METHODS:
+        # their own solvers: the SSVM solver does not apply
         params.pop("solver", None)
+    if method == "projection":
+        if node_weights != "count":
+            raise ValueError("the projection method counts superpixels (count node "
+                             "weights) on the command line; ProjectionSVM takes area "
+                             "weights with its cube")
+        return ProjectionSVM(pairwise=spec["pairwise"], **params)
+    if method == "lovasz":
         return LovaszSVM(loss=method_loss(method, loss, beta), pairwise=spec["pairwise"],
                          node_weights=node_weights, **params)
     if method == "bl2" and node_weights != "count":

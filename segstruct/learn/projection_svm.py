@@ -1,0 +1,128 @@
+"""The ``projection`` method: a pairwise MRF trained on the Fenchel-Young
+(projection) loss of Blondel et al., decoded by its graph cut MAP.
+
+:mod:`segstruct.learn.fenchel_young` minimises
+
+    1/2 ||w||^2 + C * (projection loss of the training set),    w_p <= 0,
+
+by L-BFGS-B, with the parts' scores ``theta(w)`` linear in the model's
+weights (unary and pairwise blocks learnt together, no choice afterwards)
+and an offset of 1/2 that makes the model's own prediction, the graph cut
+``argmax_y score(y)``, equal to ``argmax_y <2 theta - 1, phi(y)>``: the
+decoding that minimises the expected number of wrong parts when theta is
+read as the parts' marginals.
+
+The set: the cube (``projection_set="cube"``, the default) projects by
+clipping, so a run costs seconds and takes node weights; the cube with a
+foreground budget (``"budget"``, at most the training split's largest
+foreground fraction of each image's superpixels); the marginal polytope
+(``"marginal"``, Frank-Wolfe with graph cuts; exact but seconds per image
+and projection, so for small data only).
+
+Decoding for IoU: the MAP above. It is calibrated for an error count, not
+for IoU (whose Bayes decision depends on the object's size, Nowozin 2014;
+``segstruct.inference.projection.decode_iou`` implements that one on the
+unary marginals). The MAP is kept because it is exact by one graph cut,
+uses the learnt pairwise terms, and leaves a plain StructuredSVM that
+``predict``, ``evaluate`` and the saved model files handle like every
+other method's.
+
+The fitted estimator is a :class:`~segstruct.learn.ssvm.StructuredSVM` for
+everything but ``fit``; its ``loss_`` is the Hamming loss (the error count
+that its decoding targets), and ``load_model`` gives back a StructuredSVM
+that predicts the same.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from segstruct.learn.fenchel_young import SCOPES, SETS, ProjectionProblem, fit_lbfgs
+from segstruct.learn.single_run import SingleRun, SingleRunSVM
+from segstruct.learn.ssvm import DEFAULT_MAX_ITER, StructuredSVM
+
+__all__ = ["ProjectionSVM", "SETS"]
+
+
+class ProjectionSVM(SingleRunSVM):
+    """A pairwise MRF on the Fenchel-Young loss of a projection (module docstring).
+    scikit-learn style, as StructuredSVM.
+
+    Parameters
+    ----------
+    C : float, default 0.5
+        Weight of the loss, a sum over parts (superpixels and edges) that
+        scales as the Hamming loss does.
+    scope : {"dataset", "image"}, default "dataset"
+        The loss summed over the training set, or the mean of the images'
+        (the same loss, weighing images differently).
+    projection_set : {"cube", "budget", "marginal"}, default "cube"
+    node_weights : {"count", "area"}, default "count"
+        "area" needs the cube. With the other sets every superpixel counts
+        once (a void-only one as background).
+    pairwise : bool, default True
+    tol : float, default 1e-3
+        Stop once ``F(w) - min F <= C tol``, certified by the gradient
+        (``segstruct.learn.fenchel_young``).
+    max_iter : int, default 1000
+        Objective evaluations at most.
+
+    Attributes
+    ----------
+    w_ : (Du + Dp,) weights, w_p <= 0.
+    loss_ : the Hamming loss (module docstring).
+    log_ : one entry per objective evaluation (``primal``, ``best_primal``,
+        ``seconds``; the last adds ``dual`` and ``gap``).
+    primal_, dual_, gap_, n_iter_, converged_, n_features_in_, fit_seconds_ :
+        as StructuredSVM's; ``dual_`` is ``primal_`` less the certified bound.
+    """
+
+    method = "projection"
+    solver = "lbfgs"
+    loss = "hamming"
+
+    def __init__(self, C=0.5, scope="dataset", projection_set="cube", node_weights="count",
+                 pairwise=True, tol=1e-3, max_iter=DEFAULT_MAX_ITER):
+        self.C = C
+        self.scope = scope
+        self.projection_set = projection_set
+        self.node_weights = node_weights
+        self.pairwise = pairwise
+        self.tol = tol
+        self.max_iter = max_iter
+
+    def check_params(self) -> None:
+        """Raise ValueError for a bad hyper-parameter, without fitting."""
+        if self.projection_set not in SETS:
+            raise ValueError(f"unknown projection set {self.projection_set!r}; "
+                             f"use one of {SETS}")
+        if self.scope not in SCOPES:
+            raise ValueError(f"unknown loss scope {self.scope!r}; use one of {SCOPES}")
+        self._check_shared_params()
+        if self.node_weights == "area" and self.projection_set != "cube":
+            raise ValueError(f"area node weights need the cube projection set, not "
+                             f"{self.projection_set!r}: the other sets' projections are "
+                             "not separable, so weighting their parts' losses would not "
+                             "give the loss of a projection")
+
+    def _train(self, X: list, Y) -> SingleRun:
+        # the same checks and targets as StructuredSVM (its scope-independent part)
+        _, _, _, ts, ws = StructuredSVM(node_weights=self.node_weights,
+                                        scope="image")._examples(X, Y)
+        start = time.perf_counter()
+        problem = ProjectionProblem(
+            [x.unary for x in X], ts,
+            pairwise=[x.pairwise for x in X] if self.pairwise else None,
+            edges=[x.edges for x in X], C=float(self.C), kind=self.projection_set,
+            scope=self.scope, weights=ws if self.projection_set == "cube" else None)
+        fit = fit_lbfgs(problem, tol=float(self.C * self.tol), max_iter=int(self.max_iter))
+        log, best = [], np.inf
+        for k, (f, s) in enumerate(zip(fit.history, fit.seconds_history), start=1):
+            best = min(best, f)
+            log.append({"iteration": k, "solver": "projection L-BFGS-B", "primal": f,
+                        "best_primal": best, "seconds": s})
+        log[-1].update(dual=fit.objective - fit.bound, gap=fit.bound,
+                       seconds=time.perf_counter() - start)
+        return SingleRun(w=fit.w, log=log, n_iter=fit.n_iter, converged=fit.converged,
+                         primal=fit.objective, dual=fit.objective - fit.bound)

@@ -1,0 +1,117 @@
+"""The fit of a method that trains in one call of its own solver (lovasz,
+projection) and still speaks :class:`~segstruct.learn.ssvm.StructuredSVM`'s
+callback protocol, so ``train`` and ``compare`` handle it as any other.
+
+Such a run keeps no resumable state: its callbacks see it once it has ended
+(one ``on_iteration`` with the whole log), and a
+:class:`~segstruct.learn.callbacks.Checkpoint` writes nothing. One asked to
+resume from an existing file raises CheckpointError rather than starting
+afresh silently.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Sequence
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from segstruct.inference.losses import get_loss
+from segstruct.io.checkpoint import CheckpointError
+from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
+from segstruct.learn.ssvm import StructuredSVM
+from segstruct.model import MRFModel
+
+__all__ = ["SingleRun", "SingleRunSVM"]
+
+
+@dataclass
+class SingleRun:
+    """What a one-call solver returns to :meth:`SingleRunSVM.fit`.
+
+    Attributes
+    ----------
+    w : (D,) the weights.
+    log : one dict per solver iteration (the last one may hold more).
+    n_iter, converged : of the solver.
+    primal, dual : the objective at ``w`` and a certified lower bound of its minimum.
+    attributes : further fitted attributes to set, by name (ending in ``_``).
+    """
+
+    w: np.ndarray
+    log: list
+    n_iter: int
+    converged: bool
+    primal: float
+    dual: float
+    attributes: dict = field(default_factory=dict)
+
+
+class SingleRunSVM(StructuredSVM):
+    """A StructuredSVM whose ``fit`` is one call of :meth:`_train` (module docstring).
+
+    Subclasses set ``method`` (the name said in errors) and implement
+    ``_train(X, Y) -> SingleRun`` and ``check_params``.
+    """
+
+    method = "?"
+    # StructuredSVM's hyper-parameters that these methods do not have, read by
+    # code that handles every method alike (records, diagnosis): the fixed values.
+    oracle = None
+    kappa = None
+    warm_start = False
+
+    def fit(self, X, Y, callbacks: Sequence[Callback] | None = None):
+        """Train on inputs X (graphs) and labels Y (targets or pixel counts).
+
+        ``callbacks`` as for :meth:`StructuredSVM.fit`, seen once the run has
+        ended; a :class:`Checkpoint` writes nothing (module docstring).
+        """
+        self.check_params()
+        callbacks = list(callbacks or ())
+        for callback in callbacks:
+            if isinstance(callback, Checkpoint) and callback.resume and callback.path.exists():
+                raise CheckpointError(
+                    f"the {self.method} method cannot resume from the checkpoint "
+                    f"{callback.path}: it keeps no resumable state; delete it to train "
+                    "from the start")
+        callbacks = [c for c in callbacks if not isinstance(c, Checkpoint)]
+        start = time.perf_counter()
+        X = list(X)
+        dim = MRFModel(pairwise=self.pairwise).n_features(X[0])
+        state = TrainingState.start(dim, 1)
+        run = SimpleNamespace(estimator=self, qp=SimpleNamespace(n_constraints=0))
+        with threadpool_limits(limits=1, user_api="blas"):
+            try:
+                for callback in callbacks:
+                    callback.on_fit_start(run, state)
+                result = self._train(X, Y)
+                run.qp.n_constraints = result.n_iter
+                state = TrainingState(
+                    iteration=len(result.log), w=result.w, xi=np.zeros(1),
+                    dual=float(result.dual), best_w=result.w, best_g=np.zeros(dim),
+                    best_l=0.0, best_primal=float(result.primal), log=result.log,
+                    converged=bool(result.converged), seconds=time.perf_counter() - start)
+                for callback in callbacks:
+                    callback.on_iteration(run, state)
+            finally:
+                for callback in callbacks:
+                    callback.on_fit_end(run, state)
+        self.w_ = result.w
+        self.loss_ = get_loss(self.loss)
+        self.log_ = result.log
+        self.n_iter_ = result.n_iter
+        self.converged_ = bool(result.converged)
+        self.primal_ = float(result.primal)
+        self.dual_ = float(result.dual)
+        self.gap_ = self.primal_ - self.dual_
+        for name, value in result.attributes.items():
+            setattr(self, name, value)
+        self.n_features_in_ = dim
+        self.fit_seconds_ = time.perf_counter() - start
+        return self
+
+    def _train(self, X: list, Y) -> SingleRun:
+        raise NotImplementedError

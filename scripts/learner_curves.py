@@ -375,7 +375,7 @@ def figure(doc: dict, path: Path) -> Path:
         f = np.array([max(p["primal"] - lower, floor) for p in s["points"]])
         iou = np.array([100 * p["val_iou"] for p in s["points"]])
         style = {"marker": ".", "label": LABELS[name] + ("" if s["converged"] else
-                                                        f" ({s['stopped']})")}
+                                                        f" (not converged: {s['stopped']})")}
         ax_f.plot(t, f, **style)
         ax_iou.plot(t, iou, **style)
     which = ("F_lower = " + res["lower_bound_from"] + "'s lower bound"
@@ -386,8 +386,11 @@ def figure(doc: dict, path: Path) -> Path:
                title="validation IoU")
     for ax in (ax_f, ax_iou):
         ax.grid(True, which="both", alpha=0.3)
-    ax_f.legend(fontsize=8)
+    # below the panels, where it hides no curve
+    fig.legend(*ax_f.get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=9,
+               bbox_to_anchor=(0.5, 0.0))
     fig.suptitle("\n".join(textwrap.wrap(caption(doc), 140)), fontsize=9)
+    fig.subplots_adjust(top=0.83, bottom=0.24, wspace=0.25)
     return save_figure(fig, path)
 
 
@@ -397,7 +400,7 @@ def table(doc: dict) -> str:
     f_star, f_lower = res["F_star"], res["F_lower"]
     head = [f"Learners on one problem: {caption(doc)}.", "",
             "| learner | to 1% of F* (s) | to 0.1% of F* (s) | final F | (F - F*) / F* "
-            "| own gap | F - F_lower | val IoU % | stopped | training s | oracle calls |",
+            "| own gap | F - F_lower | val IoU % | converged | training s | oracle calls |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def secs(v):
@@ -406,10 +409,11 @@ def table(doc: dict) -> str:
     for name, s in res["learners"].items():
         gap = "–" if s["final_gap"] is None else f"{s['final_gap']:.3g}"
         to_lower = "–" if f_lower is None else f"{s['final_primal'] - f_lower:.3g}"
+        converged = "yes" if s["converged"] else f"no (stopped: {s['stopped']})"
         rows.append(f"| {LABELS[name]} | {secs(s['time_to']['0.01'])} | "
                     f"{secs(s['time_to']['0.001'])} | {s['final_primal']:.6g} | "
                     f"{s['relative_to_F_star']:.2e} | {gap} | {to_lower} | "
-                    f"{100 * s['final_val_iou']:.2f} | {s['stopped']} | "
+                    f"{100 * s['final_val_iou']:.2f} | {converged} | "
                     f"{s['training_seconds']:.1f} | {s['oracle_calls']} |")
     lower_text = ("none" if f_lower is None else
                   f"{f_lower:.10g} ({res['lower_bound_from']})")

@@ -22,7 +22,9 @@ from segstruct.features.superpixels import SuperpixelParams
 from segstruct.inference.proposed import INFERENCE_CHOICES
 from segstruct.io.files import write_json
 from segstruct.io.provenance import code_version
-from segstruct.learn.methods import DEFAULTS, METHOD_HELP, METHODS, SINGLE_RUN_METHODS
+from segstruct.learn.methods import (DEFAULTS, METHOD_HELP, METHODS, SINGLE_RUN_METHODS,
+                                     SINGLE_RUN_SOLVERS)
+from segstruct.learn.fenchel_young import SETS
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
 from segstruct.learn.ssvm import NODE_WEIGHT_MODES, SOLVERS, STOCHASTIC_SOLVERS
 
@@ -345,10 +347,11 @@ def _check_loss_options(args, methods) -> None:
 
 def _check_solver_options(args, methods) -> None:
     """Refuse a --solver that the scope, --resume or the methods rule out."""
-    if args.solver != DEFAULTS.solver and all(m in SINGLE_RUN_METHODS for m in methods):
-        raise UsageError(f"--solver does not apply to {' and '.join(methods)}: they train "
-                         "with their own solvers (cutting planes on the Lovász hinge, "
-                         "L-BFGS on the projection loss)")
+    if args.solver != DEFAULTS.solver and all(
+            args.solver not in SINGLE_RUN_SOLVERS.get(m, SOLVERS) for m in methods):
+        raise UsageError(f"--solver {args.solver} does not apply to {' and '.join(methods)}: "
+                         "lovasz trains by 1-slack cutting planes (oneslack) or sgd, "
+                         "projection by L-BFGS-B")
     if args.solver in STOCHASTIC_SOLVERS and args.scope != "image":
         raise UsageError(f"--solver {args.solver} needs --scope image (the scope is "
                          f"{args.scope}): at the data-set scope the training set is one "
@@ -357,6 +360,10 @@ def _check_solver_options(args, methods) -> None:
         raise UsageError(f"--resume: --solver {args.solver} keeps no checkpoint to continue "
                          "from; train without --resume (from the start), or use --solver "
                          "oneslack or nslack")
+    if args.projection_set != DEFAULTS.projection_set and "projection" not in methods:
+        raise UsageError(f"--projection-set {args.projection_set} applies to the projection "
+                         f"method only, which {' and '.join(methods)} "
+                         f"{'is' if len(methods) == 1 else 'are'} not")
     if getattr(args, "resume", False) and args.method in SINGLE_RUN_METHODS:
         raise UsageError(f"--resume: the {args.method} method keeps no checkpoint to "
                          "continue from; train without --resume")
@@ -426,7 +433,8 @@ def _settings(args):
                             scope=args.scope, C=args.C, node_weights=args.node_weights,
                             n_triangles=args.triangles, inference=args.inference,
                             polish=not args.no_polish, solver=args.solver, tol=args.tol,
-                            max_iter=args.max_iter, C_grid=grid, folds=folds)
+                            max_iter=args.max_iter, C_grid=grid, folds=folds,
+                            projection_set=args.projection_set)
 
 
 def _estimator(args):
@@ -757,7 +765,16 @@ def _add_training_options(g) -> None:
                         "subgradient (SGD) over images, or block-coordinate Frank-Wolfe "
                         "(bcfw), for which --max-iter counts epochs and which cannot "
                         "--resume; all reach the same optimum (sgd and subgradient "
-                        "approximately; bcfw to --tol) (default %(default)s)")
+                        "approximately; bcfw to --tol). The lovasz method trains by its "
+                        "1-slack cutting planes, or by SGD with --solver sgd; projection "
+                        "by L-BFGS-B (default %(default)s)")
+    g.add_argument("--projection-set", choices=SETS, default=DEFAULTS.projection_set,
+                   help="the projection method's convex set: the unit cube (projection by "
+                        "clipping; seconds), the cube with a foreground budget, or the "
+                        "marginal polytope (Frank-Wolfe with graph cuts; exact for the "
+                        "model's attractive edges, but seconds per image per step: small "
+                        "data only); budget and marginal need --node-weights count "
+                        "(default %(default)s)")
     g.add_argument("--scope", choices=("dataset", "image"), default=DEFAULTS.scope,
                    help="one loss over the whole training set (the paper's setting, with "
                         "--C 0.5), or one loss per image, averaged, which needs a larger C "

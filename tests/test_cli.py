@@ -365,7 +365,11 @@ def test_every_solver_parses_for_train_and_compare():
     (["--solver", "bcfw"], "--solver bcfw needs --scope image"),    # the default scope
     (["--solver", "bcfw", "--scope", "image", "--resume"], "keeps no checkpoint"),
     (["--method", "lovasz", "--resume"], "keeps no checkpoint"),
-    (["--method", "lovasz", "--solver", "nslack"], "--solver does not apply to lovasz"),
+    (["--method", "lovasz", "--solver", "nslack"], "--solver nslack does not apply to lovasz"),
+    (["--method", "lovasz", "--solver", "sgd"], "--solver sgd needs --scope image"),
+    (["--method", "projection", "--solver", "sgd", "--scope", "image"],
+     "--solver sgd does not apply to projection"),
+    (["--projection-set", "budget"], "applies to the projection method only"),
 ])
 def test_solver_options_that_cannot_work_are_refused(extra, words, data_root, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -428,7 +432,7 @@ def test_train_lovasz_end_to_end_and_its_model_predicts_the_same_after_loading(
     assert "lovasz on" in capsys.readouterr().out
     svm, config, codebook, doc = load_model(model)
     assert doc["method"] == "lovasz" and doc["estimator"]["loss"] == {"name": "iou"}
-    assert doc["estimator"]["scope"] == "dataset" and "solver" not in doc["estimator"]
+    assert doc["estimator"]["scope"] == "dataset" and doc["estimator"]["solver"] == "oneslack"
     assert not (tmp_path / "lov.ckpt.npz").exists()
     # the same training in Python: the same weights, and the loaded model predicts
     # as the fitted one
@@ -449,6 +453,62 @@ def test_train_lovasz_end_to_end_and_its_model_predicts_the_same_after_loading(
         100 * max(v for v in selection["train_iou"] if v is not None))
     assert main(["evaluate", "--data", str(data_root), "--model", str(model), "--split", "val",
                  *cache, "-q"]) == 0
+
+
+def test_train_lovasz_by_sgd_matches_the_library_and_is_not_called_converged(
+        data_root, tmp_path, capsys):
+    from segstruct.io.persistence import load_model
+    from segstruct.learn.lovasz import fit_sgd
+    from segstruct.learn.lovasz_svm import LovaszSVM
+    from segstruct.learn.ssvm import StructuredSVM
+    model = tmp_path / "lov"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--method", "lovasz",
+                 "--solver", "sgd", "--scope", "image", "--C", "5", "--max-iter", "30",
+                 "--out", str(model), "--cache", str(tmp_path / "c"), *SMALL]) == 0
+    said = capsys.readouterr()
+    # no stopping test: never converged, and no --resume is offered
+    assert "after 30 iterations" in said.out and "not converged" in said.err
+    assert "--resume" not in said.out + said.err
+    svm, config, codebook, doc = load_model(model)
+    assert (doc["estimator"]["solver"], doc["training"]["converged"]) == ("sgd", False)
+    log = json.loads((tmp_path / "lov.log.json").read_text())
+    assert len(log) == 30 and all(e["solver"] == "lovasz sgd" for e in log)
+    # the unary weights are fit_sgd's on the same features
+    from segstruct.features.cache import ArrayCache
+    from segstruct.features.extraction import FeatureExtractor
+    ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c"),
+                          progress=False, codebook=codebook)
+    train = ex.examples("train", "car")
+    _, _, _, ts, ws = StructuredSVM(scope="image")._examples(
+        [e.graph for e in train], [e.pixel_counts for e in train])
+    scales = LovaszSVM(scope="image").margin_scales(ts, ws)
+    fit = fit_sgd([s * np.asarray(e.graph.unary, float) for s, e in zip(scales, train)],
+                  ts, ws, C=5.0, epochs=30)
+    np.testing.assert_allclose(svm.w_[:fit.w.size], fit.w)
+    assert doc["training"]["primal"] == pytest.approx(fit.objective)
+
+
+def test_projection_set_with_area_weights_is_refused_before_features(
+        data_root, tmp_path, capsys):
+    assert main(["train", "--data", str(data_root), "--class", "car", "--method", "projection",
+                 "--projection-set", "marginal", "--node-weights", "area", "--out",
+                 str(tmp_path / "m"), "--cache", str(tmp_path / "c"), *SMALL]) == 2
+    assert "area node weights need the cube" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
+
+
+def test_train_projection_on_the_budget_set_records_it(data_root, tmp_path, capsys):
+    from segstruct.io.persistence import load_model
+    cache = ["--cache", str(tmp_path / "c")]
+    for name, extra in (("cube", []), ("budget", ["--projection-set", "budget"])):
+        assert main(["train", "--data", str(data_root), "--class", "car", "--method",
+                     "projection", "--out", str(tmp_path / name), *extra, *cache, *SMALL]) == 0
+    docs = {name: load_model(tmp_path / name)[3] for name in ("cube", "budget")}
+    assert docs["budget"]["estimator"]["projection_set"] == "budget"
+    assert docs["cube"]["estimator"]["projection_set"] == "cube"
+    # a foreground budget changes the loss, so the learnt weights differ
+    assert load_model(tmp_path / "cube")[0].w_.tolist() != \
+        load_model(tmp_path / "budget")[0].w_.tolist()
 
 
 def test_compare_runs_lovasz_and_a_first_order_solver(data_root, tmp_path):

@@ -52,8 +52,9 @@ def diagnose(estimator, X, Y, predictions=None) -> dict:
               "relative_gap": gap / primal if primal > 0 else 0.0,
               "target_gap": float(estimator.C * estimator.tol), "warnings": []}
     if not estimator.converged_:
-        # only the cutting-plane solvers keep a checkpoint to continue from
-        resumable = getattr(estimator, "solver", None) in ("oneslack", "nslack")
+        # only the SSVM's cutting-plane solvers keep a checkpoint to continue from
+        resumable = (getattr(estimator, "solver", None) in ("oneslack", "nslack")
+                     and getattr(estimator, "resumable", True))
         report["warnings"].append(
             f"not converged: stopped at max_iter {estimator.max_iter} with objective "
             f"{primal:.6g} and lower bound {estimator.dual_:.6g}, a gap of {gap:.3g} "

@@ -38,10 +38,11 @@ TOP_DOWN = "top_down."
 # StructuredSVM parameters of old model files that are no longer parameters
 # (what a training run wrote and showed is given to fit now): ignored.
 _OLD_IO_PARAMS = ("progress", "log_path", "checkpoint_path", "resume")
-# Hyper-parameters of a method's own training (the projection method's set),
+# Hyper-parameters of a method's own training (the projection method's set, the
+# lovasz method's margin scale),
 # kept in the file to say how it was made; the StructuredSVM that predicts
 # with the weights has no such parameter.
-_TRAINING_ONLY_PARAMS = ("projection_set",)
+_TRAINING_ONLY_PARAMS = ("projection_set", "margin_scale")
 
 
 class ModelFileError(ValueError):

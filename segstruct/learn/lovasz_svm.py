@@ -14,6 +14,22 @@ labels each node by the sign of u_i). It has no term for the pairwise block,
 and there is no Lovász hinge of a labelling coupled by edges that one could
 minimise the same way.
 
+The margins are on the SSVM's scale (``margin_scale="foreground"``, the
+default): the hinge is taken of the scores multiplied by the scope's
+foreground weight in units of the mean node weight, s = W / mean(a) (the
+number of foreground superpixels with count weights; s = 1 for an image
+without foreground at the image scope). Why: one wrong node changes the
+Jaccard loss by about a_i / W, so the margin-rescaled SSVM of bl2 and
+proposed asks each node for a score margin of about that size, while the
+Lovász hinge as published (``"unit"``) asks for a margin of 1. The two
+differ by a factor s in the scores, hence s^2 in C (the hinge is
+positively homogeneous): at the data-set scope of camvid's cars, with
+thousands of foreground superpixels, the published hinge at the C that
+suits the other methods learns w = 0. With the scaling, one C means about
+the same regularisation for every method of a table. The labelling
+y_i = [theta_i > 0] does not change (s > 0), nor do the relative pairwise
+strengths below.
+
 So the pairwise block is not learnt but chosen: its weights are
 w_p = -s (1, ..., 1), a fixed non-positive direction (every pairwise
 feature is a non-negative contrast-weighted boundary length, so each
@@ -45,7 +61,7 @@ from segstruct.inference import maximize
 from segstruct.inference.losses import IoULoss, get_loss
 
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
-from segstruct.learn.lovasz import SCOPES, fit_cutting_plane
+from segstruct.learn.lovasz import SCOPES, fit_cutting_plane, fit_sgd
 from segstruct.learn.single_run import SingleRun, SingleRunSVM
 from segstruct.learn.ssvm import DEFAULT_MAX_ITER, StructuredSVM, label_counts
 from segstruct.model import MRFModel
@@ -69,11 +85,21 @@ class LovaszSVM(SingleRunSVM):
         Node weights of the Jaccard loss: superpixels or non-void pixels.
     pairwise : bool, default True
         Choose a pairwise weight (module docstring); False: unary-only model.
+    margin_scale : {"foreground", "unit"}, default "foreground"
+        Scores scaled by the foreground weight before the hinge, so that C
+        means what it means for the SSVM methods (module docstring), or the
+        hinge of the raw scores (Yu & Blaschko's margin of 1).
+    solver : {"oneslack", "sgd"}, default "oneslack"
+        "oneslack": 1-slack cutting planes on the hinge (both scopes), with a
+        certified stop. "sgd": Pegasos-style stochastic subgradient over
+        images, as Lovász-Softmax trains (image scope only; no stopping test,
+        so the run never counts as converged: ``log_`` shows its objective).
     tol : float, default 1e-3
         Cutting planes stop when the best objective is within C tol of the
         working-set QP's lower bound.
     max_iter : int, default 1000
-        Cutting-plane iterations at most.
+        Cutting-plane iterations at most; epochs (passes over the images) for
+        "sgd".
 
     Attributes
     ----------
@@ -83,7 +109,8 @@ class LovaszSVM(SingleRunSVM):
     log_ : one entry per cutting-plane iteration (``primal``, ``best_primal``;
         the last adds ``dual`` and ``gap``).
     primal_, dual_, gap_, n_iter_, converged_ : of the Lovász-hinge problem of
-        the unary weights (not of the pairwise choice).
+        the unary weights (not of the pairwise choice); with "sgd", ``dual_``
+        is the trivial bound 0 and ``n_iter_`` counts epochs.
     pairwise_selection_ : dict with ``ratios``, ``scales``, ``train_iou``
         (VOC IoU in [0, 1], None where undefined) and the chosen ``ratio`` and
         ``scale``; None with ``pairwise=False``.
@@ -92,16 +119,22 @@ class LovaszSVM(SingleRunSVM):
     #: Strengths r of the pairwise block tried (module docstring).
     PAIRWISE_RATIOS = (0.0, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0)
 
+    #: The values of ``solver`` and ``margin_scale``.
+    SOLVERS = ("oneslack", "sgd")
+    MARGIN_SCALES = ("foreground", "unit")
+
     method = "lovasz"
-    solver = "lovasz"
 
     def __init__(self, loss="iou", C=0.5, scope="dataset", node_weights="count",
-                 pairwise=True, tol=1e-3, max_iter=DEFAULT_MAX_ITER):
+                 pairwise=True, margin_scale="foreground", solver="oneslack", tol=1e-3,
+                 max_iter=DEFAULT_MAX_ITER):
         self.loss = loss
         self.C = C
         self.scope = scope
         self.node_weights = node_weights
         self.pairwise = pairwise
+        self.margin_scale = margin_scale
+        self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
 
@@ -116,6 +149,16 @@ class LovaszSVM(SingleRunSVM):
                              f"only, not {loss!r}")
         if self.scope not in SCOPES:
             raise ValueError(f"unknown loss scope {self.scope!r}; use one of {SCOPES}")
+        if self.margin_scale not in self.MARGIN_SCALES:
+            raise ValueError(f"unknown margin_scale {self.margin_scale!r}; use one of "
+                             f"{self.MARGIN_SCALES}")
+        if self.solver not in self.SOLVERS:
+            raise ValueError(f"the lovasz method trains by cutting planes (solver "
+                             f"'oneslack') or SGD ('sgd'), not {self.solver!r}")
+        if self.solver == "sgd" and self.scope != "image":
+            raise ValueError("the lovasz method's SGD needs the per-image loss scope "
+                             "(scope='image'): the data-set Jaccard loss is not a sum "
+                             "over images, so one image's subgradient does not estimate it")
         self._check_shared_params()
 
     def _train(self, X: list, Y) -> SingleRun:
@@ -123,16 +166,46 @@ class LovaszSVM(SingleRunSVM):
         _, _, _, ts, ws = StructuredSVM(node_weights=self.node_weights,
                                         scope="image")._examples(X, Y)
         start = time.perf_counter()
-        unary = [np.asarray(x.unary, np.float64) for x in X]
-        fit = fit_cutting_plane(unary, ts, ws, C=float(self.C), scope=self.scope,
-                                tol=float(self.C * self.tol), max_iter=int(self.max_iter))
+        scales = self.margin_scales(ts, ws)
+        unary = [s * np.asarray(x.unary, np.float64) for s, x in zip(scales, X)]
+        if self.solver == "sgd":
+            fit = fit_sgd(unary, ts, ws, C=float(self.C), epochs=int(self.max_iter))
+            fit.lower_bound = 0.0          # the trivial bound: F >= 0
+        else:
+            fit = fit_cutting_plane(unary, ts, ws, C=float(self.C), scope=self.scope,
+                                    tol=float(self.C * self.tol),
+                                    max_iter=int(self.max_iter))
         w, selection = fit.w, None
         if self.pairwise:
             w, selection = self._choose_pairwise(X, Y, fit.w, MRFModel(pairwise=True))
         return SingleRun(w=w, log=self._log(fit, selection, time.perf_counter() - start),
-                         n_iter=fit.n_iter, converged=fit.converged,
+                         # epochs for SGD, as the SSVM's first-order solvers count
+                         n_iter=len(fit.history) if self.solver == "sgd" else fit.n_iter,
+                         converged=fit.converged,
                          primal=fit.objective, dual=fit.lower_bound,
                          attributes={"pairwise_selection_": selection})
+
+    def margin_scales(self, targets, weights) -> list[float]:
+        """The factor s of each image's scores in the hinge (module docstring).
+
+        Parameters
+        ----------
+        targets, weights : sequences of (N_j,) arrays, the images' targets
+            in {0, 1} and node weights >= 0.
+
+        Returns
+        -------
+        list of float > 0, one per image (all equal at the data-set scope).
+        """
+        if self.margin_scale == "unit":
+            return [1.0] * len(targets)
+        mean = float(np.mean(np.concatenate([np.asarray(a, np.float64) for a in weights])))
+        if mean <= 0:
+            return [1.0] * len(targets)
+        fg = [float(np.dot(np.asarray(t, np.float64), a)) for t, a in zip(targets, weights)]
+        if self.scope == "dataset":
+            fg = [sum(fg)] * len(fg)
+        return [f / mean if f > 0 else 1.0 for f in fg]
 
     def _choose_pairwise(self, X, Y, w_u, model) -> tuple[np.ndarray, dict]:
         """w = [w_u, -s 1] with s from the grid of ratios, by training VOC IoU."""
@@ -163,7 +236,7 @@ class LovaszSVM(SingleRunSVM):
         log, best = [], np.inf
         for k, f in enumerate(fit.history, start=1):
             best = min(best, float(f))
-            log.append({"iteration": k, "solver": "lovasz cutting planes",
+            log.append({"iteration": k, "solver": f"lovasz {self.solver}",
                         "primal": float(f), "best_primal": best})
         if log:
             log[-1].update(dual=float(fit.lower_bound),

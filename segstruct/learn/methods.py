@@ -37,9 +37,13 @@ METHODS = {
     "projection": {"loss": "hamming", "pairwise": True, "oracle": None},
 }
 
-#: The methods trained by one call of their own solver (``--solver`` does not
-#: apply, nothing to resume from).
+#: The methods trained by one call of their own solver (nothing to resume from).
 SINGLE_RUN_METHODS = ("lovasz", "projection")
+
+#: The ``--solver`` values each single-run method takes (projection none: it
+#: trains by L-BFGS-B; :func:`estimator_for` gives either the default solver
+#: for another); the other methods take every one of ``SOLVERS``.
+SINGLE_RUN_SOLVERS = {"lovasz": LovaszSVM.SOLVERS, "projection": ()}
 
 METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the training "
                "set), unary + pairwise, graph cut; hamming: kappa = 1; bl2: the loss with "
@@ -50,10 +54,10 @@ METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the 
                "(decomposition, lp); exact: the loss by MILP (small data only); lovasz: "
                "IoU only, unary weights by cutting planes on the Lovász hinge (Yu & "
                "Blaschko 2015), then a pairwise smoothing strength picked by training "
-               "IoU; projection: the Fenchel-Young loss of the projection onto the "
-               "unit cube (Blondel et al. 2020), unary and pairwise weights by L-BFGS, "
-               "predicted by graph cut; lovasz and projection have their own solvers, "
-               "so --solver does not apply to them")
+               "IoU, by 1-slack cutting planes or --solver sgd; projection: the "
+               "Fenchel-Young loss of the projection onto --projection-set (Blondel et "
+               "al. 2020), unary and pairwise weights by L-BFGS-B, predicted by graph "
+               "cut (--solver does not apply)")
 
 
 # StructuredSVM's own defaults (C, tol, max_iter, scope, solver, node_weights), read
@@ -72,8 +76,12 @@ class TrainingSettings:
 
     ``solver`` is one of ``segstruct.learn.ssvm.SOLVERS``: the cutting-plane
     "oneslack" (default) or "nslack", or the first-order "subgradient",
-    "sgd" or "bcfw", which need ``scope="image"``. The lovasz and
-    projection methods have their own solvers and ignore it.
+    "sgd" or "bcfw", which need ``scope="image"``. The lovasz method takes
+    "oneslack" (its cutting planes) or "sgd"; projection ignores it.
+
+    ``projection_set`` is the projection method's set (cube, budget or
+    marginal); like ``C_grid`` it is recorded only when it is not the
+    default, so the records made before it existed still resume.
 
     ``C`` is a number, or "auto": each pair then gets the C that ``folds``-fold
     cross-validation on the training split picks from ``C_grid``
@@ -95,6 +103,7 @@ class TrainingSettings:
     max_iter: int = _SVM["max_iter"]
     C_grid: tuple | None = None
     folds: int | None = None
+    projection_set: str = "cube"
 
     @property
     def auto(self) -> bool:
@@ -110,6 +119,8 @@ class TrainingSettings:
         """The settings as recorded (results.json, the resume identity)."""
         out = asdict(self)
         del out["C_grid"], out["folds"]
+        if self.projection_set == TrainingSettings.projection_set:
+            del out["projection_set"]
         if self.auto:
             grid, folds = self.cv()
             out.update(C_grid=list(grid), folds=folds)
@@ -129,7 +140,7 @@ class TrainingSettings:
         return estimator_for(method, loss=self.loss, beta=self.beta,
                              n_triangles=self.n_triangles, inference=self.inference,
                              polish=self.polish, node_weights=self.node_weights, C=C,
-                             scope=self.scope,
+                             scope=self.scope, projection_set=self.projection_set,
                              solver=self.solver, tol=self.tol, max_iter=self.max_iter)
 
 
@@ -171,10 +182,13 @@ def make_oracle(name: str, n_triangles: int = DEFAULTS.n_triangles,
 def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAULTS.beta,
                   n_triangles: int = DEFAULTS.n_triangles,
                   inference: str = DEFAULTS.inference, polish: bool = DEFAULTS.polish,
-                  node_weights: str = DEFAULTS.node_weights, **params) -> StructuredSVM:
+                  node_weights: str = DEFAULTS.node_weights,
+                  projection_set: str = DEFAULTS.projection_set, **params) -> StructuredSVM:
     """A ``StructuredSVM`` set up for ``method`` (for "lovasz" a
     :class:`~segstruct.learn.lovasz_svm.LovaszSVM`, for "projection" a
-    :class:`~segstruct.learn.projection_svm.ProjectionSVM`; both ignore ``solver``).
+    :class:`~segstruct.learn.projection_svm.ProjectionSVM`, which ignores
+    ``solver``; lovasz takes "sgd" and trains by its cutting planes for any
+    other solver).
 
     Parameters
     ----------
@@ -183,25 +197,24 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
     n_triangles, inference, polish : the proposed method's M, inference
         algorithm and closing greedy flips (False: the paper's method as published).
     node_weights : "count" or "area" node weights.
+    projection_set : the projection method's set ("cube", "budget", "marginal").
     **params : further StructuredSVM hyper-parameters (C, scope, solver, ...).
 
     Raises
     ------
-    ValueError for an unknown method, or bl2 or projection with area node
-    weights (bl2's exact enumeration counts superpixels; projection keeps one
-    setting for every set).
+    ValueError for an unknown method, or bl2 with area node weights (its
+    exact enumeration counts superpixels).
     """
     spec = METHODS[_check(method)]
-    if method in SINGLE_RUN_METHODS:
-        # their own solvers: the SSVM solver does not apply
-        params.pop("solver", None)
     if method == "projection":
-        if node_weights != "count":
-            raise ValueError("the projection method counts superpixels (count node "
-                             "weights) on the command line; ProjectionSVM takes area "
-                             "weights with its cube")
-        return ProjectionSVM(pairwise=spec["pairwise"], **params)
+        params.pop("solver", None)          # L-BFGS-B: the SSVM solver does not apply
+        return ProjectionSVM(pairwise=spec["pairwise"], projection_set=projection_set,
+                             node_weights=node_weights, **params)
     if method == "lovasz":
+        # its SGD for "sgd", its 1-slack cutting planes for every other solver
+        # (so that compare can run it beside methods trained by nslack or bcfw)
+        if params.get("solver") not in LovaszSVM.SOLVERS:
+            params["solver"] = "oneslack"
         return LovaszSVM(loss=method_loss(method, loss, beta), pairwise=spec["pairwise"],
                          node_weights=node_weights, **params)
     if method == "bl2" and node_weights != "count":

@@ -62,6 +62,8 @@ class SingleRunSVM(StructuredSVM):
     oracle = None
     kappa = None
     warm_start = False
+    #: whether ``train --resume`` can continue an unconverged run (never here)
+    resumable = False
 
     def fit(self, X, Y, callbacks: Sequence[Callback] | None = None):
         """Train on inputs X (graphs) and labels Y (targets or pixel counts).

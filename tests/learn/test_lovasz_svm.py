@@ -7,7 +7,7 @@ import pytest
 
 from segstruct.io.checkpoint import CheckpointError
 from segstruct.learn.callbacks import Checkpoint, JSONLog, ProgressBar
-from segstruct.learn.lovasz import fit_cutting_plane
+from segstruct.learn.lovasz import fit_cutting_plane, fit_sgd
 from segstruct.learn.lovasz_svm import LovaszSVM
 from segstruct.learn.methods import METHODS, estimator_for
 from segstruct.learn.ssvm import StructuredSVM
@@ -60,7 +60,7 @@ def test_separable_problem_reaches_zero_training_loss(scope, pairwise):
 
 def test_unary_weights_are_the_hinge_optimum_and_attributes_describe_it():
     X, Y = separable_graphs(1)
-    est = LovaszSVM(C=2.0, tol=1e-4).fit(X, Y)
+    est = LovaszSVM(C=2.0, tol=1e-4, margin_scale="unit").fit(X, Y)
     fit = fit_cutting_plane([x.unary for x in X], Y, C=2.0, tol=2.0 * 1e-4)
     np.testing.assert_array_equal(est.w_[:3], fit.w)
     assert (est.primal_, est.dual_, est.n_iter_) == (fit.objective, fit.lower_bound, fit.n_iter)
@@ -69,6 +69,37 @@ def test_unary_weights_are_the_hinge_optimum_and_attributes_describe_it():
     assert len(est.log_) == est.n_iter_
     assert [e["primal"] for e in est.log_] == fit.history
     assert est.log_[-1]["dual"] == est.dual_
+
+
+@pytest.mark.parametrize("scope", ["dataset", "image"])
+def test_foreground_margin_scale_is_the_hinge_of_scaled_scores(scope):
+    X, Y = separable_graphs(5)
+    Y[1] = np.zeros_like(Y[1])                   # an image without foreground
+    counts = [float(np.sum(t)) for t in Y]
+    scales = LovaszSVM(scope=scope).margin_scales(Y, [np.ones(t.size) for t in Y])
+    expected = [sum(counts)] * len(Y) if scope == "dataset" else \
+        [c if c > 0 else 1.0 for c in counts]
+    assert scales == expected
+    # area weights: the foreground weight in units of the mean node weight
+    areas = [np.full(t.size, 7.0) for t in Y]
+    assert LovaszSVM(scope=scope).margin_scales(Y, areas) == expected
+    assert LovaszSVM(margin_scale="unit").margin_scales(Y, areas) == [1.0] * len(Y)
+    est = LovaszSVM(C=2.0, scope=scope, tol=1e-4, pairwise=False).fit(X, Y)
+    fit = fit_cutting_plane([s * x.unary for s, x in zip(scales, X)], Y, C=2.0,
+                            scope=scope, tol=2.0 * 1e-4)
+    np.testing.assert_array_equal(est.w_, fit.w)
+    assert est.primal_ == fit.objective
+
+
+def test_foreground_margin_scale_is_the_unit_margin_at_C_times_s_squared():
+    """The hinge is positively homogeneous: scaling the scores by s is the
+    published (unit-margin) hinge at C s^2, with weights s times larger."""
+    X, Y = separable_graphs(6)
+    s = float(sum(np.sum(t) for t in Y))          # data-set scope, count weights
+    scaled = LovaszSVM(C=0.01, pairwise=False, tol=1e-6).fit(X, Y)
+    unit = LovaszSVM(C=0.01 * s ** 2, pairwise=False, tol=1e-6, margin_scale="unit").fit(X, Y)
+    np.testing.assert_allclose(unit.w_, s * scaled.w_, rtol=1e-3, atol=1e-6)
+    assert unit.primal_ == pytest.approx(s ** 2 * scaled.primal_, rel=1e-4)
 
 
 def test_pairwise_strength_is_the_best_on_the_training_split():
@@ -106,10 +137,28 @@ def test_only_the_iou_loss_is_accepted():
         LovaszSVM(scope="pixel").fit(*separable_graphs(0))
 
 
+def test_sgd_solver_gives_fit_sgds_weights_and_only_at_the_image_scope():
+    X, Y = separable_graphs(4)
+    est = LovaszSVM(C=50.0, scope="image", solver="sgd", max_iter=40,
+                    margin_scale="unit").fit(X, Y)
+    fit = fit_sgd([x.unary for x in X], Y, C=50.0, epochs=40)
+    np.testing.assert_array_equal(est.w_[:3], fit.w)
+    assert (est.n_iter_, est.converged_, est.dual_) == (40, False, 0.0)
+    assert est.primal_ == fit.objective and len(est.log_) == 40
+    assert est.score(X, Y) == 1.0        # separable: SGD gets there too
+    with pytest.raises(ValueError, match="needs the per-image loss scope"):
+        LovaszSVM(solver="sgd").check_params()
+    with pytest.raises(ValueError, match="cutting planes .* or SGD"):
+        LovaszSVM(solver="bcfw", scope="image").check_params()
+
+
 def test_method_entry_and_defaults():
     est = estimator_for("lovasz", C=0.25, scope="image", solver="oneslack", tol=1e-4)
     assert isinstance(est, LovaszSVM) and isinstance(est, StructuredSVM)
     assert (est.C, est.scope, est.tol, est.pairwise) == (0.25, "image", 1e-4, True)
+    # its own SGD for "sgd", its cutting planes for any other SSVM solver
+    assert estimator_for("lovasz", scope="image", solver="sgd").solver == "sgd"
+    assert estimator_for("lovasz", scope="image", solver="bcfw").solver == "oneslack"
     assert LovaszSVM().scope == "dataset"
     assert METHODS["lovasz"]["loss"] is None
 
@@ -118,7 +167,7 @@ def test_saved_parameters_make_a_structured_svm_that_predicts_the_same():
     X, Y = noisy_chains(1)
     est = LovaszSVM(C=5.0).fit(X, Y)
     params = est.get_params(deep=False)
-    del params["loss"]
+    del params["loss"], params["margin_scale"]
     # what load_model does with a model file's parameters
     loaded = StructuredSVM.from_weights(est.w_.copy(), est.loss_, **params)
     for a, b in zip(loaded.predict(X), est.predict(X)):

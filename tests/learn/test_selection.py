@@ -241,6 +241,8 @@ def test_settings_of_a_fixed_C_are_recorded_as_before():
     auto = TrainingSettings(C="auto").to_dict()
     assert auto["C"] == "auto" and auto["C_grid"] == list(DEFAULT_GRID)
     assert auto["folds"] == DEFAULT_FOLDS
+    # the projection set too is recorded only when it is not the default
+    assert TrainingSettings(projection_set="budget").to_dict()["projection_set"] == "budget"
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,190 @@
+"""Every learner side by side: val IoU of bl1, bl2, proposed, lovasz and
+projection for every class of every data set under the shared data, at the
+defaults (top-down block on, data-set scope, C 0.5). One command makes the
+README's table:
+
+    python scripts/methods_table.py                  # everything: hours on 2 cores
+    python scripts/methods_table.py --datasets weizmann_horse_voc --out /tmp/m
+    python scripts/methods_table.py --table-only     # the table from finished runs
+
+For every data set D under ``--data`` it picks the classes as
+``scripts/topdown_table.py`` does (at least ``--min-images`` training images
+showing them, accepted for training; the others are listed) and runs what a
+user would:
+
+    OUT/D/                  segstruct compare --classes ... --methods bl1 bl2
+                            proposed lovasz projection
+
+then writes OUT/table.md and OUT/table.json. Everything resumes: compare keeps
+finished (class, method) pairs, so a folder of an earlier compare with the
+same data, features and settings (``results/topdown/D/with`` of the top-down
+table) only gains the missing methods.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from topdown_table import plan, segstruct              # noqa: E402  (one copy of each)
+
+from segstruct.io.files import write_json, write_text  # noqa: E402
+from segstruct.io.provenance import code_version       # noqa: E402
+from segstruct.report.tables import features_text, fmt  # noqa: E402
+
+METHODS = ("bl1", "bl2", "proposed", "lovasz", "projection")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_dataset(root: Path, out: Path, min_images: int, n_jobs: int) -> dict:
+    """compare over the plan's classes and every method; returns the plan."""
+    p = plan(root, min_images, n_jobs)
+    if p["classes"]:
+        rc, _ = segstruct("compare", "--data", str(root), "-j", str(n_jobs), "-q",
+                          "--classes", *p["classes"], "--methods", *METHODS,
+                          "--out", str(out))
+        if rc == 130:
+            raise KeyboardInterrupt
+        if rc:
+            raise SystemExit(f"compare failed on {root}")
+    return p
+
+
+# ---------------------------------------------------------------------- table
+def _read(path: Path):
+    import json
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _cell(record) -> str:
+    if record is None:
+        return "–"
+    star = "" if record["training"]["converged"] else "*"
+    collapse = record.get("diagnosis", {}).get("collapse")
+    mark = {"no foreground": "⁰", "all foreground": "¹"}.get(collapse, "")
+    return f"{fmt(record['eval_score']['voc_iou_percent'])}{star}{mark}"
+
+
+def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
+    """(Markdown, JSON document) from the folders ``run_dataset`` wrote."""
+    rows, time_rows, doc_rows, notes, versions = [], [], [], [], set()
+    values = {m: [] for m in METHODS}            # IoU of every class, per method
+    wins = {m: 0 for m in METHODS}
+    settings = features = None
+    for name in datasets:
+        p, results = _read(out / name / "plan.json"), _read(out / name / "results.json")
+        if p is None or results is None:
+            continue
+        settings, features = settings or results["settings"], features or results["features"]
+        records = {(r["class"], r["method"]): r for r in results["results"]}
+        versions.update(r["code_version"] for r in results["results"])
+        for c in results["classes"]:
+            got = {m: records.get((c, m)) for m in METHODS}
+            ious = {m: None if r is None else r["eval_score"]["voc_iou_percent"]
+                    for m, r in got.items()}
+            defined = [v for v in ious.values() if v is not None]
+            if defined and max(defined) > 0:
+                for m, v in ious.items():
+                    wins[m] += v == max(defined)
+            for m, v in ious.items():
+                if v is not None:
+                    values[m].append(v)
+            rows.append(f"| {name} | {c} | " + " | ".join(_cell(got[m]) for m in METHODS)
+                        + " |")
+            time_rows.append(f"| {name} | {c} | " + " | ".join(
+                "–" if r is None else f"{r['training']['fit_seconds']:.0f} s / "
+                f"{r['training']['n_iter']}" for r in got.values()) + " |")
+            doc_rows.append({"dataset": name, "class": c, **{m: None if r is None else {
+                "val_iou_percent": r["eval_score"]["voc_iou_percent"],
+                "converged": r["training"]["converged"], "n_iter": r["training"]["n_iter"],
+                "fit_seconds": r["training"]["fit_seconds"],
+                "relative_gap": r.get("diagnosis", {}).get("relative_gap"),
+                "collapse": r.get("diagnosis", {}).get("collapse"),
+                "code_version": r["code_version"]} for m, r in got.items()}})
+            for m, r in got.items():
+                if r is not None and not r["training"]["converged"]:
+                    d = r.get("diagnosis", {})
+                    notes.append(f"{name}/{c}/{m}: not converged, stopped at max_iter with "
+                                 f"the objective {100 * d.get('relative_gap', np.nan):.3g} % "
+                                 "above its certified lower bound")
+        blind = sorted(results.get("detector_warnings", {}))
+        if blind:
+            notes.append(f"{name}: the detectors of {', '.join(blind)} have all-zero average "
+                         "shapes: their top-down block is zero everywhere")
+        for c, why in p.get("refused", {}).items():
+            notes.append(f"{name}/{c}: not compared, the library refuses to train on it: {why}")
+        if p.get("too_few_images"):
+            listed = ", ".join(f"{c} ({n})" for c, n in p["too_few_images"].items())
+            notes.append(f"{name}: not compared, fewer than {p['min_images']} training "
+                         f"images: {listed}")
+    means = {m: float(np.mean(v)) if v else None for m, v in values.items()}
+    head = ["| data set | class | " + " | ".join(METHODS) + " |",
+            "|---|---|" + "---|" * len(METHODS)]
+    mean_row = ("| **all** | **mean** | "
+                + " | ".join(f"**{fmt(means[m])}**" for m in METHODS) + " |")
+    win_row = "| | best in (classes) | " + " | ".join(str(wins[m]) for m in METHODS) + " |"
+    s = settings or {}
+    foot = [f"VOC IoU % on val (pixels, void excluded), one training run each (one seed), "
+            "trained on train; * = stopped at max_iter (not converged); ⁰ = predicts no "
+            "foreground on its own training set; – = not run; - = undefined (no "
+            "foreground in val and none predicted). The mean is over classes; \"best in\" "
+            "counts the classes where a method has the highest IoU (ties count for each; "
+            "classes where every method scores 0 count for none). "
+            f"Settings: the defaults (scope {s.get('scope')}, C {s.get('C')}, loss of "
+            f"bl2/proposed {s.get('loss')}, tol {s.get('tol')}, max_iter "
+            f"{s.get('max_iter')}); lovasz and projection train by their own solvers "
+            "(cutting planes on the Lovász hinge; L-BFGS-B on the cube projection's loss). "
+            f"{features_text(features or {})}.",
+            f"Code {', '.join(sorted(versions)) or code_version()}."]
+    times = (["", "Training seconds / iterations (cutting-plane iterations; objective "
+              "evaluations for projection):", ""] + head + time_rows)
+    md = "\n".join(head + rows + [mean_row, win_row] + times + [""]
+                   + [f"- {line}" for line in notes] + [""] + foot) + "\n"
+    doc = {"format": "segstruct-methods-table", "methods": list(METHODS), "rows": doc_rows,
+           "mean_iou_percent": means, "best_in": wins, "notes": notes, "settings": settings,
+           "features": features, "code_versions": sorted(versions),
+           "made_by": code_version()}
+    return md, doc
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=REPO_ROOT.parent / "shared" / "data",
+                        help="folder of VOC-layout data sets (default: ../shared/data)")
+    parser.add_argument("--datasets", nargs="+",
+                        help="data set folder names (default: every one under --data)")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "results" / "methods",
+                        help="output folder (default: results/methods)")
+    parser.add_argument("--min-images", type=int, default=5,
+                        help="classes with fewer training images are listed, not compared "
+                             "(default 5, the soak's)")
+    parser.add_argument("-j", "--n-jobs", type=int, default=2,
+                        help="feature extraction workers (default 2)")
+    parser.add_argument("--table-only", action="store_true",
+                        help="write the table from finished runs; train nothing")
+    args = parser.parse_args(argv)
+    if args.datasets:
+        names = args.datasets
+    elif args.table_only:
+        names = sorted(d.parent.name for d in args.out.glob("*/plan.json"))
+    else:
+        names = sorted(d.name for d in args.data.iterdir()
+                       if (d / "ImageSets" / "Segmentation").is_dir())
+    if not args.table_only:
+        for name in names:
+            p = run_dataset(args.data / name, args.out / name, args.min_images, args.n_jobs)
+            write_json(args.out / name / "plan.json",
+                       {**p, "min_images": args.min_images, "data_root": str(args.data / name)})
+    md, doc = table(args.out, names)
+    write_text(args.out / "table.md", md)
+    write_json(args.out / "table.json", doc)
+    print(md)
+    print(f"wrote {args.out / 'table.md'} and table.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""scripts/methods_table.py: the README's table of every learner from the
+folders its compare runs write."""
+import json
+
+import pytest
+
+
+@pytest.fixture
+def methods_table(load_script):
+    return load_script("methods_table")
+
+
+def record(class_name, method, iou, converged=True, collapse=None, version="0.1.0+gabc"):
+    return {"class": class_name, "method": method, "code_version": version,
+            "eval_score": {"voc_iou_percent": iou},
+            "training": {"converged": converged, "n_iter": 40, "fit_seconds": 2.4},
+            "diagnosis": {"collapse": collapse, "relative_gap": 0.25}}
+
+
+def write(path, doc):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
+def test_cells_means_and_notes_say_what_each_run_did(tmp_path, methods_table):
+    from segstruct.features.descriptors import FeatureConfig
+    d = tmp_path / "toy"
+    write(d / "plan.json", {"classes": ["car", "dog"], "too_few_images": {"cat": 2},
+                            "refused": {}, "min_images": 5})
+    recs = [record("car", m, v) for m, v in
+            zip(("bl1", "bl2", "proposed", "lovasz"), (30.0, 20.0, 25.0, 40.0))]
+    recs += [record("car", "projection", 10.0, converged=False),
+             record("dog", "bl1", 0.0, collapse="no foreground"),
+             record("dog", "bl2", 5.0, version="0.1.0+gdef")]
+    write(d / "results.json", {"settings": {"scope": "dataset", "C": 0.5, "loss": "iou",
+                                            "tol": 0.001, "max_iter": 1000},
+                               "features": FeatureConfig().to_dict(), "classes": ["car", "dog"],
+                               "detector_warnings": {}, "results": recs})
+    md, doc = methods_table.table(tmp_path, ["toy", "missing"])
+    lines = md.splitlines()
+    assert "| toy | car | 30.00 | 20.00 | 25.00 | 40.00 | 10.00* |" in lines
+    assert "| toy | dog | 0.00⁰ | 5.00 | – | – | – |" in lines
+    # means over the classes each method was run on
+    assert "| **all** | **mean** | **15.00** | **12.50** | **25.00** | **40.00** | **10.00** |" \
+        in lines
+    assert "| | best in (classes) | 0 | 1 | 0 | 1 | 0 |" in lines
+    assert "toy/car/projection: not converged" in md and "25 % above" in md
+    assert "cat (2)" in md and "0.1.0+gabc, 0.1.0+gdef" in md
+    row = {r["class"]: r for r in doc["rows"]}
+    assert row["car"]["projection"]["converged"] is False
+    assert row["dog"]["bl1"]["collapse"] == "no foreground" and row["dog"]["lovasz"] is None
+    assert doc["mean_iou_percent"]["bl2"] == pytest.approx(12.5)
+
+
+def test_table_only_reads_the_folders_and_writes_both_files(tmp_path, methods_table):
+    write(tmp_path / "toy" / "plan.json", {"classes": ["car"], "min_images": 5})
+    write(tmp_path / "toy" / "results.json", {
+        "settings": {}, "features": {}, "classes": ["car"],
+        "results": [record("car", "bl1", 12.5)]})
+    assert methods_table.main(["--out", str(tmp_path), "--table-only"]) == 0
+    assert "| toy | car | 12.50 | – | – | – | – |" in (tmp_path / "table.md").read_text()
+    assert json.loads((tmp_path / "table.json").read_text())["rows"][0]["bl1"][
+        "val_iou_percent"] == 12.5

@@ -55,12 +55,18 @@ def diagnose(estimator, X, Y, predictions=None) -> dict:
         # only the SSVM's cutting-plane solvers keep a checkpoint to continue from
         resumable = (getattr(estimator, "solver", None) in ("oneslack", "nslack")
                      and getattr(estimator, "resumable", True))
+        # a solver may also stop early, when it makes no more progress
+        at_max_iter = estimator.n_iter_ >= estimator.max_iter
+        stop = (f"stopped at max_iter {estimator.max_iter}" if at_max_iter else
+                f"the solver stopped making progress after {estimator.n_iter_} iterations")
+        advice = ("raise max_iter" + (" (train --resume continues the run)" if resumable
+                                      else "")
+                  if at_max_iter else "a larger tol or another C may converge")
         report["warnings"].append(
-            f"not converged: stopped at max_iter {estimator.max_iter} with objective "
+            f"not converged: {stop} with objective "
             f"{primal:.6g} and lower bound {estimator.dual_:.6g}, a gap of {gap:.3g} "
             f"({100 * report['relative_gap']:.3g} % of the objective; "
-            f"{_criterion(estimator)}); raise max_iter"
-            + (" (train --resume continues the run)" if resumable else ""))
+            f"{_criterion(estimator)}); {advice}")
     if collapse:
         report["warnings"].append(f"the model predicts {collapse} on its own training set "
                                   f"(IoU 0 there): {_cause(estimator, collapse)}")
@@ -74,6 +80,9 @@ def _criterion(estimator) -> str:
         return f"convergence means a duality gap below C tol = {estimator.C * estimator.tol:g}"
     if solver == "sgd":
         return "SGD has no stopping test and certifies no gap: the lower bound 0 is trivial"
+    if solver == "lbfgs":
+        return (f"convergence means an objective within C tol = "
+                f"{estimator.C * estimator.tol:g} of its minimum, certified by the gradient")
     if solver == "subgradient":
         return ("subgradient descent stops early only when a step leaves the weights in "
                 "place, and certifies no gap: the lower bound 0 is trivial")

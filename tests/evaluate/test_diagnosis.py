@@ -70,6 +70,11 @@ def test_an_unconverged_run_says_how_far_it_is():
     assert "not converged: stopped at max_iter 2" in text
     assert f"a gap of {est.gap_:.3g}" in text
     assert report["relative_gap"] == pytest.approx(est.gap_ / est.primal_)
+    # a solver that stops early, short of max_iter, is not told to raise it
+    est.max_iter = 10
+    text = " ".join(diagnose(est, X, Y)["warnings"])
+    assert "stopped making progress after 2 iterations" in text
+    assert "raise max_iter" not in text
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,25 @@ def test_lbfgs_reaches_the_optimum_of_a_generic_solver(kind):
     assert fit.objective - ref.fun <= fit.bound + 1e-6
 
 
+def test_an_early_lbfgs_stop_is_restarted_from_the_best_point(monkeypatch):
+    """L-BFGS-B's line search can give up far from the optimum (COCO's chairs):
+    fit_lbfgs restarts it, so a run cut short still reaches the certificate."""
+    import scipy.optimize
+    problem = _problem("cube", seed=2)
+    reference = fit_lbfgs(problem, tol=1e-9)
+    real, calls = scipy.optimize.minimize, []
+
+    def gives_up_early(fun, x0, **kwargs):
+        calls.append(np.array(x0))
+        if len(calls) == 1:            # the first run stops after 3 evaluations
+            kwargs["options"] = {**kwargs["options"], "maxfun": 3}
+        return real(fun, x0, **kwargs)
+    monkeypatch.setattr(scipy.optimize, "minimize", gives_up_early)
+    fit = fit_lbfgs(problem, tol=1e-9)
+    assert len(calls) >= 2 and np.any(calls[1])      # the restart began at a best point
+    assert fit.converged and fit.objective == pytest.approx(reference.objective, abs=1e-8)
+
+
 def test_estimator_fits_a_separable_problem_and_predicts_it():
     rng = np.random.default_rng(2)
     X, Y = [], []

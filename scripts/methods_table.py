@@ -107,9 +107,10 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             for m, r in got.items():
                 if r is not None and not r["training"]["converged"]:
                     d = r.get("diagnosis", {})
-                    notes.append(f"{name}/{c}/{m}: not converged, stopped at max_iter with "
-                                 f"the objective {100 * d.get('relative_gap', np.nan):.3g} % "
-                                 "above its certified lower bound")
+                    notes.append(f"{name}/{c}/{m}: not converged after "
+                                 f"{r['training']['n_iter']} iterations, the objective "
+                                 f"{100 * d.get('relative_gap', np.nan):.3g} % above its "
+                                 "certified lower bound")
         blind = sorted(results.get("detector_warnings", {}))
         if blind:
             notes.append(f"{name}: the detectors of {', '.join(blind)} have all-zero average "
@@ -128,7 +129,7 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     win_row = "| | best in (classes) | " + " | ".join(str(wins[m]) for m in METHODS) + " |"
     s = settings or {}
     foot = [f"VOC IoU % on val (pixels, void excluded), one training run each (one seed), "
-            "trained on train; * = stopped at max_iter (not converged); ⁰ = predicts no "
+            "trained on train; * = not converged (see the notes); ⁰ = predicts no "
             "foreground on its own training set; – = not run; - = undefined (no "
             "foreground in val and none predicted). The mean is over classes; \"best in\" "
             "counts the classes where a method has the highest IoU (ties count for each; "

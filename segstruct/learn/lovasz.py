@@ -153,7 +153,8 @@ def fit_cutting_plane(X, targets, weights=None, C=1.0, scope="dataset",
     X, targets, weights, C, scope
         As in :func:`lovasz_objective`.
     tol : float
-        Stop when ``best F - lower bound <= tol * max(1, |best F|)``.
+        Stop when ``best F - lower bound <= tol`` (absolute, in units of F,
+        as the structural SVM's C tol).
     max_iter : int
         Largest number of planes added.
 
@@ -179,7 +180,7 @@ def fit_cutting_plane(X, targets, weights=None, C=1.0, scope="dataset",
         qp.add(G, level, 0)
         sol = qp.solve()
         bound = max(bound, sol.dual)
-        if best_f - bound <= tol * max(1.0, abs(best_f)):
+        if best_f - bound <= tol:
             return LovaszFit(best_w, best_f, bound, it, True, history)
         w = sol.w
     return LovaszFit(best_w, best_f, bound, max_iter, False, history)

@@ -102,6 +102,23 @@ def test_foreground_margin_scale_is_the_unit_margin_at_C_times_s_squared():
     assert unit.primal_ == pytest.approx(s ** 2 * scaled.primal_, rel=1e-4)
 
 
+@pytest.mark.parametrize("scope", ["dataset", "image"])
+def test_convergence_means_a_gap_of_at_most_C_tol_in_objective_units(scope):
+    """As for the SVMs: an absolute gap, however large the objective."""
+    rng = np.random.default_rng(0)
+    X, Y = [], []
+    for _ in range(10):                         # overlapping classes in 8 dimensions
+        t = (rng.random(40) < 0.3).astype(np.int64)
+        unary = np.column_stack([0.5 * (2 * t - 1)[:, None] + rng.normal(size=(40, 8)),
+                                 np.ones(40)])
+        X.append(Graph(unary, np.array([(i, i + 1) for i in range(39)]), np.ones((39, 1))))
+        Y.append(t)
+    est = LovaszSVM(C=50.0, scope=scope, margin_scale="unit", pairwise=False).fit(X, Y)
+    # F is about 20 here: a gap relative to F (1 of 20) would stop far earlier
+    assert est.primal_ > 10.0
+    assert est.converged_ and 0 <= est.gap_ <= 50.0 * 1e-3
+
+
 def test_pairwise_strength_is_the_best_on_the_training_split():
     X, Y = noisy_chains(0)
     est = LovaszSVM(C=5.0).fit(X, Y)

@@ -194,21 +194,29 @@ class JSONLog(Callback):
 
 
 class ProgressBar(Callback):
-    """A tqdm bar over the iterations, with the gap and the working-set size."""
+    """A tqdm bar over the iterations (epochs for the first-order solvers),
+    with the gap and, for cutting planes, the working-set size."""
 
     def __init__(self):
         self._bar = None
 
     def on_fit_start(self, run, state):
         max_iter = run.estimator.max_iter
+        solver = getattr(run.estimator, "solver", None)
+        desc = ("cutting planes" if solver in ("oneslack", "nslack") else
+                f"{solver} epochs" if solver in ("subgradient", "sgd", "bcfw") else
+                str(solver))
         self._bar = tqdm(total=max_iter, initial=min(state.iteration, max_iter),
-                         desc="cutting planes", leave=False)
+                         desc=desc, leave=False)
 
     def on_iteration(self, run, state):
-        self._bar.update()
-        gap = state.log[-1].get("gap")         # SGD and subgradient descent have none
-        self._bar.set_postfix(gap="-" if gap is None else f"{gap:.3g}",
-                              cons=run.qp.n_constraints)
+        # to the state's iteration: a first-order fit reports its last epoch twice
+        self._bar.update(max(0, min(state.iteration, self._bar.total) - self._bar.n))
+        gap = state.log[-1].get("gap") if state.log else None   # SGD has none
+        postfix = {"gap": "-" if gap is None else f"{gap:.3g}"}
+        if run.qp.n_constraints:
+            postfix["cons"] = run.qp.n_constraints
+        self._bar.set_postfix(**postfix)
 
     def on_fit_end(self, run, state):
         if self._bar is not None:

@@ -462,12 +462,13 @@ class StructuredSVM(ParamsMixin):
     def _fit_first_order(self, X, Y, callbacks: list) -> "StructuredSVM":
         """Fit with one of ``STOCHASTIC_SOLVERS`` (``segstruct.learn.stochastic``).
 
-        The learners run to the end in one call and keep no resumable state,
-        so the callbacks see the run once it has ended: ``on_fit_start``
-        before it, one ``on_iteration`` with the whole log after it (the
-        JSON log is written then), ``on_fit_end``. A :class:`Checkpoint`
-        writes nothing; one asked to resume from an existing file is refused
-        (CheckpointError) rather than silently started afresh.
+        The callbacks see one ``on_iteration`` per epoch (the log so far,
+        the current iterate as ``w``; the JSON log and the progress bar
+        follow the run), and a last one with the returned weights and
+        whether the run converged. The learners keep no resumable state: a
+        :class:`Checkpoint` writes nothing, and one asked to resume from an
+        existing file is refused (CheckpointError) rather than silently
+        started afresh.
         """
         from segstruct.learn import stochastic
 
@@ -498,17 +499,36 @@ class StructuredSVM(ParamsMixin):
             warm_key=None, warm=False, fingerprint=lambda: "")
         state = TrainingState.start(dim, len(xs))
         epochs, rng = int(self.max_iter), np.random.default_rng(self.SAMPLING_SEED)
+        iterate = {"w": np.zeros(dim)}
+
+        def keep_iterate(_, w):
+            iterate["w"] = w
+
+        def each_epoch(trace):
+            log = self._first_order_log(trace)
+            gap = log[-1].get("gap")
+            epoch_state = TrainingState(
+                iteration=len(log), w=np.array(iterate["w"]), xi=np.zeros(len(xs)),
+                dual=float(log[-1]["dual"]) if gap is not None else 0.0,
+                best_w=np.array(iterate["w"]), best_g=np.zeros(dim), best_l=0.0,
+                best_primal=float(log[-1]["best_primal"]), log=log, converged=False,
+                seconds=run.seconds())
+            for callback in callbacks:
+                callback.on_iteration(run, epoch_state)
+
         try:
             for callback in callbacks:
                 callback.on_fit_start(run, state)
             # every epoch evaluated (eval_every 1): one log entry per epoch
             if self.solver == "subgradient":
-                result = stochastic._subgradient_descent(problem, epochs, None)
+                result = stochastic._subgradient_descent(problem, epochs, keep_iterate,
+                                                         each_epoch)
             elif self.solver == "sgd":
-                result = stochastic._sgd(problem, epochs, rng, "weighted", 1, None)
+                result = stochastic._sgd(problem, epochs, rng, "weighted", 1, keep_iterate,
+                                         each_epoch)
             else:
                 result = stochastic._bcfw(problem, epochs, float(self.tol), rng, "uniform",
-                                          1, None)
+                                          1, keep_iterate, each_epoch)
             log = self._first_order_log(result.trace)
             certified = result.dual is not None and np.isfinite(result.dual)
             state = TrainingState(

@@ -110,6 +110,9 @@ SAMPLING = ("uniform", "permutation")
 
 #: ``callback(iteration, w)``, called after every update with the new iterate.
 IterateCallback = Callable[[int, np.ndarray], None]
+#: ``on_trace(trace)``, called after every evaluation with the trace so far
+#: (the list of dicts a LearnerResult's ``trace`` holds).
+TraceCallback = Callable[[list], None]
 
 
 @dataclass
@@ -293,7 +296,8 @@ def subgradient_descent(X, Y, *, max_epochs: int = 200, callback: IterateCallbac
 
 
 def _subgradient_descent(problem: ImageScopeProblem, max_epochs: int,
-                         callback: IterateCallback | None) -> LearnerResult:
+                         callback: IterateCallback | None,
+                         on_trace: TraceCallback | None = None) -> LearnerResult:
     start = time.perf_counter()
     w = np.zeros(problem.dim)
     best_w, best = w, np.inf
@@ -306,6 +310,8 @@ def _subgradient_descent(problem: ImageScopeProblem, max_epochs: int,
         trace.append({"iteration": updates, "epoch": t, "oracle_calls": t * problem.n,
                       "eval_calls": 0, "primal": primal, "best_primal": best,
                       "seconds": time.perf_counter() - start})
+        if on_trace is not None:
+            on_trace(trace)
         if converged or t == max_epochs:
             break        # the last pass only evaluates
         # subgradient of F at w: w - C mean_i g_i; F is 1-strongly convex,
@@ -364,7 +370,8 @@ def stochastic_subgradient(X, Y, *, max_epochs: int = 50, seed: int = 0,
 
 
 def _sgd(problem: ImageScopeProblem, max_epochs: int, rng: np.random.Generator,
-         averaging: str, eval_every: int, callback: IterateCallback | None) -> LearnerResult:
+         averaging: str, eval_every: int, callback: IterateCallback | None,
+         on_trace: TraceCallback | None = None) -> LearnerResult:
     start = time.perf_counter()
     n, C = problem.n, problem.C
     w = np.zeros(problem.dim)
@@ -390,6 +397,8 @@ def _sgd(problem: ImageScopeProblem, max_epochs: int, rng: np.random.Generator,
             trace.append({"iteration": t, "epoch": epoch, "oracle_calls": t,
                           "eval_calls": evals, "primal": primal,
                           "seconds": time.perf_counter() - start})
+            if on_trace is not None:
+                on_trace(trace)
     point = w if averaging == "none" else w_avg
     # a convex combination of points of K is in K; clip rounding all the same
     return LearnerResult(w=problem.project(point), primal=primal, trace=trace, n_iter=t,
@@ -500,7 +509,8 @@ def bcfw(X, Y, *, max_epochs: int = 1000, tol: float = 1e-3, seed: int = 0,
 
 
 def _bcfw(problem: ImageScopeProblem, max_epochs: int, tol: float, rng: np.random.Generator,
-          sampling: str, eval_every: int, callback: IterateCallback | None) -> LearnerResult:
+          sampling: str, eval_every: int, callback: IterateCallback | None,
+          on_trace: TraceCallback | None = None) -> LearnerResult:
     start = time.perf_counter()
     n, scale = problem.n, problem.C / problem.n
     # each block starts at the vertex y = t_i: v_i = 0, l_i = 0
@@ -536,6 +546,8 @@ def _bcfw(problem: ImageScopeProblem, max_epochs: int, tol: float, rng: np.rando
             trace.append({"iteration": k, "epoch": epoch, "oracle_calls": k,
                           "eval_calls": evals, "primal": primal, "dual": dual, "gap": gap,
                           "seconds": time.perf_counter() - start})
+            if on_trace is not None:
+                on_trace(trace)
             if gap <= problem.C * tol:
                 converged = True
                 break

@@ -96,6 +96,37 @@ def test_resume_is_refused_and_no_checkpoint_is_written(problem, tmp_path):
     est.fit(X, Y, callbacks=[Checkpoint(ckpt, resume=False)])
 
 
+@pytest.mark.parametrize("solver", ["subgradient", "sgd", "bcfw"])
+def test_callbacks_follow_every_epoch_and_an_interruption_keeps_the_log(
+        solver, problem, tmp_path):
+    from segstruct.learn.callbacks import Callback
+    X, Y = problem
+    seen = []
+
+    class Recorder(Callback):
+        def on_iteration(self, run, state):
+            seen.append((state.iteration, len(state.log), state.converged))
+
+    est = StructuredSVM(solver=solver, scope="image", C=C, max_iter=6, tol=1e-9)
+    est.fit(X, Y, callbacks=[Recorder(), ProgressBar()])
+    n = len(est.log_)
+    # one call per epoch, the log growing by one entry each, then the final state
+    assert seen[:-1] == [(k, k, False) for k in range(1, n + 1)]
+    assert seen[-1] == (n, n, est.converged_)
+
+    class StopAtEpoch3(Callback):
+        def on_iteration(self, run, state):
+            if state.iteration == 3:
+                raise KeyboardInterrupt
+
+    log = tmp_path / "m.log.json"
+    with pytest.raises(KeyboardInterrupt):
+        StructuredSVM(solver=solver, scope="image", C=C, max_iter=6).fit(
+            X, Y, callbacks=[JSONLog(log), StopAtEpoch3()])
+    # the epochs done before the interruption are on disk
+    assert [e["epoch"] for e in json.loads(log.read_text())] == [1, 2, 3]
+
+
 def test_refit_with_another_solver_drops_the_cutting_plane_state(problem):
     X, Y = problem
     est = StructuredSVM(solver="nslack", scope="image", C=C, warm_start=True).fit(X, Y)

@@ -2,7 +2,9 @@
 
 - :mod:`.voc`: reader for the PASCAL VOC segmentation layout.
 - :mod:`.synthetic`: a generated VOC-layout set, the out-of-the-box default.
+- :mod:`.images`: images without masks, to apply a model to.
 """
+from .images import ImageFiles
 from .synthetic import GENERATOR_VERSION, default_synthetic_root, make_synthetic_voc
 from .voc import (
     VOC_CLASSES,
@@ -22,6 +24,7 @@ __all__ = [
     "VOCDataset",
     "class_index",
     "voc_colormap",
+    "ImageFiles",
     "GENERATOR_VERSION",
     "default_synthetic_root",
     "make_synthetic_voc",

@@ -251,7 +251,7 @@ class VOCDataset:
             mode is not RGB (greyscale, RGBA, CMYK...: refused, not converted).
         """
         path = self.image_path(id)
-        with _open_image(path, "image") as im:
+        with open_image(path, "image") as im:
             _check_rgb(path, im.mode)
             return np.array(im, dtype=np.uint8)
 
@@ -273,7 +273,7 @@ class VOCDataset:
             with the same message as :meth:`read_image`.
         """
         path = self.image_path(id)
-        with _open_image(path, "image", decode=False) as im:
+        with open_image(path, "image", decode=False) as im:
             _check_rgb(path, im.mode)
             return im.size[1], im.size[0]
 
@@ -301,7 +301,7 @@ class VOCDataset:
             'P' or 'L'), or holds values other than 0..20 and 255.
         """
         path = self.mask_path(id)
-        with _open_image(path, "mask") as im:
+        with open_image(path, "mask") as im:
             # No .convert(): for a palette image the array holds the palette
             # indices, which are the labels; converting would give colours.
             if im.mode not in ("P", "L"):
@@ -424,7 +424,7 @@ def _check_rgb(path: Path, mode: str) -> None:
         )
 
 
-def _open_image(path: Path, what: str = "file", decode: bool = True) -> Image.Image:
+def open_image(path: Path, what: str = "file", decode: bool = True) -> Image.Image:
     """Open (and by default fully decode) an image file, turning every
     failure into DatasetError.
 

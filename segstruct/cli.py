@@ -221,6 +221,22 @@ def _refuse_overwriting(output, models) -> None:
                              "destroy it; give another output path")
 
 
+def _check_model_data(args, dataset: VOCDataset, paths, docs) -> None:
+    """Refuse to score or draw a model on data other than its training data
+    (without --data that is the generated set) unless --other-data asks to."""
+    if args.other_data:
+        return
+    for path, doc in zip(paths, docs):
+        root = doc.get("data_root")
+        if root is None or Path(root).expanduser().resolve() == dataset.root:
+            continue
+        given = (f"--data {args.data}" if args.data is not None else
+                 "no --data was given, so the generated data set")
+        raise UsageError(f"{path} was trained on {doc.get('dataset')} ({root}), but {given} "
+                         f"is another data set: give --data {root}, or add --other-data to "
+                         "use these data all the same")
+
+
 def _provenance(dataset: VOCDataset, extractor: FeatureExtractor) -> dict:
     return {"dataset": dataset.name, "data_root": str(dataset.root),
             "features": extractor.config.to_dict(), "code_version": code_version()}
@@ -490,13 +506,17 @@ def _choose_C_for_train(args, dataset, X, Y) -> dict:
 
 
 def cmd_train(args) -> int:
-    from segstruct.io.persistence import checkpoint_path
+    from segstruct.io.persistence import checkpoint_path, model_paths
     from segstruct.workflow import check_training_set, train_model
     checkpoint = checkpoint_path(args.out)
     if checkpoint.exists() and not args.resume:
         raise UsageError(f"{checkpoint} holds an unfinished training run: add --resume to "
                          "continue it (raise --max-iter if it stopped there), or delete it "
                          "to start again")
+    model_file = model_paths(args.out)[0]
+    if model_file.exists() and not args.force and not (args.resume and checkpoint.exists()):
+        raise UsageError(f"{model_file} exists: add --force to replace that model, or give "
+                         "another --out")
     # every option is checked before any feature is computed
     estimator = _estimator(args)
     estimator.check_params()
@@ -541,6 +561,7 @@ def cmd_evaluate(args) -> int:
     _refuse_overwriting(args.json, [args.model])
     estimator, config, codebook, doc = load_model(args.model)
     dataset = _dataset(args)
+    _check_model_data(args, dataset, [args.model], [doc])
     extractor = _extractor(args, dataset, config, codebook,
                            _model_detectors([args.model], doc))
     examples = extractor.examples(args.split, doc["class"])
@@ -633,6 +654,7 @@ def cmd_visualize(args) -> int:
     if len(set(names)) < len(names):       # e.g. two bl1 models: tell them apart by file
         names = [Path(path).name for path in args.model]
     dataset = _dataset(args)
+    _check_model_data(args, dataset, args.model, [doc for _, _, _, doc in loaded])
     extractor = _extractor(args, dataset, config, codebook, _model_detectors(args.model, first))
     ids = args.images or pick_images(dataset, args.split, first["class"], args.random,
                                      args.seed)
@@ -648,6 +670,85 @@ def cmd_visualize(args) -> int:
                             {n: est for n, (est, _, _, _) in zip(names, loaded)},
                             args.out, caption)
     print(f"wrote {path} ({len(ids)} images: {', '.join(ids)})")
+    return 0
+
+
+# --------------------------------------------------------------------------
+# predict
+
+
+def cmd_predict(args) -> int:
+    from tqdm import tqdm
+
+    from segstruct.datasets import ImageFiles
+    from segstruct.io.persistence import load_model
+    from segstruct.predict import ClassModel, check_models, predict_to_folder
+    if (args.images is None) == (args.data is None):
+        raise UsageError("give the images to label: --images FILE_OR_DIR ... (any images) "
+                         "or --data ROOT with --split (a VOC-layout data set)")
+    if args.images is not None and args.split is not None:
+        raise UsageError("--split goes with --data; --images labels every image it names")
+    if len(set(args.model)) < len(args.model):
+        raise UsageError("a --model is given twice")
+    out = args.out
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a folder")
+    _refuse_overwriting(out / "index.json", args.model)
+    models = []
+    for path in args.model:
+        estimator, config, codebook, doc = load_model(path)
+        models.append(ClassModel(path, estimator, config, codebook, doc))
+    try:
+        check_models(models)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if args.images is not None:
+        source = ImageFiles(args.images)
+        source.check()                     # every file is an image, before any work
+        ids = source.ids()
+        described = {"images": [str(source.image_path(i)) for i in ids]}
+    else:
+        source = VOCDataset(args.data)
+        split = args.split or "val"
+        ids = source.ids(split)
+        for image_id in ids:
+            source.image_size(image_id)    # every header, before any work
+        described = {"data_root": str(source.root), "split": split}
+    # an output must never replace an input
+    inputs = {source.image_path(i).resolve() for i in ids}
+    suffixes = (".png", ".jpg") if args.overlay else (".png",)
+    for image_id in ids:
+        for suffix in suffixes:
+            target = (out / f"{image_id}{suffix}").resolve()
+            if target in inputs:
+                raise UsageError(f"writing {target} would overwrite an input image: give "
+                                 "another --out folder")
+    detectors = {}
+    for m in models:
+        detectors.update(_model_detectors([m.path], m.doc))
+    first = models[0]
+    extractor = _extractor(args, source, first.config, first.codebook, detectors)
+    start = time.perf_counter()
+    bar = (lambda total: tqdm(total=total, desc="predict", unit="image")) \
+        if show_progress(args) else None
+    entries = predict_to_folder(models, extractor, ids, out, overlay=args.overlay, bar=bar)
+    index = {
+        "format": "segstruct-predictions", "format_version": 1, **described,
+        "models": [{"path": str(m.path), "class": m.class_name, "class_index": m.label,
+                    "method": m.doc["method"], "dataset": m.doc.get("dataset"),
+                    "train_split": m.doc.get("train_split"),
+                    "code_version": m.doc.get("code_version")} for m in models],
+        "combination": ("the model's graph cut" if len(models) == 1 else
+                        "per superpixel, the class with the largest positive max-marginal "
+                        "difference, else background"),
+        "features": first.config.to_dict(), "code_version": code_version(),
+        "seconds": time.perf_counter() - start, "images": entries}
+    write_json(out / "index.json", index)
+    labelled = sum(1 for e in entries if e["class_pixels"])
+    used = ", ".join(f"{m.class_name} ({m.doc['method']})" for m in models)
+    print(f"labelled {len(entries)} images ({labelled} with some foreground) with {used} in "
+          f"{index['seconds']:.1f} s; wrote {out}/<id>.png"
+          f"{' and .jpg' if args.overlay else ''} and {out / 'index.json'}")
     return 0
 
 
@@ -717,6 +818,9 @@ _SUBCOMMANDS = {
                              "by VOC IoU (Table 1 of the paper), with figures", True),
     "visualize": (cmd_visualize, "draw input | ground truth | models' masks for some "
                                  "images as a PNG grid", False),
+    "predict": (cmd_predict, "label new images with trained models: one VOC palette PNG "
+                             "per image (class index per pixel), optional overlays, and an "
+                             "index", False),
     "detector": (cmd_detector, "train (or load from the cache) a class's object detector "
                                "for the top-down features and report its VOC average "
                                "precision, with a figure of detections and average shapes",
@@ -834,6 +938,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--resume", action="store_true",
                    help="continue an interrupted run from MODEL.ckpt.npz (same data and "
                         "options; --max-iter may be raised)")
+    g.add_argument("--force", action="store_true",
+                   help="replace an existing model at --out (refused otherwise)")
     cmp = sub.choices["compare"]
     g = cmp.add_argument_group("comparison")
     g.add_argument("--classes", nargs="+", metavar="CLASS",
@@ -877,6 +983,23 @@ def build_parser() -> argparse.ArgumentParser:
                      help="random seed of the --random draw (default %(default)s)")
     vis.add_argument("--out", required=True, type=Path, metavar="PNG",
                      help="the PNG file to write")
+    pre = sub.choices["predict"]
+    pre.add_argument("--model", nargs="+", action="extend", required=True, type=Path,
+                     metavar="MODEL",
+                     help="one model per class, all trained on the same features; with "
+                          "several, each superpixel gets the class whose model is surest "
+                          "(largest max-marginal difference), or background")
+    pre.add_argument("--images", nargs="+", metavar="FILE_OR_DIR",
+                     help="image files, or folders whose image files are labelled (any "
+                          "size and colour mode; no masks needed) (default: none; then "
+                          "--data gives the images)")
+    pre.add_argument("--split", default=None,
+                     help="with --data: the split to label (default val)")
+    pre.add_argument("--out", required=True, type=Path, metavar="DIR",
+                     help="writes DIR/<id>.png (VOC palette: class index per pixel, the "
+                          "image's size) and DIR/index.json")
+    pre.add_argument("--overlay", action="store_true",
+                     help="also write DIR/<id>.jpg: the image with its labels drawn on it")
     det = sub.choices["detector"]
     det.add_argument("--class", dest="class_name", required=True, metavar="CLASS",
                      help="VOC class name to detect")
@@ -898,6 +1021,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "DIR/models/<class>-<method> of compare (reads MODEL.json and "
                          "MODEL.npz; the features are computed as the model says)")
     ev.add_argument("--split", default="val", help="split to score (default %(default)s)")
+    for p in (ev, vis):
+        p.add_argument("--other-data", action="store_true",
+                       help="use --data (or, without it, the generated data set) even "
+                            "when the model was trained on another data set; refused "
+                            "otherwise")
     ev.add_argument("--json", type=Path,
                     help="also write the scores, with each image's TP, FP and FN, as JSON "
                          "here (default: not written)")

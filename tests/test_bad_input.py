@@ -606,7 +606,7 @@ def test_train_and_evaluate_stop_with_inspects_message(broken_root, clean_root, 
     capsys.readouterr()
     out_json = tmp_path / "eval.json"
     code = main(["evaluate", "--data", str(root), "--model", str(model), "--split", "val",
-                 "--json", str(out_json), "--cache", str(cache_dir), "-q"])
+                 "--json", str(out_json), "--cache", str(cache_dir), "-q", "--other-data"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.split("error: ", 1)[1] in messages
     assert not out_json.exists()

@@ -124,13 +124,16 @@ def _superpixels_of(image, digest, params, cache):
     return cache.get_or_compute("superpixels", _superpixel_key(digest, params), compute)
 
 
-def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir,
+def _graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
                 cache_enabled, with_features):
-    """Superpixels (and features) of one image, from the cache when possible."""
+    """Superpixels (and features) of one image, from the cache when possible.
+
+    ``dataset`` is anything with ``image_path(id)`` and ``read_image(id)``
+    (a VOCDataset, or the image files of ``segstruct predict``).
+    """
     with threadpool_limits(1):
         import cv2
         cv2.setNumThreads(1)
-        dataset = VOCDataset(dataset_root)
         cache = ArrayCache(cache_dir, cache_enabled)
         digest = file_digest(dataset.image_path(image_id))
         loaded = {}
@@ -171,13 +174,12 @@ def _graph_task(dataset_root, image_id, config, codebook, codebook_id, cache_dir
         return graph
 
 
-def _top_down_task(dataset_root, image_id, segments, shape_detector, detector_id,
+def _top_down_task(dataset, image_id, segments, shape_detector, detector_id,
                    cache_dir, cache_enabled):
     """The top-down block of one image's superpixels, from the cache when possible."""
     with threadpool_limits(1):
         import cv2
         cv2.setNumThreads(1)
-        dataset = VOCDataset(dataset_root)
         cache = ArrayCache(cache_dir, cache_enabled)
         key = top_down_key(file_digest(dataset.image_path(image_id)), segments, detector_id)
         n = int(segments.max()) + 1
@@ -377,7 +379,7 @@ class FeatureExtractor:
     def _add_top_down(self, graphs: list[SuperpixelGraph], class_name: str) -> None:
         """Append the class's top-down block to every graph's unary features."""
         sd = self.shape_detector(class_name)
-        args = [(self.dataset.root, g.image_id, g.segments, sd, sd.digest,
+        args = [(self.dataset, g.image_id, g.segments, sd, sd.digest,
                  self.cache.directory, self.cache.enabled) for g in graphs]
         blocks = _parallel_map(_top_down_task, args, self.n_jobs, self.progress,
                                f"top-down {class_name}")
@@ -405,7 +407,7 @@ class FeatureExtractor:
         codebook, codebook_id = (None, None)
         if with_features and self.config.sift:
             codebook, codebook_id = self.codebook()
-        args = [(self.dataset.root, i, self.config, codebook, codebook_id,
+        args = [(self.dataset, i, self.config, codebook, codebook_id,
                  self.cache.directory, self.cache.enabled, with_features) for i in ids]
         label = "features" if with_features else "superpixels"
         graphs = _parallel_map(_graph_task, args, self.n_jobs, self.progress,

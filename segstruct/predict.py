@@ -1,0 +1,196 @@
+"""Apply trained class models to images: one VOC palette PNG per image.
+
+Each output PNG has the image's size and holds a VOC class index per pixel
+(0 background), painted from a label per superpixel:
+
+- one model of class c: c where the model's graph cut labels the superpixel
+  foreground (exactly the labelling ``evaluate`` scores);
+- several models (one per class, on the same features): for each
+  superpixel the class whose model is surest, by the max-marginal difference
+  ``max score with y_i = 1 - max score with y_i = 0``
+  (:meth:`~segstruct.learn.ssvm.StructuredSVM.decision_function`), or
+  background where no model labels it foreground. Where one model alone
+  fires, the label is that model's own prediction.
+
+Images are labelled in chunks, and each PNG is written (atomically) as soon
+as its chunk is done, so an interrupted run keeps the images it finished.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+from PIL import Image
+
+from segstruct.datasets.voc import class_index, voc_colormap
+from segstruct.features.superpixels import paint
+from segstruct.io.files import atomic_write_bytes
+
+__all__ = ["ClassModel", "check_models", "label_superpixels", "label_images",
+           "predict_to_folder", "write_label_png", "write_overlay", "CHUNK"]
+
+#: Images whose features are held in memory at once.
+CHUNK = 32
+
+
+@dataclass
+class ClassModel:
+    """A trained model and what it segments.
+
+    Attributes
+    ----------
+    path : the model file (as given).
+    estimator : the fitted StructuredSVM.
+    config : its FeatureConfig; codebook : its (n_words, 384) array or None.
+    doc : the model document (``load_model``'s fourth value).
+    """
+
+    path: Path
+    estimator: object
+    config: object
+    codebook: np.ndarray | None
+    doc: dict
+
+    @property
+    def class_name(self) -> str:
+        return self.doc["class"]
+
+    @property
+    def label(self) -> int:
+        return class_index(self.class_name)
+
+
+def check_models(models: Sequence[ClassModel]) -> None:
+    """Refuse models that cannot label images together.
+
+    Raises
+    ------
+    ValueError
+        No model, two models of one class, or models trained on other
+        feature settings or another codebook than the first (their
+        superpixels or features would differ).
+    """
+    if not models:
+        raise ValueError("no model given")
+    first = models[0]
+    seen = {}
+    for m in models:
+        if m.class_name in seen:
+            raise ValueError(f"{seen[m.class_name]} and {m.path} both segment "
+                             f"{m.class_name!r}: give one model per class")
+        seen[m.class_name] = m.path
+        # each model brings its own class's detector; the settings, detector
+        # settings included, and the codebook must be the first model's
+        same_codebook = (m.codebook is None) == (first.codebook is None) and (
+            m.codebook is None or np.array_equal(m.codebook, first.codebook))
+        if m.config.to_dict() != first.config.to_dict() or not same_codebook:
+            raise ValueError(f"{m.path} was trained on other features than {first.path} "
+                             "(superpixels, blocks or codebook): predict with them "
+                             "separately")
+
+
+def label_superpixels(models: Sequence[ClassModel], graphs: Sequence) -> np.ndarray:
+    """VOC class index per superpixel of one image.
+
+    Parameters
+    ----------
+    models : the class models.
+    graphs : the image's graph under each model's features, in model order
+        (the same superpixels; the top-down block differs per class).
+
+    Returns
+    -------
+    (N,) uint8: 0 (background) or a model's class index.
+    """
+    if len(models) == 1:
+        y = models[0].estimator.predict([graphs[0]])[0]
+        return (y * models[0].label).astype(np.uint8)
+    scores = np.stack([m.estimator.decision_function([g])[0]
+                       for m, g in zip(models, graphs)])
+    labels = np.array([m.label for m in models], dtype=np.uint8)
+    best = np.argmax(scores, axis=0)
+    return np.where(scores.max(axis=0) > 0, labels[best], 0).astype(np.uint8)
+
+
+def label_images(models: Sequence[ClassModel], extractor, ids: Sequence[str],
+                 chunk: int = CHUNK) -> Iterator[tuple[str, np.ndarray]]:
+    """Yield (image id, (H, W) uint8 label image) for every id, in order.
+
+    ``extractor`` is a FeatureExtractor of the models' features (built with
+    their codebook and detectors) over the images.
+    """
+    top_down = models[0].config.detector is not None
+    for start in range(0, len(ids), chunk):
+        part = list(ids[start:start + chunk])
+        if top_down:
+            per_model = [extractor.graphs(ids=part, class_name=m.class_name) for m in models]
+        else:
+            shared = extractor.graphs(ids=part)
+            per_model = [shared] * len(models)
+        for k, image_id in enumerate(part):
+            graphs = [g[k] for g in per_model]
+            yield image_id, paint(graphs[0].segments, label_superpixels(models, graphs))
+
+
+def write_label_png(path: Path, labels: np.ndarray) -> None:
+    """Write an (H, W) uint8 class-index image as a VOC palette PNG, atomically."""
+    image = Image.fromarray(np.asarray(labels, np.uint8), mode="P")
+    image.putpalette(voc_colormap().astype(np.uint8).ravel().tolist())
+    atomic_write_bytes(Path(path), lambda f: image.save(f, format="PNG"))
+
+
+def write_overlay(path: Path, rgb: np.ndarray, labels: np.ndarray, alpha: float = 0.5) -> None:
+    """Write the image with its labels drawn on it as a JPEG, atomically.
+
+    Each labelled region is tinted with its VOC colour and outlined in white
+    inside a black line, so that it stays visible on an image of its own
+    colour.
+    """
+    from skimage.segmentation import find_boundaries
+    colours = voc_colormap().astype(np.float64)
+    out = np.asarray(rgb, np.float64).copy()
+    fg = labels > 0
+    out[fg] = (1 - alpha) * out[fg] + alpha * colours[labels[fg]]
+    out[find_boundaries(labels, mode="outer") & ~fg] = 0.0
+    out[find_boundaries(labels, mode="inner") & fg] = 255.0
+    image = Image.fromarray(np.clip(out, 0, 255).astype(np.uint8), mode="RGB")
+    atomic_write_bytes(Path(path), lambda f: image.save(f, format="JPEG", quality=90))
+
+
+def predict_to_folder(models: Sequence[ClassModel], extractor, ids: Sequence[str],
+                      out_dir: Path, overlay: bool = False,
+                      bar: Callable[[int], object] | None = None) -> list[dict]:
+    """Label every image, write ``OUT/<id>.png`` (and ``<id>.jpg`` with
+    ``overlay``); return one index entry per image.
+
+    ``bar(total)`` gives a progress bar (anything with ``update()`` and
+    ``close()``), or None for none.
+    """
+    out_dir = Path(out_dir)
+    dataset = extractor.dataset
+    entries, progress = [], bar(len(ids)) if bar is not None else None
+    names = {m.label: m.class_name for m in models}
+    try:
+        for image_id, labels in label_images(models, extractor, ids):
+            start = time.perf_counter()
+            write_label_png(out_dir / f"{image_id}.png", labels)
+            entry = {"id": image_id, "image": str(dataset.image_path(image_id)),
+                     "height": int(labels.shape[0]), "width": int(labels.shape[1]),
+                     "mask": f"{image_id}.png",
+                     "class_pixels": {names[int(c)]: int(n) for c, n in
+                                      zip(*np.unique(labels, return_counts=True)) if c}}
+            if overlay:
+                write_overlay(out_dir / f"{image_id}.jpg", dataset.read_image(image_id),
+                              labels)
+                entry["overlay"] = f"{image_id}.jpg"
+            entry["write_seconds"] = time.perf_counter() - start
+            entries.append(entry)
+            if progress is not None:
+                progress.update()
+    finally:
+        if progress is not None:
+            progress.close()
+    return entries

@@ -1,0 +1,228 @@
+"""segstruct predict: its PNGs are the masks evaluate scores, on images with
+and without masks; several class models agree with each one where only it
+fires; bad inputs are refused before any work."""
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from segstruct.cli import main
+from segstruct.datasets import DatasetError, ImageFiles, VOCDataset, make_synthetic_voc
+from segstruct.datasets.voc import VOID_LABEL, class_index
+
+SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
+         "--fz-min-size", "400", "-q"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A data set, a cache, and bl1 models of car and person (and one of car on
+    other features)."""
+    base = tmp_path_factory.mktemp("predict")
+    root = make_synthetic_voc(base / "voc", n_train=6, n_val=3)
+    cache = ["--cache", str(base / "cache")]
+    models = {}
+    for name, cls, extra in (("car", "car", []), ("person", "person", []),
+                             ("car_nocolour", "car", ["--no-colour"])):
+        models[name] = base / name
+        assert main(["train", "--data", str(root), "--class", cls, "--C", "5",
+                     "--out", str(models[name]), *cache, *SMALL, *extra]) == 0
+    return root, cache, models, base
+
+
+def png(path):
+    image = Image.open(path)
+    assert image.mode == "P"
+    return np.array(image)
+
+
+def test_pngs_are_the_masks_that_evaluate_scores(trained, tmp_path, capsys):
+    root, cache, models, _ = trained
+    out = tmp_path / "out"
+    assert main(["predict", "--model", str(models["car"]), "--data", str(root),
+                 "--split", "val", "--out", str(out), "--overlay", *cache, "-q"]) == 0
+    assert main(["evaluate", "--model", str(models["car"]), "--data", str(root),
+                 "--split", "val", "--json", str(tmp_path / "ev.json"), *cache, "-q"]) == 0
+    per_image = {e["image_id"]: e for e in json.loads((tmp_path / "ev.json").read_text())
+                 ["per_image"]}
+    data, car = VOCDataset(root), class_index("car")
+    index = json.loads((out / "index.json").read_text())
+    assert [e["id"] for e in index["images"]] == data.ids("val")
+    assert index["models"][0]["class"] == "car" and index["split"] == "val"
+    assert "code_version" in index and index["features"]["sift"] is True
+    for image_id in data.ids("val"):
+        labels, truth = png(out / f"{image_id}.png"), data.read_mask(image_id)
+        assert labels.shape == truth.shape and set(np.unique(labels)) <= {0, car}
+        scored = truth != VOID_LABEL
+        tp = int(np.sum((labels == car) & (truth == car) & scored))
+        fp = int(np.sum((labels == car) & (truth != car) & scored))
+        fn = int(np.sum((labels != car) & (truth == car)))
+        assert (tp, fp, fn) == tuple(per_image[image_id][k] for k in ("tp", "fp", "fn"))
+        overlay = Image.open(out / f"{image_id}.jpg")
+        assert overlay.mode == "RGB" and overlay.size == (truth.shape[1], truth.shape[0])
+
+
+def test_images_without_masks_get_the_same_labels(trained, tmp_path):
+    root, cache, models, _ = trained
+    data = VOCDataset(root)
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for image_id in data.ids("val"):
+        shutil.copy(data.image_path(image_id), folder)        # no masks beside them
+    # and one more of another size and colour mode
+    grey = Image.open(data.image_path(data.ids("val")[0])).convert("L").resize((50, 40))
+    grey.save(folder / "grey.png")
+    assert main(["predict", "--model", str(models["car"]), "--images", str(folder),
+                 "--out", str(tmp_path / "a"), *cache, "-q"]) == 0
+    assert main(["predict", "--model", str(models["car"]), "--data", str(root),
+                 "--out", str(tmp_path / "b"), *cache, "-q"]) == 0      # --split val
+    for image_id in data.ids("val"):
+        np.testing.assert_array_equal(png(tmp_path / "a" / f"{image_id}.png"),
+                                      png(tmp_path / "b" / f"{image_id}.png"))
+    assert png(tmp_path / "a" / "grey.png").shape == (40, 50)
+    index = json.loads((tmp_path / "a" / "index.json").read_text())
+    assert len(index["images"]) == 4 and "split" not in index
+
+
+def test_several_models_agree_with_each_where_it_alone_fires(trained, tmp_path):
+    root, cache, models, _ = trained
+    car, person = class_index("car"), class_index("person")
+    for name in ("car", "person"):
+        assert main(["predict", "--model", str(models[name]), "--data", str(root),
+                     "--split", "train", "--out", str(tmp_path / name), *cache, "-q"]) == 0
+    assert main(["predict", "--model", str(models["car"]), str(models["person"]),
+                 "--data", str(root), "--split", "train", "--out", str(tmp_path / "both"),
+                 *cache, "-q"]) == 0
+    checked = 0
+    for image_id in VOCDataset(root).ids("train"):
+        a, b = (png(tmp_path / name / f"{image_id}.png") for name in ("car", "person"))
+        both = png(tmp_path / "both" / f"{image_id}.png")
+        only_car, only_person = (a == car) & (b == 0), (b == person) & (a == 0)
+        assert np.all(both[only_car] == car) and np.all(both[only_person] == person)
+        assert np.all(both[(a == 0) & (b == 0)] == 0)
+        assert np.all(np.isin(both[(a == car) & (b == person)], [car, person]))
+        checked += int(only_car.sum() + only_person.sum())
+    assert checked > 0
+
+
+def test_decision_function_is_the_prediction_and_ranks_by_max_marginals(trained):
+    from segstruct.features.cache import ArrayCache
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.inference.brute_force import brute_force
+    from segstruct.io.persistence import load_model
+    from segstruct.model import MRFModel
+    root, cache, models, _ = trained
+    svm, config, codebook, _ = load_model(models["car"])
+    ex = FeatureExtractor(VOCDataset(root), config, ArrayCache(cache[1]), progress=False,
+                          codebook=codebook)
+    graphs = ex.graphs("val")
+    for x, m, y in zip(graphs, svm.decision_function(graphs), svm.predict(graphs)):
+        np.testing.assert_array_equal((m > 0).astype(np.uint8), y)
+    # on a tiny sub-graph, the max-marginals by enumeration
+    x = graphs[0]
+    u, p = MRFModel().potentials(x, svm.w_)
+    keep = np.arange(min(8, u.size))
+    sub = np.all(np.isin(x.edges, keep), axis=1)
+    from segstruct.inference.maxmarginals import max_marginals
+    m = max_marginals(u[keep], x.edges[sub], p[sub])
+    for i in keep:
+        fixed = []
+        for value in (1, 0):
+            lin = np.zeros(keep.size)
+            lin[i] = 1e6 if value else -1e6
+            best = brute_force(u[keep] + lin / 2, x.edges[sub], p[sub]).objective
+            fixed.append(best - (1e6 / 2 if value else 1e6 / 2))
+        assert m[i] == pytest.approx(fixed[0] - fixed[1], abs=1e-6)
+
+
+@pytest.mark.parametrize("case, words", [
+    ("same class twice", "both segment 'car'"),
+    ("other features", "trained on other features"),
+    ("unreadable image", "not a readable image"),
+    ("overwrites an input", "would overwrite an input image"),
+    ("no images", "give the images to label"),
+    ("split with images", "--split goes with --data"),
+])
+def test_bad_inputs_are_refused(case, words, trained, tmp_path, capsys):
+    root, cache, models, _ = trained
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(VOCDataset(root).image_path(VOCDataset(root).ids("val")[0]),
+                folder / "a.png")
+    argv = {"same class twice": ["--model", str(models["car"]), str(models["car_nocolour"]),
+                                 "--images", str(folder)],
+            "other features": ["--model", str(models["person"]), str(models["car_nocolour"]),
+                               "--images", str(folder)],
+            "unreadable image": ["--model", str(models["car"]), "--images", str(folder)],
+            "overwrites an input": ["--model", str(models["car"]), "--images", str(folder)],
+            "no images": ["--model", str(models["car"])],
+            "split with images": ["--model", str(models["car"]), "--images", str(folder),
+                                  "--split", "val"]}[case]
+    out = folder if case == "overwrites an input" else tmp_path / "out"
+    if case == "unreadable image":
+        (folder / "b.jpg").write_bytes(b"not an image")
+    try:
+        rc = main(["predict", *argv, "--out", str(out), *cache, "-q"])
+    except SystemExit as exit_:
+        rc = exit_.code
+    assert rc == 2 and words in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()          # refused before any output
+
+
+def test_image_files_name_images_by_stem_and_refuse_clashes(tmp_path):
+    Image.new("RGB", (4, 3)).save(tmp_path / "a.png")
+    Image.new("RGBA", (4, 3)).save(tmp_path / "b.png")
+    files = ImageFiles([tmp_path])
+    assert files.ids() == ["a", "b"] and files.read_image("b").shape == (3, 4, 3)
+    assert files.check() == {"a": (3, 4), "b": (3, 4)}
+    Image.new("RGB", (4, 3)).save(tmp_path / "a.jpg")
+    with pytest.raises(DatasetError, match="same name"):
+        ImageFiles([tmp_path])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetError, match="holds no image"):
+        ImageFiles([tmp_path / "empty"])
+    with pytest.raises(DatasetError, match="not found"):
+        ImageFiles([tmp_path / "missing.jpg"])
+
+
+def test_python_dash_m_is_the_command_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "segstruct", "--version"], cwd=tmp_path,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith("segstruct ")
+
+
+def test_evaluate_and_visualize_refuse_other_data_unless_asked(trained, tmp_path, capsys):
+    """Without --data they would score the model on the generated set."""
+    root, cache, models, base = trained
+    other = make_synthetic_voc(tmp_path / "other", n_train=2, n_val=2, seed=5)
+    for argv in (["evaluate", "--model", str(models["car"])],
+                 ["visualize", "--model", str(models["car"]), "--out", str(tmp_path / "v.png")]):
+        for data in ([], ["--data", str(other)]):
+            with pytest.raises(SystemExit) as exc:
+                main([*argv, *data, *cache, "-q"])
+            assert exc.value.code == 2
+            err = capsys.readouterr().err
+            assert f"was trained on voc ({root})" in err and "--other-data" in err
+    assert main(["evaluate", "--model", str(models["car"]), "--data", str(other),
+                 "--other-data", *cache, "-q"]) == 0
+    assert main(["evaluate", "--model", str(models["car"]), "--data", str(root),
+                 *cache, "-q"]) == 0
+
+
+def test_train_refuses_to_replace_a_model_unless_forced(trained, tmp_path, capsys):
+    root, cache, models, _ = trained
+    before = (models["car"].parent / "car.json").read_bytes()
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--data", str(root), "--class", "car", "--out", str(models["car"]),
+              *cache, *SMALL])
+    assert exc.value.code == 2 and "add --force" in capsys.readouterr().err
+    assert (models["car"].parent / "car.json").read_bytes() == before
+    copy = tmp_path / "copy"
+    for suffix in (".json", ".npz"):
+        shutil.copy(models["car"].parent / f"car{suffix}", tmp_path / f"copy{suffix}")
+    assert main(["train", "--data", str(root), "--class", "car", "--C", "5", "--out",
+                 str(copy), "--force", *cache, *SMALL]) == 0

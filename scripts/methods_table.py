@@ -13,9 +13,11 @@ showing them, accepted for training; the others are listed) and runs what a
 user would:
 
     OUT/D/                  segstruct compare --classes ... --methods bl1 bl2
-                            proposed lovasz projection
+                            proposed lovasz projection --multiclass
 
-then writes OUT/table.md and OUT/table.json. Everything resumes: compare keeps
+then writes OUT/table.md and OUT/table.json, and OUT/multiclass.md: each
+method's class models combined into one labelling (the VOC challenge
+measure over 21 labels) against each class model alone. Everything resumes: compare keeps
 finished (class, method) pairs, so a folder of an earlier compare with the
 same data, features and settings (``results/topdown/D/with`` of the top-down
 table) only gains the missing methods.
@@ -45,7 +47,7 @@ def run_dataset(root: Path, out: Path, min_images: int, n_jobs: int) -> dict:
     if p["classes"]:
         rc, _ = segstruct("compare", "--data", str(root), "-j", str(n_jobs), "-q",
                           "--classes", *p["classes"], "--methods", *METHODS,
-                          "--out", str(out))
+                          "--multiclass", "--out", str(out))
         if rc == 130:
             raise KeyboardInterrupt
         if rc:
@@ -151,6 +153,41 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     return md, doc
 
 
+def multiclass_table(out: Path, datasets: list[str]) -> str:
+    """Markdown: per data set and method, the combined models' mean IoU over
+    the 21 labels, and how far each class's combined IoU is from its model's
+    own (from the OUT/D/multiclass.json that compare --multiclass writes)."""
+    rows, shifts, versions = [], {m: [] for m in METHODS}, set()
+    for name in datasets:
+        doc = _read(out / name / "multiclass.json")
+        if doc is None:
+            continue
+        versions.add(doc["code_version"])
+        cells = []
+        for m in METHODS:
+            combined = doc["multiclass"].get(m)
+            cells.append("–" if combined is None else fmt(combined["mean_iou_percent"]))
+            for c in doc["classes"]:
+                alone = doc["alone_voc_iou_percent"].get(m, {}).get(c)
+                mine = None if combined is None else combined["iou_percent"][c]
+                if alone is not None and mine is not None:
+                    shifts[m].append(mine - alone)
+        rows.append(f"| {name} | {', '.join(doc['classes'])} | " + " | ".join(cells) + " |")
+    if not rows:
+        return ""
+    head = ["| data set | classes | " + " | ".join(METHODS) + " |",
+            "|---|---|" + "---|" * len(METHODS)]
+    shift_row = "| | combined − alone, per class (points) | " + " | ".join(
+        f"{min(d):+.2f} to {max(d):+.2f}" if d else "–" for d in shifts.values()) + " |"
+    foot = ("Mean VOC IoU % over the 21 labels (background included; labels in neither "
+            "the masks nor the predictions left out) on val, when each method's class "
+            "models label every superpixel together: the class with the largest positive "
+            "max-marginal difference, else background. The last row: each class's IoU "
+            "in that combined labelling less its model's own VOC IoU. "
+            f"Code {', '.join(sorted(versions))}.")
+    return "\n".join(head + rows + [shift_row, "", foot]) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=REPO_ROOT.parent / "shared" / "data",
@@ -184,6 +221,11 @@ def main(argv=None) -> int:
     write_json(args.out / "table.json", doc)
     print(md)
     print(f"wrote {args.out / 'table.md'} and table.json")
+    multi = multiclass_table(args.out, names)
+    if multi:
+        write_text(args.out / "multiclass.md", multi)
+        print(multi)
+        print(f"wrote {args.out / 'multiclass.md'}")
     return 0
 
 

@@ -558,6 +558,12 @@ def cmd_train(args) -> int:
 
 def cmd_evaluate(args) -> int:
     from segstruct.io.persistence import load_model
+    if args.multiclass:
+        return _evaluate_multiclass(args)
+    if len(args.model) > 1:
+        raise UsageError("several --model: add --multiclass to score them together "
+                         "(one per class), or evaluate them one at a time")
+    args.model = args.model[0]
     _refuse_overwriting(args.json, [args.model])
     estimator, config, codebook, doc = load_model(args.model)
     dataset = _dataset(args)
@@ -585,6 +591,59 @@ def cmd_evaluate(args) -> int:
             # (scripts/paired_iou.py)
             "per_image": [{"image_id": ex.graph.image_id, "tp": tp, "fp": fp, "fn": fn}
                           for ex, (tp, fp, fn) in zip(examples, voc.per_image)]})
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _evaluate_multiclass(args) -> int:
+    """evaluate --multiclass: the models' combined labels scored on all 21 labels,
+    beside each model scored alone."""
+    from segstruct.datasets.voc import VOC_CLASSES
+    from segstruct.io.persistence import load_model
+    from segstruct.predict import ClassModel, check_models, multiclass_confusion
+    if len(set(args.model)) < len(args.model):
+        raise UsageError("a --model is given twice")
+    _refuse_overwriting(args.json, args.model)
+    models = [ClassModel(path, *load_model(path)) for path in args.model]
+    try:
+        check_models(models)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    dataset = _dataset(args)
+    _check_model_data(args, dataset, args.model, [m.doc for m in models])
+    detectors = {}
+    for m in models:
+        detectors.update(_model_detectors([m.path], m.doc))
+    extractor = _extractor(args, dataset, models[0].config, models[0].codebook, detectors)
+    ids = dataset.ids(args.split)
+    confusion = multiclass_confusion(models, extractor, ids)
+    alone = {}
+    for m in models:           # each class model scored alone, as evaluate does
+        examples = extractor.examples(args.split, m.class_name)
+        alone[m.class_name] = m.estimator.voc_score(
+            [ex.graph for ex in examples], [ex.pixel_counts for ex in examples]).to_dict()
+    scores = confusion.to_dict()
+    print(f"{len(models)} class models on {dataset.name}/{args.split} ({len(ids)} images), "
+          "VOC IoU % per label:")
+    print("| label | combined | alone |")
+    print("|---|---|---|")
+    for name in VOC_CLASSES:
+        value = scores["iou_percent"][name]
+        if value is None and name not in alone:
+            continue                          # in neither the masks nor the labels
+        single = alone.get(name, {}).get("voc_iou_percent")
+        print(f"| {name} | {_fmt(value, '.2f')} | {_fmt(single, '.2f')} |")
+    print(f"| **mean** | **{_fmt(scores['mean_iou_percent'], '.2f')}** | |")
+    if args.json:
+        write_json(args.json, {
+            "format": "segstruct-multiclass-evaluation", "dataset": dataset.name,
+            "data_root": str(dataset.root), "split": args.split,
+            "models": [{"path": str(m.path), "class": m.class_name, "method": m.doc["method"],
+                        "code_version": m.doc.get("code_version")} for m in models],
+            "combination": "per superpixel, the class with the largest positive "
+                           "max-marginal difference, else background",
+            "features": models[0].config.to_dict(), "code_version": code_version(),
+            "multiclass": scores, "alone": alone})
         print(f"wrote {args.json}")
     return 0
 
@@ -620,9 +679,11 @@ def cmd_compare(args) -> int:
                             skip_few_objects=args.classes is None)
     start = time.perf_counter()
     comparison.run(figures=not args.no_figures, figure_images=args.figure_images,
-                   figure_ids=args.figure_ids)
+                   figure_ids=args.figure_ids, multiclass=args.multiclass)
     print()
     print((args.out / "table.md").read_text())
+    if args.multiclass:
+        print((args.out / "multiclass.md").read_text())
     print(f"compare finished in {time.perf_counter() - start:.1f} s")
     return 0
 
@@ -966,6 +1027,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="draw these evaluation image ids instead (default: the "
                         "--figure-images draw)")
     g.add_argument("--no-figures", action="store_true", help="write the tables only")
+    g.add_argument("--multiclass", action="store_true",
+                   help="also combine each method's class models into one labelling per "
+                        "image (by max-marginals) and score it over all 21 labels, the "
+                        "VOC challenge measure: DIR/multiclass.json and multiclass.md")
     vis = sub.choices["visualize"]
     vis.add_argument("--model", nargs="+", action="extend", required=True, type=Path,
                      metavar="MODEL",
@@ -1016,10 +1081,18 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--figure-images", type=int, default=4, metavar="N",
                        help="images in the figure (default %(default)s)")
     ev = sub.choices["evaluate"]
-    ev.add_argument("--model", required=True, type=Path, metavar="MODEL",
+    ev.add_argument("--model", nargs="+", action="extend", required=True, type=Path,
+                    metavar="MODEL",
                     help="the model to score: the MODEL of train --out, or "
                          "DIR/models/<class>-<method> of compare (reads MODEL.json and "
-                         "MODEL.npz; the features are computed as the model says)")
+                         "MODEL.npz; the features are computed as the model says); with "
+                         "--multiclass, one model per class")
+    ev.add_argument("--multiclass", action="store_true",
+                    help="label each image with all the models at once (each superpixel: "
+                         "the class whose model is surest, by max-marginals, or "
+                         "background) and report the VOC challenge measure: IoU per label "
+                         "over all 21, void ignored, and their mean, beside each model "
+                         "scored alone")
     ev.add_argument("--split", default="val", help="split to score (default %(default)s)")
     for p in (ev, vis):
         p.add_argument("--other-data", action="store_true",

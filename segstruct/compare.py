@@ -200,8 +200,10 @@ class Comparison:
         return record
 
     # ------------------------------------------------------------------ run
-    def run(self, figures=True, figure_images=4, figure_ids=None) -> dict:
-        """Train what is not done yet, then write results.json, the tables and figures.
+    def run(self, figures=True, figure_images=4, figure_ids=None,
+            multiclass=False) -> dict:
+        """Train what is not done yet, then write results.json, the tables and figures
+        (and, with ``multiclass``, multiclass.json and multiclass.md: :meth:`multiclass`).
 
         Returns
         -------
@@ -249,6 +251,9 @@ class Comparison:
         write_text(self.out_dir / "table.md", table_markdown(results))
         write_text(self.out_dir / "table.csv", table_csv(results))
         self.say(f"wrote {self.out_dir / 'results.json'}, table.md and table.csv")
+        if multiclass:
+            self.multiclass()
+            self.say(f"wrote {self.out_dir / 'multiclass.json'} and multiclass.md")
         if figures:
             for path in self.figures(figure_images, figure_ids):
                 self.say(f"wrote {path}")
@@ -395,6 +400,60 @@ class Comparison:
             "table": {"iou_percent": iou, "mean_iou_percent": mean},
             "results": records,
         }
+
+    # ------------------------------------------------------------------ multi-class
+    def multiclass(self) -> dict:
+        """Each method's class models combined into one labelling per image
+        (``segstruct.predict``: per superpixel the class with the largest
+        positive max-marginal difference, else background), scored on the
+        evaluation split with the VOC challenge measure over all 21 labels,
+        beside each class model scored alone. Writes DIR/multiclass.json and
+        DIR/multiclass.md; returns the JSON document."""
+        from segstruct.datasets.voc import VOC_CLASSES
+        from segstruct.predict import ClassModel, multiclass_confusion
+        classes, ids = self.compared_classes, self.dataset.ids(self.eval_split)
+        combined, alone = {}, {}
+        for method in self.methods:
+            models = [ClassModel(self.model_path(c, method),
+                                 *load_model(self.model_path(c, method))) for c in classes]
+            combined[method] = multiclass_confusion(models, self.extractor, ids).to_dict()
+            alone[method] = {c: self._load_record(c, method)["eval_score"]["voc_iou_percent"]
+                             for c in classes}
+        # the labels of the table: background, the compared classes, and any
+        # other label present in the masks (never predicted: IoU 0)
+        shown = [name for name in VOC_CLASSES
+                 if name == "background" or name in classes
+                 or any(combined[m]["iou_percent"][name] is not None for m in self.methods)]
+        doc = {"format": "segstruct-multiclass", "format_version": 1,
+               "dataset": self.dataset.name, "data_root": str(self.dataset.root),
+               "train_split": self.train_split, "eval_split": self.eval_split,
+               "classes": classes, "methods": self.methods,
+               "combination": "per superpixel, the class with the largest positive "
+                              "max-marginal difference, else background",
+               "settings": self.settings.to_dict(), "features": self.extractor.config.to_dict(),
+               "code_version": code_version(), "multiclass": combined,
+               "alone_voc_iou_percent": alone}
+        write_json(self.out_dir / "multiclass.json", doc)
+        head = ("| label | " + " | ".join(f"{m} combined | {m} alone" for m in self.methods)
+                + " |")
+        rows = [head, "|---|" + "---|---|" * len(self.methods)]
+        for name in shown:
+            cells = []
+            for m in self.methods:
+                cells.append(fmt(combined[m]["iou_percent"][name]))
+                cells.append(fmt(alone[m].get(name)) if name in classes else "")
+            rows.append(f"| {name} | " + " | ".join(cells) + " |")
+        rows.append("| **mean** | " + " | ".join(
+            f"**{fmt(combined[m]['mean_iou_percent'])}** | " for m in self.methods) + "|")
+        text = (f"# Multi-class VOC IoU % on {self.dataset.name} ({self.eval_split})\n\n"
+                + "\n".join(rows) + "\n\n"
+                f"Combined: the class models of a method label each superpixel together "
+                f"(the class with the largest positive max-marginal difference, else "
+                f"background), scored over all 21 labels, void excluded; the mean is over "
+                f"the labels present in the masks or the labels. Alone: each class model's "
+                f"own VOC IoU (as in table.md). {self.caption()}.\n")
+        write_text(self.out_dir / "multiclass.md", text)
+        return doc
 
     # ------------------------------------------------------------------ figures
     def caption(self, class_name=None, methods=None) -> str:

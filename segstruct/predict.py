@@ -30,7 +30,8 @@ from segstruct.features.superpixels import paint
 from segstruct.io.files import atomic_write_bytes
 
 __all__ = ["ClassModel", "check_models", "label_superpixels", "label_images",
-           "predict_to_folder", "write_label_png", "write_overlay", "CHUNK"]
+           "multiclass_confusion", "predict_to_folder", "write_label_png", "write_overlay",
+           "CHUNK"]
 
 #: Images whose features are held in memory at once.
 CHUNK = 32
@@ -194,3 +195,19 @@ def predict_to_folder(models: Sequence[ClassModel], extractor, ids: Sequence[str
         if progress is not None:
             progress.close()
     return entries
+
+
+def multiclass_confusion(models: Sequence[ClassModel], extractor, ids: Sequence[str]):
+    """The 21-label confusion of the models' combined labels against the
+    masks of a VOC data set (``extractor.dataset``), void ignored.
+
+    Returns
+    -------
+    segstruct.evaluate.multiclass.ConfusionMatrix
+    """
+    from segstruct.evaluate.multiclass import ConfusionMatrix
+    confusion = ConfusionMatrix()
+    for image_id, labels in label_images(models, extractor, ids):
+        confusion.add(labels, extractor.dataset.read_mask(image_id))
+    return confusion
+

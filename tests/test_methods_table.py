@@ -61,3 +61,16 @@ def test_table_only_reads_the_folders_and_writes_both_files(tmp_path, methods_ta
     assert "| toy | car | 12.50 | – | – | – | – |" in (tmp_path / "table.md").read_text()
     assert json.loads((tmp_path / "table.json").read_text())["rows"][0]["bl1"][
         "val_iou_percent"] == 12.5
+
+
+def test_multiclass_table_gives_means_and_the_change_from_alone(tmp_path, methods_table):
+    iou = {name: None for name in ("background", "car", "person")}
+    write(tmp_path / "toy" / "multiclass.json", {
+        "classes": ["car", "person"], "code_version": "0.1.0+gabc",
+        "multiclass": {"bl1": {"mean_iou_percent": 40.0,
+                               "iou_percent": {**iou, "car": 31.0, "person": 9.0}}},
+        "alone_voc_iou_percent": {"bl1": {"car": 30.0, "person": 10.0}}})
+    md = methods_table.multiclass_table(tmp_path, ["toy"])
+    assert "| toy | car, person | 40.00 | – | – | – | – |" in md
+    assert "| | combined − alone, per class (points) | -1.00 to +1.00 | – |" in md
+    assert methods_table.multiclass_table(tmp_path, ["other"]) == ""

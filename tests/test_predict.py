@@ -226,3 +226,45 @@ def test_train_refuses_to_replace_a_model_unless_forced(trained, tmp_path, capsy
         shutil.copy(models["car"].parent / f"car{suffix}", tmp_path / f"copy{suffix}")
     assert main(["train", "--data", str(root), "--class", "car", "--C", "5", "--out",
                  str(copy), "--force", *cache, *SMALL]) == 0
+
+
+def test_multiclass_scores_are_those_of_the_predicted_pngs(trained, tmp_path, capsys):
+    from segstruct.evaluate.multiclass import ConfusionMatrix
+    root, cache, models, _ = trained
+    both = [str(models["car"]), str(models["person"])]
+    assert main(["evaluate", "--multiclass", "--model", *both, "--data", str(root),
+                 "--split", "val", "--json", str(tmp_path / "mc.json"), *cache, "-q"]) == 0
+    assert "| **mean** |" in capsys.readouterr().out
+    assert main(["predict", "--model", *both, "--data", str(root), "--split", "val",
+                 "--out", str(tmp_path / "p"), *cache, "-q"]) == 0
+    data, cm = VOCDataset(root), ConfusionMatrix()
+    for image_id in data.ids("val"):
+        cm.add(png(tmp_path / "p" / f"{image_id}.png"), data.read_mask(image_id))
+    doc = json.loads((tmp_path / "mc.json").read_text())
+    assert doc["multiclass"]["confusion"] == cm.counts.tolist()
+    assert doc["multiclass"]["mean_iou_percent"] == pytest.approx(100 * cm.mean_iou())
+    # "alone" is what evaluate reports for the model by itself
+    assert main(["evaluate", "--model", str(models["car"]), "--data", str(root), "--split",
+                 "val", "--json", str(tmp_path / "car.json"), *cache, "-q"]) == 0
+    assert doc["alone"]["car"] == json.loads((tmp_path / "car.json").read_text())["score"]
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--model", *both, "--data", str(root), *cache, "-q"])
+    assert "add --multiclass" in capsys.readouterr().err
+
+
+def test_compare_multiclass_combines_each_methods_models(trained, tmp_path, capsys):
+    root, cache, _, _ = trained
+    out = tmp_path / "cmp"
+    assert main(["compare", "--data", str(root), "--classes", "car", "person", "--methods",
+                 "bl1", "--C", "5", "--multiclass", "--no-figures", "--out", str(out),
+                 *cache, *SMALL]) == 0
+    assert "Multi-class VOC IoU" in capsys.readouterr().out
+    doc = json.loads((out / "multiclass.json").read_text())
+    models = [str(out / "models" / f"{c}-bl1") for c in ("car", "person")]
+    assert main(["evaluate", "--multiclass", "--model", *models, "--data", str(root),
+                 "--json", str(tmp_path / "mc.json"), *cache, "-q"]) == 0
+    mine = json.loads((tmp_path / "mc.json").read_text())
+    assert doc["multiclass"]["bl1"] == mine["multiclass"]
+    assert doc["alone_voc_iou_percent"]["bl1"]["car"] == mine["alone"]["car"][
+        "voc_iou_percent"]
+    assert "| car |" in (out / "multiclass.md").read_text()

@@ -24,14 +24,14 @@ table) only gains the missing methods.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from topdown_table import plan, segstruct              # noqa: E402  (one copy of each)
+# one copy of each, shared with the top-down table
+from topdown_table import dataset_names, plan, segstruct, table_parser  # noqa: E402
 
 from segstruct.io.files import write_json, write_text  # noqa: E402
 from segstruct.io.provenance import code_version       # noqa: E402
@@ -189,28 +189,8 @@ def multiclass_table(out: Path, datasets: list[str]) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=REPO_ROOT.parent / "shared" / "data",
-                        help="folder of VOC-layout data sets (default: ../shared/data)")
-    parser.add_argument("--datasets", nargs="+",
-                        help="data set folder names (default: every one under --data)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "results" / "methods",
-                        help="output folder (default: results/methods)")
-    parser.add_argument("--min-images", type=int, default=5,
-                        help="classes with fewer training images are listed, not compared "
-                             "(default 5, the soak's)")
-    parser.add_argument("-j", "--n-jobs", type=int, default=2,
-                        help="feature extraction workers (default 2)")
-    parser.add_argument("--table-only", action="store_true",
-                        help="write the table from finished runs; train nothing")
-    args = parser.parse_args(argv)
-    if args.datasets:
-        names = args.datasets
-    elif args.table_only:
-        names = sorted(d.parent.name for d in args.out.glob("*/plan.json"))
-    else:
-        names = sorted(d.name for d in args.data.iterdir()
-                       if (d / "ImageSets" / "Segmentation").is_dir())
+    args = table_parser(__doc__.split("\n\n")[0], "methods").parse_args(argv)
+    names = dataset_names(args)
     if not args.table_only:
         for name in names:
             p = run_dataset(args.data / name, args.out / name, args.min_images, args.n_jobs)

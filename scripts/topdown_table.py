@@ -215,14 +215,16 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     return md, doc
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def table_parser(description: str, out: str) -> argparse.ArgumentParser:
+    """The options of a table script over the shared data sets (this one's and
+    ``methods_table.py``'s); ``out`` is the default folder under results/."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data", type=Path, default=REPO_ROOT.parent / "shared" / "data",
                         help="folder of VOC-layout data sets (default: ../shared/data)")
     parser.add_argument("--datasets", nargs="+",
                         help="data set folder names (default: every one under --data)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "results" / "topdown",
-                        help="output folder (default: results/topdown)")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "results" / out,
+                        help=f"output folder (default: results/{out})")
     parser.add_argument("--min-images", type=int, default=5,
                         help="classes with fewer training images are listed, not compared "
                              "(default 5, the soak's)")
@@ -230,14 +232,23 @@ def main(argv=None) -> int:
                         help="feature extraction workers (default 2)")
     parser.add_argument("--table-only", action="store_true",
                         help="write the table from finished runs; train nothing")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def dataset_names(args) -> list[str]:
+    """--datasets; else, with --table-only, what was run (even without the
+    data at hand); else every VOC-layout folder under --data."""
     if args.datasets:
-        names = args.datasets
-    elif args.table_only:           # what was run, even without the data at hand
-        names = sorted(d.parent.name for d in args.out.glob("*/plan.json"))
-    else:
-        names = sorted(d.name for d in args.data.iterdir()
-                       if (d / "ImageSets" / "Segmentation").is_dir())
+        return args.datasets
+    if args.table_only:
+        return sorted(d.parent.name for d in args.out.glob("*/plan.json"))
+    return sorted(d.name for d in args.data.iterdir()
+                  if (d / "ImageSets" / "Segmentation").is_dir())
+
+
+def main(argv=None) -> int:
+    args = table_parser(__doc__.split("\n\n")[0], "topdown").parse_args(argv)
+    names = dataset_names(args)
     if not args.table_only:
         for name in names:
             out = args.out / name

@@ -41,8 +41,8 @@ LAYERS = (
     ("features", "io.checkpoint"),
     ("model", "learn", "evaluate"),
     ("io.persistence", "report"),
-    ("compare", "workflow"),
-    ("cli",),
+    ("compare", "workflow", "predict"),
+    ("cli", "__main__"),
 )
 
 

@@ -237,6 +237,24 @@ def _check_model_data(args, dataset: VOCDataset, paths, docs) -> None:
                          "use these data all the same")
 
 
+def _class_models(paths) -> tuple[list, dict]:
+    """Saved models to label images together (``segstruct.predict.ClassModel``),
+    checked, and their detectors by class."""
+    from segstruct.io.persistence import load_model
+    from segstruct.predict import ClassModel, check_models
+    if len(set(paths)) < len(paths):
+        raise UsageError("a --model is given twice")
+    models = [ClassModel(path, *load_model(path)) for path in paths]
+    try:
+        check_models(models)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    detectors = {}
+    for m in models:
+        detectors.update(_model_detectors([m.path], m.doc))
+    return models, detectors
+
+
 def _provenance(dataset: VOCDataset, extractor: FeatureExtractor) -> dict:
     return {"dataset": dataset.name, "data_root": str(dataset.root),
             "features": extractor.config.to_dict(), "code_version": code_version()}
@@ -599,21 +617,11 @@ def _evaluate_multiclass(args) -> int:
     """evaluate --multiclass: the models' combined labels scored on all 21 labels,
     beside each model scored alone."""
     from segstruct.datasets.voc import VOC_CLASSES
-    from segstruct.io.persistence import load_model
-    from segstruct.predict import ClassModel, check_models, multiclass_confusion
-    if len(set(args.model)) < len(args.model):
-        raise UsageError("a --model is given twice")
+    from segstruct.predict import COMBINATION, multiclass_confusion
     _refuse_overwriting(args.json, args.model)
-    models = [ClassModel(path, *load_model(path)) for path in args.model]
-    try:
-        check_models(models)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    models, detectors = _class_models(args.model)
     dataset = _dataset(args)
     _check_model_data(args, dataset, args.model, [m.doc for m in models])
-    detectors = {}
-    for m in models:
-        detectors.update(_model_detectors([m.path], m.doc))
     extractor = _extractor(args, dataset, models[0].config, models[0].codebook, detectors)
     ids = dataset.ids(args.split)
     confusion = multiclass_confusion(models, extractor, ids)
@@ -640,8 +648,7 @@ def _evaluate_multiclass(args) -> int:
             "data_root": str(dataset.root), "split": args.split,
             "models": [{"path": str(m.path), "class": m.class_name, "method": m.doc["method"],
                         "code_version": m.doc.get("code_version")} for m in models],
-            "combination": "per superpixel, the class with the largest positive "
-                           "max-marginal difference, else background",
+            "combination": COMBINATION,
             "features": models[0].config.to_dict(), "code_version": code_version(),
             "multiclass": scores, "alone": alone})
         print(f"wrote {args.json}")
@@ -742,27 +749,17 @@ def cmd_predict(args) -> int:
     from tqdm import tqdm
 
     from segstruct.datasets import ImageFiles
-    from segstruct.io.persistence import load_model
-    from segstruct.predict import ClassModel, check_models, predict_to_folder
+    from segstruct.predict import COMBINATION, predict_to_folder
     if (args.images is None) == (args.data is None):
         raise UsageError("give the images to label: --images FILE_OR_DIR ... (any images) "
                          "or --data ROOT with --split (a VOC-layout data set)")
     if args.images is not None and args.split is not None:
         raise UsageError("--split goes with --data; --images labels every image it names")
-    if len(set(args.model)) < len(args.model):
-        raise UsageError("a --model is given twice")
     out = args.out
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder")
     _refuse_overwriting(out / "index.json", args.model)
-    models = []
-    for path in args.model:
-        estimator, config, codebook, doc = load_model(path)
-        models.append(ClassModel(path, estimator, config, codebook, doc))
-    try:
-        check_models(models)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    models, detectors = _class_models(args.model)
     if args.images is not None:
         source = ImageFiles(args.images)
         source.check()                     # every file is an image, before any work
@@ -784,9 +781,6 @@ def cmd_predict(args) -> int:
             if target in inputs:
                 raise UsageError(f"writing {target} would overwrite an input image: give "
                                  "another --out folder")
-    detectors = {}
-    for m in models:
-        detectors.update(_model_detectors([m.path], m.doc))
     first = models[0]
     extractor = _extractor(args, source, first.config, first.codebook, detectors)
     start = time.perf_counter()
@@ -799,9 +793,7 @@ def cmd_predict(args) -> int:
                     "method": m.doc["method"], "dataset": m.doc.get("dataset"),
                     "train_split": m.doc.get("train_split"),
                     "code_version": m.doc.get("code_version")} for m in models],
-        "combination": ("the model's graph cut" if len(models) == 1 else
-                        "per superpixel, the class with the largest positive max-marginal "
-                        "difference, else background"),
+        "combination": "the model's graph cut" if len(models) == 1 else COMBINATION,
         "features": first.config.to_dict(), "code_version": code_version(),
         "seconds": time.perf_counter() - start, "images": entries}
     write_json(out / "index.json", index)

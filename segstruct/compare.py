@@ -410,7 +410,7 @@ class Comparison:
         beside each class model scored alone. Writes DIR/multiclass.json and
         DIR/multiclass.md; returns the JSON document."""
         from segstruct.datasets.voc import VOC_CLASSES
-        from segstruct.predict import ClassModel, multiclass_confusion
+        from segstruct.predict import COMBINATION, ClassModel, multiclass_confusion
         classes, ids = self.compared_classes, self.dataset.ids(self.eval_split)
         combined, alone = {}, {}
         for method in self.methods:
@@ -428,8 +428,7 @@ class Comparison:
                "dataset": self.dataset.name, "data_root": str(self.dataset.root),
                "train_split": self.train_split, "eval_split": self.eval_split,
                "classes": classes, "methods": self.methods,
-               "combination": "per superpixel, the class with the largest positive "
-                              "max-marginal difference, else background",
+               "combination": COMBINATION,
                "settings": self.settings.to_dict(), "features": self.extractor.config.to_dict(),
                "code_version": code_version(), "multiclass": combined,
                "alone_voc_iou_percent": alone}

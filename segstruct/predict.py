@@ -31,10 +31,14 @@ from segstruct.io.files import atomic_write_bytes
 
 __all__ = ["ClassModel", "check_models", "label_superpixels", "label_images",
            "multiclass_confusion", "predict_to_folder", "write_label_png", "write_overlay",
-           "CHUNK"]
+           "CHUNK", "COMBINATION"]
 
 #: Images whose features are held in memory at once.
 CHUNK = 32
+
+#: How several class models label an image together (said in every output).
+COMBINATION = ("per superpixel, the class with the largest positive max-marginal "
+               "difference, else background")
 
 
 @dataclass

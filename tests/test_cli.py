@@ -22,7 +22,7 @@ def data_root(tmp_path_factory):
 
 
 def test_help_for_every_subcommand(capsys):
-    for cmd in ("inspect", "features", "train", "evaluate", "compare", "visualize"):
+    for cmd in ("inspect", "features", "train", "evaluate", "compare", "visualize", "predict"):
         with pytest.raises(SystemExit) as exc:
             main([cmd, "--help"])
         assert exc.value.code == 0

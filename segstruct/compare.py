@@ -478,7 +478,9 @@ class Comparison:
                     for m, r in records.items()}
             if logs:
                 written.append(save_figure(
-                    training_figure(logs, caption=self.caption(class_name)),
+                    training_figure(logs, caption=self.caption(class_name),
+                                    scopes={m: r.get("scope", self.settings.scope)
+                                            for m, r in records.items()}),
                     fig_dir / f"training-{class_name}.png"))
             curves = {m: r["C_selection"] for m, r in records.items() if "C_selection" in r}
             if curves:

@@ -12,8 +12,9 @@ and on machines without a display.
   Figs. 4-5).
 - :func:`loss_surface_figure`: the exact loss surface Delta(FP, FN) beside
   its piecewise-linear approximations on M triangles (the paper's Fig. 1).
-- :func:`training_figure`: objectives, gap and violated constraints per
-  cutting-plane iteration, from :attr:`StructuredSVM.log_`.
+- :func:`training_figure`: objectives (relative to each method's final
+  one), gap, violated examples or working-set size, and largest violation
+  per cutting-plane iteration, from :attr:`StructuredSVM.log_`.
 - :func:`cv_figure`: pooled held-out IoU against C (log axis) of the
   cross-validation of ``--C auto``, one line per method, the chosen C marked.
 - :func:`save_figure` writes a figure as a PNG, atomically.
@@ -42,6 +43,8 @@ from segstruct.io.files import atomic_write_bytes
 
 __all__ = [
     "overlay",
+    "contrasting_colour",
+    "outline_width",
     "image_iou",
     "qualitative_figure",
     "loss_surface_figure",
@@ -50,6 +53,9 @@ __all__ = [
     "save_figure",
     "BOUNDARY_COLOUR",
     "VOID_COLOUR",
+    "TINT_COLOURS",
+    "OUTLINE_INNER",
+    "OUTLINE_OUTER",
 ]
 
 #: RGB of superpixel boundaries drawn by :func:`overlay`.
@@ -57,6 +63,13 @@ BOUNDARY_COLOUR = (255, 255, 0)
 #: RGB blended onto void pixels (label 255) by :func:`overlay`.
 VOID_COLOUR = (128, 128, 128)
 VOID_LABEL = 255
+#: Foreground tints :func:`contrasting_colour` picks from: red, and its
+#: complement cyan for the foregrounds that red would hide (red, orange,
+#: brown objects).
+TINT_COLOURS = ((230, 40, 40), (0, 190, 255))
+#: RGB of the two-tone foreground outline of :func:`overlay`: a light line
+#: inside the mask beside a dark line outside it.
+OUTLINE_INNER, OUTLINE_OUTER = (255, 255, 255), (0, 0, 0)
 
 #: Inches per image cell of :func:`qualitative_figure`.
 CELL_INCHES = 2.2
@@ -81,14 +94,87 @@ def _as_binary(mask, shape, what: str) -> np.ndarray:
     return mask
 
 
-def overlay(image, mask, segments=None, colour=(230, 40, 40), alpha=0.5,
-            void=None) -> np.ndarray:
+def _dilate(mask: np.ndarray, width: int) -> np.ndarray:
+    """``mask`` grown by ``width`` pixels in the 8 directions (a square
+    structuring element), outside the image counting as not set."""
+    out = mask.copy()
+    for axis in (0, 1):              # a square dilation is separable
+        grown = out.copy()
+        n = out.shape[axis]
+        for shift in range(1, width + 1):
+            if shift >= n:
+                break
+            lo, hi = [slice(None)] * 2, [slice(None)] * 2
+            lo[axis], hi[axis] = slice(0, n - shift), slice(shift, n)
+            grown[tuple(lo)] |= out[tuple(hi)]
+            grown[tuple(hi)] |= out[tuple(lo)]
+        out = grown
+    return out
+
+
+def outline_width(shape) -> int:
+    """Pixels of each tone of :func:`overlay`'s outline for an image of ``shape``.
+
+    About 1/160 of the longer side (3 px on a 500 x 375 VOC image): a figure
+    cell of :func:`qualitative_figure` is about 220 px wide at 100 dpi, so
+    an image is shrunk about 2.3 times and each tone keeps at least one
+    pixel of the cell; a line of one image pixel would be averaged away.
+    """
+    return max(1, int(round(max(shape[:2]) / 160)))
+
+
+def contrasting_colour(image, region=None) -> tuple:
+    """The tint of :data:`TINT_COLOURS` that stands out most on ``region``.
+
+    The candidate farthest (Euclidean RGB distance) from the mean colour of
+    the region's pixels: red, unless the region is reddish (a red car, a
+    chestnut horse), where red would vanish and its complement cyan is
+    picked instead. Deterministic, and one colour for a whole region, so
+    that cells sharing the region (a row of :func:`qualitative_figure`) share
+    the tint.
+
+    Parameters
+    ----------
+    image : ndarray of uint8, shape (H, W, 3)
+    region : ndarray of bool, shape (H, W), optional
+        The pixels to be tinted; the whole image when None or empty.
+
+    Returns
+    -------
+    tuple of 3 int
+        One of :data:`TINT_COLOURS`.
+    """
+    pixels = np.asarray(image, np.float64).reshape(-1, 3)
+    if region is not None:
+        region = np.asarray(region, bool).ravel()
+        if region.any():
+            pixels = pixels[region]
+    mean = pixels.mean(axis=0) if len(pixels) else np.full(3, 127.5)
+    distances = [np.linalg.norm(mean - np.asarray(c, np.float64)) for c in TINT_COLOURS]
+    return TINT_COLOURS[int(np.argmax(distances))]
+
+
+def overlay(image, mask, segments=None, colour=None, alpha=0.5, void=None,
+            outline=True) -> np.ndarray:
     """Paint a foreground mask, void pixels and superpixel boundaries on an image.
 
     Foreground pixels become ``(1 - alpha) image + alpha colour``, void pixels
     ``(1 - alpha) image + alpha VOID_COLOUR`` (void wins over foreground: it is
     ignored by every score), and boundary pixels are set to
-    :data:`BOUNDARY_COLOUR`, on top of both. Other pixels keep their value.
+    :data:`BOUNDARY_COLOUR`, on top of both. Last, the shown foreground (mask
+    minus void) is outlined with two lines of :func:`outline_width` pixels:
+    :data:`OUTLINE_INNER` (white) on its side of the boundary and
+    :data:`OUTLINE_OUTER` (black) on the other side. Other pixels keep their
+    value.
+
+    Why both: a tint alone vanishes on an object of its own colour (a red
+    car under a red tint). A white line beside a black one contrasts with
+    any image, whatever its colour or brightness (one of the two tones
+    always does, and their edge always does), so the extent of the
+    foreground is readable everywhere; and the default tint is chosen by
+    :func:`contrasting_colour` to differ from the colour it covers. The
+    outline goes over the superpixel boundaries, which a predicted mask's
+    boundary always follows (predictions are painted superpixels).
 
     Parameters
     ----------
@@ -100,12 +186,15 @@ def overlay(image, mask, segments=None, colour=(230, 40, 40), alpha=0.5,
         Superpixel map; the pixels on both sides of every change of label
         are drawn as boundary (two pixels wide, so the line survives the
         downsampling of a figure cell).
-    colour : sequence of 3 int in 0..255, default (230, 40, 40)
-        RGB of the foreground.
+    colour : sequence of 3 int in 0..255, optional
+        RGB of the foreground tint; default
+        ``contrasting_colour(image, mask)``.
     alpha : float in [0, 1], default 0.5
         Opacity of the foreground and void colours.
     void : ndarray of bool or 0/1 integers, shape (H, W), optional
         Pixels to show grey (VOC void).
+    outline : bool, default True
+        Draw the two-tone outline of the foreground.
 
     Returns
     -------
@@ -128,6 +217,10 @@ def overlay(image, mask, segments=None, colour=(230, 40, 40), alpha=0.5,
     alpha = float(alpha)
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    if void is not None:
+        void = _as_binary(void, hw, "void")
+    if colour is None:
+        colour = contrasting_colour(image, mask if void is None else mask & ~void)
     rgb = np.asarray(colour, dtype=np.float64)
     if rgb.shape != (3,) or not ((rgb >= 0) & (rgb <= 255)).all():
         raise ValueError(f"colour must be 3 values in 0..255, got {colour!r}")
@@ -135,7 +228,6 @@ def overlay(image, mask, segments=None, colour=(230, 40, 40), alpha=0.5,
     out = image.astype(np.float64)
     out[mask] = (1.0 - alpha) * out[mask] + alpha * rgb
     if void is not None:
-        void = _as_binary(void, hw, "void")
         out[void] = (1.0 - alpha) * image[void] + alpha * np.asarray(VOID_COLOUR, np.float64)
     out = np.clip(np.rint(out), 0, 255).astype(np.uint8)
     if segments is not None:
@@ -147,6 +239,12 @@ def overlay(image, mask, segments=None, colour=(230, 40, 40), alpha=0.5,
         # "thick" marks both sides; "inner" would skip the side of label 0,
         # which is an ordinary superpixel here, not background.
         out[find_boundaries(segments, mode="thick")] = BOUNDARY_COLOUR
+    if outline:
+        shown = mask if void is None else mask & ~void
+        width = outline_width(hw)
+        # the image's border is not a boundary of the foreground
+        out[shown & _dilate(~shown, width)] = OUTLINE_INNER
+        out[~shown & _dilate(shown, width)] = OUTLINE_OUTER
     return out
 
 
@@ -214,13 +312,47 @@ def _bare(ax) -> None:
 # Qualitative results
 # --------------------------------------------------------------------------
 
+def _legend_handles(tints, segments: bool, void: bool) -> tuple[list, dict]:
+    """Legend entries of :func:`qualitative_figure`, for what its cells draw:
+    (handle, label) pairs, and the handler map that draws a tuple handle."""
+    from matplotlib.legend_handler import HandlerTuple
+    from matplotlib.patches import Patch
+    from matplotlib.patheffects import Stroke, Normal
+
+    def rgb(c):
+        return tuple(v / 255 for v in c)
+
+    # the tints in use, as one entry: "red or cyan" reads as one idea
+    tint = tuple(Patch(facecolor=rgb(c), edgecolor="none", alpha=0.7) for c in tints)
+    label = "foreground tint: true (ground truth) or predicted (methods)"
+    if len(tints) > 1:
+        label += "; cyan where red would not show"
+    handles = [(tint, label)]
+    # white line with a black edge, as the cells draw it
+    two_tone = Line2D([], [], color=rgb(OUTLINE_INNER), linewidth=2.0, path_effects=[
+        Stroke(linewidth=4.5, foreground=rgb(OUTLINE_OUTER)), Normal()])
+    handles.append((two_tone, "foreground outline (white inside, black outside)"))
+    if segments:
+        handles.append((Line2D([], [], color=rgb(BOUNDARY_COLOUR), linewidth=2.0),
+                        "superpixel boundaries"))
+    if void:
+        handles.append((Patch(facecolor=rgb(VOID_COLOUR), edgecolor="none"),
+                        "void (grey, not scored)"))
+    return handles, {tuple: HandlerTuple(ndivide=None, pad=0.0)}
+
+
 def qualitative_figure(panels, methods, caption: str) -> Figure:
     """Segmentations of several methods side by side (the paper's Figs. 4-5).
 
     One row per image; columns: input | ground truth | one per method. Ground
-    truth and predictions are drawn with :func:`overlay` (foreground red,
-    void grey, superpixel boundaries yellow); each method cell is titled
-    ``"<method>  IoU xx.x%"`` with :func:`image_iou` (``"-"`` when undefined).
+    truth and predictions are drawn with :func:`overlay`: foreground tinted
+    and outlined (white inside black), void grey, superpixel boundaries
+    yellow. The tint of a row is :func:`contrasting_colour` of the pixels
+    tinted anywhere in the row (red, or cyan on reddish objects), so that
+    its cells compare at a glance. Each method cell is titled
+    ``"<method>  IoU xx.x%"`` with :func:`image_iou` (``"-"`` when
+    undefined). A legend above the grid, in a row of its own so that it
+    covers no cell, names what the cells draw.
 
     Parameters
     ----------
@@ -241,7 +373,8 @@ def qualitative_figure(panels, methods, caption: str) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        With ``len(panels) * (2 + len(methods))`` axes, row by row.
+        With ``len(panels) * (2 + len(methods))`` image axes, row by row,
+        then one axes (no frame) holding the legend.
 
     Raises
     ------
@@ -263,11 +396,14 @@ def qualitative_figure(panels, methods, caption: str) -> Figure:
     # different shapes fill their cells (clamped: a panorama stays legible).
     ratios = [min(max(np.shape(row["image"])[0] / max(np.shape(row["image"])[1], 1), 0.4), 2.0)
               for row in panels]
-    fig = Figure(figsize=(CELL_INCHES * n_cols, CELL_INCHES * sum(ratios) + 0.6),
+    # The legend's row: one line of entries on a wide grid, two on a narrow one.
+    legend_lines = 2 if n_cols >= 4 else 4
+    legend_ratio = 0.11 * legend_lines + 0.05
+    fig = Figure(figsize=(CELL_INCHES * n_cols, CELL_INCHES * (sum(ratios) + legend_ratio) + 0.6),
                  layout="constrained")
-    axes = fig.subplots(len(panels), n_cols, squeeze=False,
-                        gridspec_kw={"height_ratios": ratios})
-    for r, (row, ax_row) in enumerate(zip(panels, axes)):
+    grid = fig.add_gridspec(1 + len(panels), n_cols, height_ratios=[legend_ratio] + ratios)
+    tints, any_segments, any_void = [], False, False
+    for r, row in enumerate(panels):
         image, truth = np.asarray(row["image"]), np.asarray(row["truth"])
         segments = row.get("segments")
         void = truth == VOID_LABEL
@@ -276,19 +412,36 @@ def qualitative_figure(panels, methods, caption: str) -> Figure:
                              f"does not match image {image.shape}")
         # Validates the truth values before drawing it.
         image_iou(truth, np.zeros(truth.shape, bool))
+        preds = [_as_binary(row["predictions"][m], truth.shape, f"prediction of {m}")
+                 for m in methods]
+        tinted = (truth == 1) | np.logical_or.reduce(preds, axis=0) if preds else truth == 1
+        tint = contrasting_colour(image, tinted & ~void)
+        if tint not in tints:
+            tints.append(tint)
+        any_segments |= segments is not None
+        any_void |= bool(void.any())
         cells = [(image, "input"),
-                 (overlay(image, truth == 1, segments, void=void), "ground truth")]
-        for m in methods:
-            pred = row["predictions"][m]
+                 (overlay(image, truth == 1, segments, colour=tint, void=void), "ground truth")]
+        for m, pred in zip(methods, preds):
             iou = image_iou(truth, pred)
             score = "-" if iou is None else f"{100 * iou:.1f}%"
-            cells.append((overlay(image, pred, segments, void=void), f"{m}  IoU {score}"))
-        for c, (ax, (picture, title)) in enumerate(zip(ax_row, cells)):
+            cells.append((overlay(image, pred, segments, colour=tint, void=void),
+                          f"{m}  IoU {score}"))
+        for c, (picture, title) in enumerate(cells):
+            ax = fig.add_subplot(grid[1 + r, c])
             ax.imshow(picture, interpolation="antialiased")
             _bare(ax)
             if c >= 2 or r == 0:        # column names once; scores on every row
                 ax.set_title(title, fontsize=9)
-        ax_row[0].set_ylabel(str(row["image_id"]), fontsize=9)
+            if c == 0:
+                ax.set_ylabel(str(row["image_id"]), fontsize=9)
+    handles, handler_map = _legend_handles(sorted(tints, key=TINT_COLOURS.index),
+                                           any_segments, any_void)
+    legend_ax = fig.add_subplot(grid[0, :])
+    legend_ax.set_axis_off()
+    legend_ax.legend([h for h, _ in handles], [label for _, label in handles],
+                     handler_map=handler_map, loc="center", frameon=False, fontsize=8,
+                     ncols=math.ceil(len(handles) / legend_lines), handlelength=2.5)
     _add_caption(fig, caption)
     return fig
 
@@ -455,16 +608,45 @@ def _positive(values: np.ndarray) -> np.ndarray:
     return np.where(values > 0, values, np.nan)
 
 
-def training_figure(logs, caption: str = "") -> Figure:
+#: Relative distances to the final objective below this are rounding noise
+#: (a sum over thousands of terms in double precision), not progress: they
+#: are left out rather than stretching the log axis down to 1e-16.
+_RELATIVE_FLOOR = 1e-10
+
+
+def _final_objective(primal: np.ndarray, best: np.ndarray) -> float:
+    """F*: the objective of the weights a run returned (its last best primal)."""
+    finite = best[np.isfinite(best)]
+    if len(finite):
+        return float(finite[-1])
+    finite = primal[np.isfinite(primal)]       # a log without best_primal
+    return float(finite.min()) if len(finite) else math.nan
+
+
+def _scope_of(scopes, name) -> str | None:
+    """A method's loss scope: ``scopes`` is None, one scope or a dict."""
+    if scopes is None or isinstance(scopes, str):
+        return scopes
+    return scopes.get(name)
+
+
+def training_figure(logs, caption: str = "", scopes=None) -> Figure:
     """Cutting-plane training curves of one or more methods.
 
-    Panels: (a) primal (solid) and dual (dashed) objective per iteration, log
-    y scale (the methods' objectives differ by orders of magnitude: Hamming
-    counts superpixels, IoU lies in [0, 1]); (b) gap ``best_primal - dual``,
-    log scale; (c) number of examples whose margin is violated (always 0 or 1
-    at the data-set scope, where the training set is one example); (d) the
-    largest violation beyond the slack, log scale. Values that are missing,
-    or not positive on a log panel, are left out of the curve, not drawn as 0.
+    Panels: (a) each method's primal (solid) and dual (dashed) objective F
+    as its relative distance to its own final objective F* (the objective
+    of the weights it returned), ``|F - F*| / F*``, log scale. The methods'
+    objectives differ by orders of magnitude (a Hamming loss counts
+    superpixels, an IoU loss lies in [0, 1]), so on one absolute axis the
+    small ones were flat lines; relative to F* every method spans the axis
+    (the dual starts near 1, both go down to the tolerance), and F* itself
+    is given in the legend. (b) gap ``best_primal - dual``, log scale.
+    (c) at the per-image scope, the number of examples whose margin is
+    violated; when every log is at the data-set scope (where the training
+    set is one example and that count is always 0 or 1), the number of
+    constraints in the working set instead. (d) the largest violation beyond
+    the slack, log scale. Values that are missing, or not positive on a log
+    panel, are left out of the curve, not drawn as 0.
 
     Parameters
     ----------
@@ -472,19 +654,28 @@ def training_figure(logs, caption: str = "") -> Figure:
         Method name -> :attr:`segstruct.learn.ssvm.StructuredSVM.log_` (or the
         ``MODEL.log.json`` file read back): entries with keys
         ``"iteration"``, ``"primal"``, ``"best_primal"``, ``"dual"``,
-        ``"gap"``, ``"n_violated"``, ... (any may be missing).
+        ``"gap"``, ``"n_violated"``, ``"n_constraints"``, ... (any may be
+        missing).
     caption : str, default ""
         Footer naming data, class, methods, parameters and code version.
+    scopes : {"dataset", "image"} or dict of str -> str, optional
+        The loss scope of every method (the estimator's ``scope``), or one
+        per method name. A method without one counts as per image.
 
     Returns
     -------
     matplotlib.figure.Figure
-        Four axes holding 2, 1, 1 and 1 line per method.
+        Four axes holding 2, 1, 1 and 1 line per method; in (c), at mixed
+        scopes, only the per-image methods.
     """
     fig = Figure(figsize=(16.0, 3.8), layout="constrained")
     ax_obj, ax_gap, ax_vio, ax_max = fig.subplots(1, 4)
     colours = [f"C{i % 10}" for i in range(len(logs))]
-    lowest, most_violated = math.inf, 1.0
+    per_image = [n for n in logs if _scope_of(scopes, n) != "dataset"]
+    # At the data-set scope the violated-example count is 0 or 1; the working
+    # set's size shows how many cuts the QP needed (and the pruning).
+    count_key = "n_violated" if per_image else "n_constraints"
+    most, objective_handles = 1.0, []
     for (name, log), colour in zip(logs.items(), colours):
         log = list(log)
         its, primal = _series(log, "primal")
@@ -492,39 +683,48 @@ def training_figure(logs, caption: str = "") -> Figure:
         _, best = _series(log, "best_primal")
         _, gap = _series(log, "gap")
         gap = np.where(np.isnan(gap), best - dual, gap)      # older logs
-        _, violated = _series(log, "n_violated")
+        _, count = _series(log, count_key)
         _, violation = _series(log, "max_violation")
-        ax_obj.plot(its, _positive(primal), color=colour, label=name)
-        ax_obj.plot(its, _positive(dual), color=colour, linestyle="--")
+        final = _final_objective(primal, best)
+        # F* = 0 (or none) has no scale: the absolute distance then
+        scale = final if final > 0 else 1.0
+        for values, style in ((primal, "-"), (dual, "--")):
+            relative = np.abs(values - final) / scale
+            ax_obj.plot(its, np.where(relative > _RELATIVE_FLOOR, relative, np.nan),
+                        color=colour, linestyle=style, label=name if style == "-" else None)
+        objective_handles.append(Line2D([], [], color=colour, label=f"{name}: F* = {final:.4g}"
+                                        + ("" if final > 0 else " (absolute distance)")))
         ax_gap.plot(its, _positive(gap), color=colour, label=name)
-        ax_vio.plot(its, violated, color=colour, label=name, marker=".", markersize=3)
+        if count_key == "n_constraints" or name in per_image:
+            ax_vio.plot(its, count, color=colour, label=name, marker=".", markersize=3)
+            if np.any(count >= 0):
+                most = max(most, float(np.nanmax(count)))
         ax_max.plot(its, _positive(violation), color=colour, label=name)
-        if np.any(violated >= 0):
-            most_violated = max(most_violated, float(np.nanmax(violated)))
-        if np.any(primal > 0):
-            lowest = min(lowest, float(np.nanmin(_positive(primal))))
     ax_obj.set_yscale("log")
-    if math.isfinite(lowest):
-        # The dual starts near 0 (about 1e-10 after the first cut): without a
-        # floor the log axis would spend most of its height on that start.
-        ax_obj.set_ylim(bottom=lowest / 10)
     ax_gap.set_yscale("log")
     ax_max.set_yscale("log")
-    ax_vio.set_ylim(0, 1.1 * most_violated)       # counts: from 0, room above
+    ax_vio.set_ylim(0, 1.1 * most)       # counts: from 0, room above
     ax_vio.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax_obj.set_title("(a) objective: primal (solid), dual (dashed)", fontsize=10)
+    ax_obj.set_title("(a) objective F: primal (solid), dual (dashed)", fontsize=10)
+    ax_obj.set_ylabel("|F - F*| / F*, F* = final objective of each method (log)",
+                      fontsize=8)
     ax_gap.set_title("(b) gap = best primal - dual", fontsize=10)
-    ax_vio.set_title("(c) examples with a violated margin", fontsize=10)
+    if count_key == "n_constraints":
+        ax_vio.set_title("(c) constraints in the working set", fontsize=10)
+    else:
+        mixed = len(per_image) < len(logs)
+        ax_vio.set_title("(c) examples with a violated margin"
+                         + (" (per-image scope only)" if mixed else ""), fontsize=10)
     ax_max.set_title("(d) largest violation beyond the slack", fontsize=10)
     for ax in (ax_obj, ax_gap, ax_vio, ax_max):
         ax.set_xlabel("cutting-plane iteration")
         ax.grid(True, which="major", alpha=0.3)
     if logs:
-        # Proxy handles: they explain the line styles without adding lines
-        # to the axes.
+        # Proxy handles: they explain the line styles and give each F*
+        # without adding lines to the axes.
         styles = [Line2D([], [], color="0.3", label="primal"),
                   Line2D([], [], color="0.3", linestyle="--", label="dual")]
-        ax_obj.legend(handles=styles, fontsize=8, loc="upper right")
+        ax_obj.legend(handles=styles + objective_handles, fontsize=7, loc="best")
         ax_gap.legend(fontsize=8, loc="upper right")
     _add_caption(fig, caption)
     return fig

@@ -157,7 +157,7 @@ class ProjectionProblem:
                                  ">= 0, not all 0")
         # a sum over the training set, or the mean of the images' sums: the
         # scales of the Hamming hinges at the two scopes, so C means the same
-        self.scale = np.full(len(self.t), 1.0 / len(self.t) if scope == "image" else 1.0)
+        self.scale = 1.0 / len(self.t) if scope == "image" else 1.0
         self.has_pairwise = pairwise is not None
         if self.has_pairwise:
             if edges is None or len(edges) != len(unary) or len(pairwise) != len(unary):
@@ -176,10 +176,12 @@ class ProjectionProblem:
             shape=(t.size, len(e))) for e, t in zip(self.E, self.t)]
         self.t_p = [t[e[:, 0]] * t[e[:, 1]] for t, e in zip(self.t, self.E)]
         self.a_p = [0.5 * (a[e[:, 0]] + a[e[:, 1]]) for a, e in zip(self.a, self.E)]
-        if kind == "budget":
+        # each image's projection options: the budget's bound is per image
+        self._image_options = [self.options] * len(self.t)
+        if kind == "budget" and "upper" not in self.options:
             fraction = max(float(t.mean()) for t in self.t)
-            self.options.setdefault("upper", None)
-            self._fraction = fraction
+            self._image_options = [{**self.options, "upper": fraction * t.size}
+                                   for t in self.t]
 
     @property
     def dim(self) -> int:
@@ -193,29 +195,22 @@ class ProjectionProblem:
         p = self.P[k] @ w[self.n_u:]
         return 2.0 * u + self.S[k] @ p + OFFSET, -2.0 * p + OFFSET
 
-    def _options(self, k: int) -> dict:
-        if self.kind != "budget":
-            return self.options
-        upper = self.options["upper"]
-        return {**self.options, "upper": self._fraction * self.t[k].size
-                if upper is None else upper}
-
     def value_and_grad(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         """``(F(w), grad F(w))``."""
         w = np.asarray(w, np.float64)
         risk, grad = 0.0, np.zeros(self.dim)
         for k in range(len(self.t)):
             th_u, th_p = self.scores(w, k)
-            proj = project(th_u, th_p, self.E[k], self.kind, **self._options(k))
+            proj = project(th_u, th_p, self.E[k], self.kind, **self._image_options[k])
             y_u, y_p = self.t[k], self.t_p[k]
             # L = ||phi(y) - theta||^2/2 - ||mu - theta||^2/2, gradient mu - phi(y);
             # part by part (weighted) for the separable cube, a sum for the others
             a_u, a_p = self.a[k], self.a_p[k]
             loss = 0.5 * (a_u @ ((y_u - th_u) ** 2 - (proj.unary - th_u) ** 2)
                           + a_p @ ((y_p - th_p) ** 2 - (proj.pairwise - th_p) ** 2))
-            r_u = self.scale[k] * a_u * (proj.unary - y_u)
-            r_p = self.scale[k] * a_p * (proj.pairwise - y_p)
-            risk += self.scale[k] * loss
+            r_u = self.scale * a_u * (proj.unary - y_u)
+            r_p = self.scale * a_p * (proj.pairwise - y_p)
+            risk += self.scale * loss
             grad[:self.n_u] += 2.0 * (self.U[k].T @ r_u)
             if self.has_pairwise:
                 grad[self.n_u:] += self.P[k].T @ (self.S[k].T @ r_u - 2.0 * r_p)

@@ -504,8 +504,11 @@ class StructuredSVM(ParamsMixin):
         def keep_iterate(_, w):
             iterate["w"] = w
 
+        epochs_log = []         # grows by one entry an epoch, not rebuilt
+
         def each_epoch(trace):
-            log = self._first_order_log(trace)
+            epochs_log.append(self._first_order_entry(trace, len(trace)))
+            log = list(epochs_log)
             gap = log[-1].get("gap")
             epoch_state = TrainingState(
                 iteration=len(log), w=np.array(iterate["w"]), xi=np.zeros(len(xs)),
@@ -562,20 +565,23 @@ class StructuredSVM(ParamsMixin):
 
     def _first_order_log(self, trace: list) -> list:
         """``log_`` entries (one per epoch) from a first-order learner's trace."""
-        log, calls_before = [], 0
-        for k, entry in enumerate(trace, start=1):
-            calls = entry["oracle_calls"] + entry["eval_calls"]
-            out = {"iteration": k, "solver": self.solver, "epoch": entry["epoch"],
-                   "updates": entry["iteration"], "primal": entry["primal"],
-                   # the objective of the weights the learner returns at this point:
-                   # the best iterate for subgradient descent, the current one else
-                   "best_primal": entry.get("best_primal", entry["primal"]),
-                   "oracle_calls": calls - calls_before, "seconds": entry["seconds"]}
-            if "dual" in entry:
-                out.update(dual=entry["dual"], gap=entry["gap"])
-            log.append(out)
-            calls_before = calls
-        return log
+        return [self._first_order_entry(trace, k) for k in range(1, len(trace) + 1)]
+
+    def _first_order_entry(self, trace: list, k: int) -> dict:
+        """The ``log_`` entry of the trace's k-th record (1-based)."""
+        def calls(entry):
+            return entry["oracle_calls"] + entry["eval_calls"]
+        entry = trace[k - 1]
+        out = {"iteration": k, "solver": self.solver, "epoch": entry["epoch"],
+               "updates": entry["iteration"], "primal": entry["primal"],
+               # the objective of the weights the learner returns at this point:
+               # the best iterate for subgradient descent, the current one else
+               "best_primal": entry.get("best_primal", entry["primal"]),
+               "oracle_calls": calls(entry) - (calls(trace[k - 2]) if k > 1 else 0),
+               "seconds": entry["seconds"]}
+        if "dual" in entry:
+            out.update(dual=entry["dual"], gap=entry["gap"])
+        return out
 
     def _training_run(self, X, Y) -> "TrainingRun":
         """The problem of one fit: examples, loss, model, QP and oracle."""
@@ -872,7 +878,11 @@ class StructuredSVM(ParamsMixin):
         from segstruct.inference.maxmarginals import max_marginals
         self._check_fitted()
         model = MRFModel(pairwise=self.pairwise)
-        return [max_marginals(*_u_edges_p(model, x, self.w_)) for x in X]
+        out = []
+        for x in X:
+            u, p = model.potentials(x, self.w_)
+            out.append(max_marginals(u, x.edges, p))
+        return out
 
     def voc_score(self, X, Y, predictions=None) -> VOCScore:
         """The VOC measure of the predictions (pixel level when Y holds counts).
@@ -887,10 +897,3 @@ class StructuredSVM(ParamsMixin):
     def score(self, X, Y) -> float:
         """VOC IoU of the predictions, as a fraction in [0, 1]."""
         return self.voc_score(X, Y).iou
-
-
-def _u_edges_p(model: MRFModel, x, w) -> tuple:
-    """(u, edges, p) of input x under weights w."""
-    u, p = model.potentials(x, w)
-    return u, x.edges, p
-

@@ -20,10 +20,11 @@ from segstruct.features.topdown.detector import DetectorParams
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.inference.proposed import INFERENCE_CHOICES
+from segstruct.cluster import DASK_EXTRA, use_scheduler
 from segstruct.io.files import write_json
 from segstruct.io.provenance import code_version
 from segstruct.learn.methods import (DEFAULTS, METHOD_HELP, METHODS, SINGLE_RUN_METHODS,
-                                     SINGLE_RUN_SOLVERS)
+                                     SINGLE_RUN_SOLVERS, with_workers)
 from segstruct.learn.fenchel_young import SETS
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
 from segstruct.learn.ssvm import NODE_WEIGHT_MODES, SOLVERS, STOCHASTIC_SOLVERS
@@ -47,7 +48,9 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
                    help="feature cache folder (default: $SEGSTRUCT_CACHE or ~/.cache/segstruct)")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     g.add_argument("-j", "--n-jobs", type=int, default=1,
-                   help="worker processes for feature extraction, -1 = every core "
+                   help="worker processes, -1 = every core: feature extraction, and for "
+                        "train and compare also the folds of --C auto and, with --scope "
+                        "image, the loss-augmented inference over the images "
                         "(default %(default)s)")
     out = g.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
@@ -484,12 +487,14 @@ def _estimator(args):
 
 
 def _make_estimator(args):
-    """The estimator of ``--method`` with the checked training options."""
+    """The estimator of ``--method`` with the checked training options (and
+    ``--n-jobs`` inference workers, where the method has them)."""
     C = args.cv[0][0] if args.cv is not None else args.C
     try:
-        return _settings(args).estimator(args.method, C=C)
+        estimator = _settings(args).estimator(args.method, C=C)
     except ValueError as err:            # e.g. bl2 with area node weights, M < 2
         raise UsageError(str(err)) from err
+    return with_workers(estimator, args.n_jobs)
 
 
 def _cv_figure_path(model) -> Path:
@@ -508,7 +513,7 @@ def _choose_C_for_train(args, dataset, X, Y) -> dict:
     # the folds' estimators: same method and options, no log, checkpoint nor bar
     # of their own (the cross-validation has one)
     chosen, curve = select_C(lambda: _make_estimator(args), X, Y, grid,
-                             folds, args.seed, show_progress(args))
+                             folds, args.seed, show_progress(args), args.n_jobs)
     print(f"C chosen by {folds}-fold cross-validation on {dataset.name}/{args.split} "
           f"({args.method}, {args.class_name}): {chosen:g} (pooled held-out VOC IoU, "
           f"{curve['seconds']:.1f} s)")
@@ -683,7 +688,7 @@ def cmd_compare(args) -> int:
     comparison = Comparison(extractor, classes, args.methods, _settings(args), args.out,
                             train_split=args.split_train, eval_split=args.split_eval,
                             seed=args.seed, progress=show_progress(args),
-                            skip_few_objects=args.classes is None)
+                            skip_few_objects=args.classes is None, n_jobs=args.n_jobs)
     start = time.perf_counter()
     comparison.run(figures=not args.no_figures, figure_images=args.figure_images,
                    figure_ids=args.figure_ids, multiclass=args.multiclass)
@@ -977,6 +982,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also compute the targets of this VOC class and its top-down "
                            "block, training its detector if needed (default: none, graphs "
                            "and bottom-up features only)")
+    for name in ("features", "train", "compare"):
+        sub.choices[name].add_argument(
+            "--scheduler", metavar="ADDRESS",
+            help="a Dask scheduler (tcp://HOST:8786): feature extraction, the folds of --C "
+                 "auto and compare's (class, method) pairs run on its workers, which must "
+                 "read --data and --cache at the same paths; needs "
+                 f"{DASK_EXTRA} (default: none, everything runs on this machine)")
     train = sub.choices["train"]
     g = train.add_argument_group("training")
     g.add_argument("--class", dest="class_name", required=True, metavar="CLASS",
@@ -1104,10 +1116,11 @@ def main(argv=None) -> int:
         args.loss_given = args.loss is not None
         args.loss = args.loss or DEFAULTS.loss
     try:
-        return args.func(args)
+        with use_scheduler(getattr(args, "scheduler", None)):
+            return args.func(args)
     except UsageError as err:
         parser.error(str(err))
-    except (DatasetError, ValueError, RuntimeError) as err:
+    except (DatasetError, ValueError, RuntimeError, ImportError, OSError) as err:
         print(f"segstruct {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

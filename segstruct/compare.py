@@ -27,6 +27,7 @@ the reason.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import time
@@ -35,6 +36,7 @@ from typing import Callable
 
 import numpy as np
 
+from segstruct.cluster import on_cluster, parallel_map
 from segstruct.datasets import DatasetError, VOCDataset, class_index
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.topdown.training import TooFewObjects
@@ -43,7 +45,7 @@ from segstruct.inference.losses import totals
 from segstruct.io.files import write_json, write_text
 from segstruct.io.persistence import checkpoint_path, load_model, model_paths
 from segstruct.io.provenance import code_version, machine
-from segstruct.learn.methods import METHODS, TrainingSettings, method_loss
+from segstruct.learn.methods import METHODS, TrainingSettings, method_loss, with_workers
 from segstruct.learn.selection import format_curve, select_C
 from segstruct.learn.ssvm import oracle_name
 from segstruct.report.tables import fmt, table_csv, table_markdown
@@ -102,7 +104,7 @@ class Comparison:
     def __init__(self, extractor: FeatureExtractor, classes, methods,
                  settings: TrainingSettings, out_dir, train_split="train", eval_split="val",
                  seed=0, progress=True, say: Callable[[str], None] = print,
-                 skip_few_objects=False):
+                 skip_few_objects=False, n_jobs=1):
         self.extractor = extractor
         self.dataset = extractor.dataset
         self.classes = list(classes)
@@ -115,6 +117,7 @@ class Comparison:
         self.progress = progress
         self.say = say
         self.skip_few_objects = skip_few_objects
+        self.n_jobs = n_jobs
         self.skipped: dict[str, str] = {}
         self.detector_warnings: dict[str, str] = {}
         self._identity = None
@@ -235,10 +238,15 @@ class Comparison:
         if pending:
             # every evaluation image and mask is readable before hours of training
             self.extractor.examples(self.eval_split, pending[0][0], with_features=False)
+        if on_cluster():
+            self._train_on_cluster(pending)
         for k, (class_name, method) in enumerate(pending, 1):
-            self.say(f"[{k}/{len(pending)}] training {method} for {class_name} on "
-                     f"{self.dataset.name}/{self.train_split}")
-            record = self._train_and_score(class_name, method)
+            if on_cluster():
+                record = self._load_record(class_name, method)
+            else:
+                self.say(f"[{k}/{len(pending)}] training {method} for {class_name} on "
+                         f"{self.dataset.name}/{self.train_split}")
+                record = self._train_and_score(class_name, method)
             chosen = (f", C {record['C']:g} by cross-validation"
                       if "C_selection" in record else "")
             self.say(f"      {method} {class_name}: {self.eval_split} VOC IoU "
@@ -308,6 +316,29 @@ class Comparison:
                 self.skipped[class_name] = str(err)
                 self.say(f"skipping {class_name}: {err}")
 
+    def _train_on_cluster(self, pending) -> None:
+        """Every pending pair as one task on the Dask cluster
+        (``segstruct.cluster.use_scheduler``): each writes its model and
+        record as here. A pair whose worker dies runs again on another and
+        resumes from its checkpoint."""
+        # features first (on the cluster too), so that no two pairs of a class
+        # compute them at once
+        for class_name in dict.fromkeys(c for c, _ in pending):
+            for split in (self.train_split, self.eval_split):
+                self.extractor.examples(split, class_name)
+        self.say(f"training {len(pending)} (class, method) pair(s) on the Dask cluster")
+        worker_view = copy.copy(self)
+        worker_view.progress, worker_view.n_jobs = False, 1
+        worker_view.say = _discard
+        worker_view.extractor = copy.copy(self.extractor)
+        worker_view.extractor.n_jobs, worker_view.extractor.progress = 1, False
+        records = parallel_map(_train_pair, [(worker_view, c, m) for c, m in pending],
+                               progress=self.progress, desc="pairs on the cluster",
+                               unit="pair")
+        for record in records:       # what the workers would have said
+            for warning in record["diagnosis"]["warnings"]:
+                self.say(f"      warning: {record['class']}/{record['method']}: {warning}")
+
     def _train_and_score(self, class_name, method) -> dict:
         model_path = self.model_path(class_name, method)
         model_path.parent.mkdir(parents=True, exist_ok=True)
@@ -324,7 +355,8 @@ class Comparison:
             self.say(f"      resuming from {checkpoint_path(model_path)}")
         # the checkpoint stays until the pair's record is written: an interruption
         # while the eval split is scored then restores the model at once
-        trained = train_model(self.settings.estimator(method, C=C), X, Y, model_path,
+        estimator = with_workers(self.settings.estimator(method, C=C), self.n_jobs)
+        trained = train_model(estimator, X, Y, model_path,
                               self.extractor, split=self.train_split, class_name=class_name,
                               method=method, metadata=extra, progress=self.progress,
                               keep_checkpoint=True)
@@ -365,8 +397,9 @@ class Comparison:
         self.say(f"      choosing C by {folds}-fold cross-validation over "
                  f"{' '.join(f'{c:g}' for c in grid)}")
         # fold estimators: the pair's settings, no log, checkpoint nor bar of their own
-        C, curve = select_C(lambda: self.settings.estimator(method, C=grid[0]),
-                            X, Y, grid, folds, self.seed, self.progress)
+        C, curve = select_C(lambda: with_workers(self.settings.estimator(method, C=grid[0]),
+                                                 self.n_jobs),
+                            X, Y, grid, folds, self.seed, self.progress, self.n_jobs)
         for line in format_curve(curve):
             self.say(f"      {line}")
         self.say(f"      {method} {class_name}: C {C:g} (pooled held-out VOC IoU, "
@@ -520,6 +553,15 @@ class Comparison:
             return tuple(float(v) for v in sizes.sum(axis=0))
         showing = sizes[sizes[:, 0] > 0]     # an image without the class has a flat loss
         return tuple(float(v) for v in np.median(showing if len(showing) else sizes, axis=0))
+
+
+def _train_pair(comparison: Comparison, class_name: str, method: str) -> dict:
+    """A cluster task: one pair trained and scored (its record)."""
+    return comparison._train_and_score(class_name, method)
+
+
+def _discard(text: str) -> None:
+    """A worker's messages: its task's record carries what matters."""
 
 
 def pick_images(dataset: VOCDataset, split: str, class_name: str, n: int, seed: int) -> list[str]:

@@ -37,7 +37,7 @@ THIRD_PARTY = {
 # API) may import anything.
 LAYERS = (
     ("inference", "datasets"),
-    ("_version", "_build", "io.files", "io.provenance"),
+    ("_version", "_build", "io.files", "io.provenance", "cluster"),
     ("features", "io.checkpoint"),
     ("model", "learn", "evaluate"),
     ("io.persistence", "report"),

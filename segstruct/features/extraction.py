@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
-from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from segstruct.cluster import parallel_map
 from segstruct.datasets.voc import VOID_LABEL, DatasetError, VOCDataset, class_index
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest, key_digest
@@ -244,25 +244,9 @@ def _sample_descriptors_task(dataset_root, image_id, config, n_keep, seed):
 # Public entry points
 
 
-def _parallel_map(func, arg_lists: Sequence[tuple], n_jobs: int, progress: bool, desc: str):
-    """Run ``func(*args)`` for each args tuple, in order, with a progress bar."""
-    total = len(arg_lists)
-    bar = tqdm(total=total, desc=desc, unit="img", disable=not progress, leave=False)
-    try:
-        if n_jobs == 1 or total <= 1:
-            out = []
-            for args in arg_lists:
-                out.append(func(*args))
-                bar.update()
-            return out
-        runner = Parallel(n_jobs=n_jobs, return_as="generator")
-        out = []
-        for result in runner(delayed(func)(*args) for args in arg_lists):
-            out.append(result)
-            bar.update()
-        return out
-    finally:
-        bar.close()
+def _map_images(func, arg_lists: Sequence[tuple], n_jobs: int, progress: bool, desc: str):
+    """``func(*args)`` per image, in order (:func:`segstruct.cluster.parallel_map`)."""
+    return parallel_map(func, arg_lists, n_jobs, progress, desc, unit="img")
 
 
 class FeatureExtractor:
@@ -341,7 +325,7 @@ class FeatureExtractor:
             per_image = -(-cfg.codebook_descriptors // len(chosen_ids))
             args = [(self.dataset.root, i, cfg, per_image, cfg.seed + k)
                     for k, i in enumerate(chosen_ids)]
-            parts = _parallel_map(_sample_descriptors_task, args, self.n_jobs,
+            parts = _map_images(_sample_descriptors_task, args, self.n_jobs,
                                   self.progress, "codebook descriptors")
             sample = np.concatenate(parts)[:cfg.codebook_descriptors]
             with threadpool_limits(max(1, self._cores())):
@@ -381,7 +365,7 @@ class FeatureExtractor:
         sd = self.shape_detector(class_name)
         args = [(self.dataset, g.image_id, g.segments, sd, sd.digest,
                  self.cache.directory, self.cache.enabled) for g in graphs]
-        blocks = _parallel_map(_top_down_task, args, self.n_jobs, self.progress,
+        blocks = _map_images(_top_down_task, args, self.n_jobs, self.progress,
                                f"top-down {class_name}")
         for graph, block in zip(graphs, blocks):
             graph.unary = np.hstack([graph.unary, block])
@@ -410,7 +394,7 @@ class FeatureExtractor:
         args = [(self.dataset, i, self.config, codebook, codebook_id,
                  self.cache.directory, self.cache.enabled, with_features) for i in ids]
         label = "features" if with_features else "superpixels"
-        graphs = _parallel_map(_graph_task, args, self.n_jobs, self.progress,
+        graphs = _map_images(_graph_task, args, self.n_jobs, self.progress,
                                f"{label} {split or ''}".strip())
         if with_features and self.config.detector is not None:
             self._add_top_down(graphs, class_name)

@@ -224,6 +224,24 @@ class ProgressBar(Callback):
             self._bar = None
 
 
+def without_checkpoints(callbacks, learner: str, remedy: str) -> list:
+    """``callbacks`` less any :class:`Checkpoint`, for a learner that keeps no
+    resumable state (its checkpoints would write nothing).
+
+    Raises
+    ------
+    CheckpointError
+        A checkpoint asks to resume from a file that exists: training afresh
+        would silently drop it. The message names ``learner`` and ends with
+        ``remedy``.
+    """
+    for callback in callbacks:
+        if isinstance(callback, Checkpoint) and callback.resume and callback.path.exists():
+            raise CheckpointError(f"{learner} cannot resume from the checkpoint "
+                                  f"{callback.path}: it keeps no resumable state; {remedy}")
+    return [c for c in callbacks if not isinstance(c, Checkpoint)]
+
+
 def training_callbacks(*, progress: bool = False, log_path=None, checkpoint_path=None,
                        resume: bool = False) -> list[Callback]:
     """The callbacks of a training command: checkpoint, log, progress bar.

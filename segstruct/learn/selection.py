@@ -33,6 +33,7 @@ from typing import Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from segstruct.cluster import on_cluster, parallel_map
 from segstruct.evaluate.scoring import iou
 from segstruct.learn.ssvm import label_counts
 
@@ -172,7 +173,7 @@ def _percent(v: float):
 
 def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
                      folds: int = DEFAULT_FOLDS, seed: int = 0,
-                     progress: bool = False) -> dict:
+                     progress: bool = False, n_jobs: int = 1) -> dict:
     """Held-out VOC IoU of every C of ``grid``, pooled over ``folds`` folds.
 
     Parameters
@@ -189,7 +190,12 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
     grid : sequence of positive C (sorted here; walked in increasing order).
     folds : int >= 2, at most n.
     seed : int, seeds :func:`make_folds`.
-    progress : bool, show a bar over the fits.
+    progress : bool, show a bar over the fits (over the folds when they run
+        on workers).
+    n_jobs : int, the folds on this many local worker processes (joblib
+        convention); on a Dask cluster (:func:`segstruct.cluster.use_scheduler`)
+        the folds go to its workers. The results do not depend on where the
+        folds run.
 
     Returns
     -------
@@ -214,36 +220,28 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
     grid = check_grid(grid)
     check_cv_data(Y, folds)
     fold_of = make_folds(image_strata(Y), folds, seed)
-    m = len(grid)
-    counts = np.zeros((m, folds, 3), np.int64)
-    n_iter = np.zeros((m, folds), np.int64)
-    converged = np.zeros((m, folds), bool)
-    seconds = np.zeros((m, folds))
     start = time.perf_counter()
-    bar = tqdm(total=m * folds, desc="cross-validating C", disable=not progress, leave=False)
-    try:
-        for k in range(folds):
-            train = np.flatnonzero(fold_of != k)
-            held = np.flatnonzero(fold_of == k)
-            est = _fold_estimator(make_estimator)
-            X_train, Y_train = [X[i] for i in train], [Y[i] for i in train]
-            X_held, Y_held = [X[i] for i in held], [Y[i] for i in held]
-            for j, c in enumerate(grid):       # increasing C: each fit warm-starts the next
-                bar.set_postfix(fold=k + 1, C=f"{c:g}")
-                est.C = c
-                try:
-                    est.fit(X_train, Y_train)
-                except (ValueError, RuntimeError) as err:
-                    start_from = f"warm-started from C {grid[j - 1]:g}" if j else "cold start"
-                    raise CrossValidationError(
-                        f"cross-validation of C failed on fold {k + 1} of {folds} at C {c:g} "
-                        f"(training on {len(train)} images, {start_from}): {err}") from err
-                counts[j, k] = est.voc_score(X_held, Y_held).totals
-                n_iter[j, k], converged[j, k] = est.n_iter_, est.converged_
-                seconds[j, k] = est.fit_seconds_
-                bar.update()
-    finally:
-        bar.close()
+    # the folds are independent: each is one task (a worker process, or a
+    # cluster's worker under segstruct.cluster.use_scheduler)
+    tasks = []
+    for k in range(folds):
+        train, held = np.flatnonzero(fold_of != k), np.flatnonzero(fold_of == k)
+        tasks.append((make_estimator, [X[i] for i in train], [Y[i] for i in train],
+                      [X[i] for i in held], [Y[i] for i in held], grid, k, folds))
+    if n_jobs == 1 and not on_cluster():
+        # in this process: a bar over every fit, not only over the folds
+        with tqdm(total=len(grid) * folds, desc="cross-validating C", disable=not progress,
+                  leave=False) as bar:
+            per_fold = [_fold_curve(*task, bar=bar) for task in tasks]
+    else:
+        # a fold is a worker's whole share: its fits run no workers of their own
+        per_fold = parallel_map(_fold_curve, [(*task, None, True) for task in tasks], n_jobs,
+                                progress, "cross-validating C", unit="fold")
+    # (folds, m, ...) -> (m, folds, ...)
+    counts = np.stack([f["counts"] for f in per_fold], axis=1)
+    n_iter = np.stack([f["n_iter"] for f in per_fold], axis=1)
+    converged = np.stack([f["converged"] for f in per_fold], axis=1)
+    seconds = np.stack([f["seconds"] for f in per_fold], axis=1)
     pooled = counts.sum(axis=1)
     return {
         "grid": list(grid), "folds": int(folds), "seed": int(seed),
@@ -256,6 +254,36 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
         "fit_seconds": seconds.tolist(),
         "seconds": time.perf_counter() - start,
     }
+
+
+def _fold_curve(make_estimator, X_train, Y_train, X_held, Y_held, grid, k, folds,
+                bar=None, serial=False) -> dict:
+    """One fold: a fit per C of ``grid`` (increasing, each warm-starting the
+    next) and the held-out [TP, FP, FN] of each; arrays of length m.
+    ``serial``: the fits' inference in this process (``n_jobs`` 1)."""
+    m = len(grid)
+    out = {"counts": np.zeros((m, 3), np.int64), "n_iter": np.zeros(m, np.int64),
+           "converged": np.zeros(m, bool), "seconds": np.zeros(m)}
+    est = _fold_estimator(make_estimator)
+    if serial and "n_jobs" in est.get_params(deep=False):
+        est.n_jobs = 1
+    for j, c in enumerate(grid):
+        if bar is not None:
+            bar.set_postfix(fold=k + 1, C=f"{c:g}")
+        est.C = c
+        try:
+            est.fit(X_train, Y_train)
+        except (ValueError, RuntimeError) as err:
+            start_from = f"warm-started from C {grid[j - 1]:g}" if j else "cold start"
+            raise CrossValidationError(
+                f"cross-validation of C failed on fold {k + 1} of {folds} at C {c:g} "
+                f"(training on {len(X_train)} images, {start_from}): {err}") from err
+        out["counts"][j] = est.voc_score(X_held, Y_held).totals
+        out["n_iter"][j], out["converged"][j] = est.n_iter_, est.converged_
+        out["seconds"][j] = est.fit_seconds_
+        if bar is not None:
+            bar.update()
+    return out
 
 
 def _fold_estimator(make_estimator):
@@ -291,7 +319,7 @@ def choose_C(curve: dict) -> float:
 
 def select_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid=DEFAULT_GRID,
              folds: int = DEFAULT_FOLDS, seed: int = 0,
-             progress: bool = False) -> tuple[float, dict]:
+             progress: bool = False, n_jobs: int = 1) -> tuple[float, dict]:
     """:func:`cross_validate_C`, then :func:`choose_C`: the whole selection.
 
     Returns
@@ -299,7 +327,7 @@ def select_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid=DEFAULT_GR
     C : float, the chosen value (the caller refits on all of X, Y at it).
     curve : dict, the curve with ``chosen_C`` added.
     """
-    curve = cross_validate_C(make_estimator, X, Y, grid, folds, seed, progress)
+    curve = cross_validate_C(make_estimator, X, Y, grid, folds, seed, progress, n_jobs)
     curve["chosen_C"] = choose_C(curve)
     curve["warning"] = edge_warning(curve)
     return curve["chosen_C"], curve

@@ -19,8 +19,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from segstruct.inference.losses import get_loss
-from segstruct.io.checkpoint import CheckpointError
-from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
+from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoints
 from segstruct.learn.ssvm import StructuredSVM
 from segstruct.model import MRFModel
 
@@ -73,13 +72,8 @@ class SingleRunSVM(StructuredSVM):
         """
         self.check_params()
         callbacks = list(callbacks or ())
-        for callback in callbacks:
-            if isinstance(callback, Checkpoint) and callback.resume and callback.path.exists():
-                raise CheckpointError(
-                    f"the {self.method} method cannot resume from the checkpoint "
-                    f"{callback.path}: it keeps no resumable state; delete it to train "
-                    "from the start")
-        callbacks = [c for c in callbacks if not isinstance(c, Checkpoint)]
+        callbacks = without_checkpoints(callbacks, f"the {self.method} method",
+                                        "delete it to train from the start")
         start = time.perf_counter()
         X = list(X)
         dim = MRFModel(pairwise=self.pairwise).n_features(X[0])

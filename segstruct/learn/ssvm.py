@@ -45,14 +45,15 @@ from threadpoolctl import threadpool_limits
 
 from segstruct.inference import loss_augmented, maximize
 from segstruct.inference.highs import SolverError
-from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
+from segstruct.inference.losses import AdjustedHammingLoss, Loss, counts, get_loss, totals
 
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
-from segstruct.io.checkpoint import CheckpointError, fingerprint
+from segstruct.io.checkpoint import fingerprint
 from segstruct.learn.base import NotFittedError, ParamsMixin
-from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
+from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState, without_checkpoints
 from segstruct.learn.linesearch import minimize_model
 from segstruct.learn.qp import QPError, WorkingSetQP
+from segstruct.learn.workers import InferencePool, split_union
 from segstruct.model import MRFModel, disjoint_union
 
 #: The cutting-plane solvers, then the first-order ones of
@@ -109,6 +110,9 @@ class TrainingRun:
     warm: bool                         # continues the previous fit (warm_start)
     fingerprint: Callable[[], str]
     seconds_before: float = 0.0        # training time of earlier processes (resume)
+    # data-set scope with a loss linear in (FP, FN) and the graph cut: the
+    # images' node and edge counts, to split the union for the workers
+    union_parts: tuple | None = None
 
     def seconds(self) -> float:
         """Training time so far, earlier processes of a resumed run included."""
@@ -271,6 +275,15 @@ class StructuredSVM(ParamsMixin):
         Cutting planes do not depend on C, so a path over C (cross-validation)
         reuses every cut; the weights' objective is re-evaluated at the new
         C. Otherwise (other data or settings) training starts afresh.
+    n_jobs : int, default 1
+        Worker processes for the cutting-plane solvers' loss-augmented
+        inference (joblib convention, -1 = every core): the examples of the
+        image scope, or at the data-set scope the images of the union when
+        the loss is linear in (FP, FN) and the oracle is the default graph
+        cut (``segstruct.learn.workers``). The workers persist for the fit.
+        It changes no result, only the time; the first-order solvers and the
+        data-set scope's IoU and F-beta losses (which couple the images) run
+        in this process.
 
     Attributes
     ----------
@@ -308,7 +321,8 @@ class StructuredSVM(ParamsMixin):
 
     def __init__(self, loss="adjusted_hamming", kappa=None, C=0.5, solver="oneslack",
                  scope="dataset", node_weights="count", pairwise=True, oracle=None,
-                 tol=1e-3, max_iter=DEFAULT_MAX_ITER, inactive_limit=50, warm_start=False):
+                 tol=1e-3, max_iter=DEFAULT_MAX_ITER, inactive_limit=50, warm_start=False,
+                 n_jobs=1):
         self.loss = loss
         self.kappa = kappa
         self.C = C
@@ -321,6 +335,7 @@ class StructuredSVM(ParamsMixin):
         self.max_iter = max_iter
         self.inactive_limit = inactive_limit
         self.warm_start = warm_start
+        self.n_jobs = n_jobs
 
     def __sklearn_tags__(self):
         """Estimator tags for scikit-learn >= 1.6: fit needs Y, and X is a
@@ -431,9 +446,12 @@ class StructuredSVM(ParamsMixin):
         try:
             for callback in callbacks:
                 callback.on_fit_start(run, state)
-            for state in self._cutting_planes(run, state):
-                for callback in callbacks:
-                    callback.on_iteration(run, state)
+            # workers only where there are several problems to deal out
+            split = self.scope == "image" or run.union_parts is not None
+            with InferencePool(run.oracle, self.n_jobs if split else 1) as pool:
+                for state in self._cutting_planes(run, state, pool):
+                    for callback in callbacks:
+                        callback.on_iteration(run, state)
         except (SolverError, QPError) as err:
             raise TrainingError(self._failure(state.iteration + 1, err, callbacks)) from err
         finally:
@@ -472,14 +490,10 @@ class StructuredSVM(ParamsMixin):
         """
         from segstruct.learn import stochastic
 
-        for callback in callbacks:
-            if isinstance(callback, Checkpoint) and callback.resume and callback.path.exists():
-                raise CheckpointError(
-                    f"solver {self.solver!r} cannot resume from the checkpoint "
-                    f"{callback.path}: it keeps no resumable state (only the cutting-plane "
-                    f"solvers {CUTTING_PLANE_SOLVERS} do); delete the checkpoint to train "
-                    "from the start, or resume with the solver that wrote it")
-        callbacks = [c for c in callbacks if not isinstance(c, Checkpoint)]
+        callbacks = without_checkpoints(
+            callbacks, f"solver {self.solver!r}",
+            f"only the cutting-plane solvers {CUTTING_PLANE_SOLVERS} do; delete the "
+            "checkpoint to train from the start, or resume with the solver that wrote it")
         start = time.perf_counter()
         model = MRFModel(pairwise=self.pairwise)
         xs, ts, ws, all_t, all_w = self._examples(X, Y)
@@ -605,11 +619,15 @@ class StructuredSVM(ParamsMixin):
         # same before and after every fit; a warm start goes on with the last
         # fit's copy, as it goes on with its working set.
         oracle = self.oracle_ if warm else copy.deepcopy(self.oracle or loss_augmented)
+        union_parts = None
+        if (self.scope == "dataset" and oracle is loss_augmented
+                and loss.linear_coefficients is not None):
+            union_parts = ([np.shape(x.unary)[0] for x in X], [np.shape(x.edges)[0] for x in X])
         return TrainingRun(
             estimator=self, model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle,
             qp=qp, psi_true=psi_true, nonpositive=nonpositive, dim=dim, start=start,
             warm_key=warm_key, warm=warm,
-            fingerprint=lambda: self._fingerprint(xs, ts, ws, loss))
+            fingerprint=lambda: self._fingerprint(xs, ts, ws, loss), union_parts=union_parts)
 
     def _warm_state(self, run: "TrainingRun", state: TrainingState) -> None:
         """Start ``state`` from the previous fit's working set and weights."""
@@ -624,8 +642,12 @@ class StructuredSVM(ParamsMixin):
             state.best_primal = np.inf
         state.qp_solved = False      # the old w does not solve the QP at this C
 
-    def _cutting_planes(self, run: "TrainingRun", state: TrainingState):
+    def _cutting_planes(self, run: "TrainingRun", state: TrainingState,
+                        pool: InferencePool | None = None):
         """The cutting-plane loop; yields ``state`` after every iteration.
+
+        ``pool`` (default: ``run.oracle`` in this process) calls the oracle
+        on the examples.
 
         It updates ``state`` (and ``run.qp``, ``run.oracle``) in place, and
         reads and writes nothing else: a caller keeps or shows what it
@@ -641,17 +663,21 @@ class StructuredSVM(ParamsMixin):
         best = _Point(state.best_w, state.best_g, state.best_l, None, state.best_primal)
         calls = {"n": 0, "seconds": 0.0}
         qp_solved = state.qp_solved
+        pool = pool if pool is not None else InferencePool(oracle)
 
         def evaluate(w) -> _Point:
             """The oracle on every example at w: the objective there and its cut."""
             nonlocal best
             t0 = time.perf_counter()
             gs, losses = np.empty((n, dim)), np.empty(n)
-            for i, (x, t, a) in enumerate(zip(xs, ts, ws)):
+            problems = []
+            for x, t, a in zip(xs, ts, ws):
                 u, p = model.potentials(x, w)
-                res = oracle(u, x.edges, p, t, a, loss)
-                gs[i] = psi_true[i] - model.joint_feature(x, res.labels)
-                losses[i] = res.loss
+                problems.append((u, x.edges, p, t, a))
+            for i, (x, t, a, labels, value) in enumerate(zip(xs, ts, ws, *self._infer(
+                    pool, problems, loss, run.union_parts))):
+                gs[i] = psi_true[i] - model.joint_feature(x, labels)
+                losses[i] = value
             hinge = losses - gs @ w                          # H_i(w)
             # The training labelling is always a candidate (loss 0, margin 0): an
             # approximate oracle's answer that is worse is replaced by it, so every
@@ -736,6 +762,22 @@ class StructuredSVM(ParamsMixin):
             state.seconds = elapsed()
             yield state
 
+    @staticmethod
+    def _infer(pool: InferencePool, problems: list, loss: Loss, union_parts):
+        """Labellings and losses of the oracle on ``problems`` (through ``pool``).
+
+        With ``union_parts`` and workers, the single data-set problem is
+        solved as one smaller union per worker: exact for its loss linear in
+        (FP, FN).
+        """
+        if union_parts is None or pool.n_workers == 1:
+            results = pool(problems, loss)
+            return [r.labels for r in results], [r.loss for r in results]
+        (u, edges, p, t, a), = problems
+        parts = pool(split_union(u, edges, p, t, a, *union_parts, pool.n_workers), loss)
+        labels = np.concatenate([r.labels for r in parts]).astype(np.uint8)
+        return [labels], [float(loss(*counts(labels, t, a), *totals(t, a)))]
+
     # OCAS's cut placement (Franc & Sonnenburg 2009): a tenth of the way from
     # the best point towards the QP's solution. The line search evaluates the
     # objective at most LINE_SEARCH_CALLS more times: on weizmann_horse_voc
@@ -807,7 +849,7 @@ class StructuredSVM(ParamsMixin):
         # the I/O (progress, log_path, checkpoint_path, resume) was excluded here
         # when it was a hyper-parameter: the same settings, the same fingerprint
         settings = {k: v for k, v in self.get_params(deep=False).items()
-                    if k not in ("max_iter", "oracle", "loss", "warm_start")}
+                    if k not in ("max_iter", "oracle", "loss", "warm_start", "n_jobs")}
         settings.update(loss=repr(loss), oracle=oracle_name(self.oracle))
         return fingerprint(arrays + list(ts) + list(ws), settings)
 

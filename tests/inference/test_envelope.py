@@ -341,3 +341,40 @@ def test_hull_falls_back_to_a_general_lp(monkeypatch):
         assert value == pytest.approx(walked[0], rel=1e-7, abs=1e-7)
         attained = np.max(ss + (xs - point) @ np.array([s_fp, s_fn]))
         assert attained == pytest.approx(value, rel=1e-7, abs=1e-7)
+
+
+def test_warm_starts_are_kept_per_graph_not_per_size_and_targets():
+    """Two graphs with as many nodes and edges and the same targets (images
+    without the class, say) keep their own labellings: a shared entry made
+    each start from the other's, and results depend on the call order."""
+    rng = np.random.default_rng(7)
+    u, edges, p, t, a = instance(rng, 8)
+    present = {tuple(e) for e in edges}
+    missing = next((i, j) for i in range(8) for j in range(i + 1, 8) if (i, j) not in present)
+    other = edges.copy()
+    other[0] = missing              # another graph: one edge moved
+    assert not np.array_equal(other, edges)
+    oracle = ProposedOracle()
+    oracle(u, edges, p, t, a, "iou")
+    oracle(u, other, p, t, a, "iou")
+    assert len(oracle.get_state()) == 2
+
+
+def test_state_of_is_the_state_the_problems_read():
+    rng = np.random.default_rng(8)
+    problems = [instance(rng, n) for n in (5, 6, 7)]
+    oracle = ProposedOracle()
+    for problem in problems:
+        oracle(*problem, "iou")
+    whole = oracle.get_state()
+    assert len(whole) == 3
+    part = oracle.state_of(problems[1:])
+    assert sorted(part) == sorted(k for k in whole if k in part) and len(part) == 2
+    for key, value in part.items():
+        np.testing.assert_array_equal(value, whole[key])
+    # a copy holding only that part answers those problems as the whole does
+    light = ProposedOracle()
+    light.set_state(part)
+    for problem in problems[1:]:
+        assert light(*problem, "iou").objective == oracle(*problem, "iou").objective
+    assert oracle.state_of([instance(rng, 4)]) == {}

@@ -1,0 +1,86 @@
+"""Time of one ``segstruct compare`` in one process and on a local Dask cluster.
+
+Starts a ``LocalCluster`` of ``--workers`` single-threaded worker processes
+on this machine, then runs the same comparison twice, each from an empty
+feature cache: once with ``-j 1`` and no cluster, once with ``--scheduler``.
+Checks that both wrote the same table, and writes ``OUT/cluster.json`` and
+``OUT/cluster.md`` with both times and their ratio. Needs the dask extra.
+
+    python scripts/cluster_speedup.py --out results/parallel
+    python scripts/cluster_speedup.py --data ../shared/data/weizmann_horse_voc --out ...
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+
+def run_compare(args_list) -> float:
+    from segstruct.cli import main
+    start = time.perf_counter()
+    code = main(args_list)
+    if code != 0:
+        raise SystemExit(f"segstruct {' '.join(args_list)} exited with {code}")
+    return time.perf_counter() - start
+
+
+def main(argv=None) -> int:
+    import distributed
+
+    from segstruct.io.provenance import code_version, machine
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, help="VOC root (default: the generated data set)")
+    ap.add_argument("--classes", nargs="+", default=["car", "person", "horse"],
+                    help="default: car person horse")
+    ap.add_argument("--methods", nargs="+", default=["bl1", "bl2", "proposed"],
+                    help="default: bl1 bl2 proposed")
+    ap.add_argument("--workers", type=int, default=2, help="default 2")
+    ap.add_argument("--out", type=Path, default=Path("results/parallel"))
+    args = ap.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    work = Path(tempfile.mkdtemp(prefix="cluster-speedup-"))
+    data = ["--data", str(args.data)] if args.data else []
+    common = ["compare", *data, "--classes", *args.classes, "--methods", *args.methods,
+              "--no-top-down", "--no-figures", "-q"]
+    try:
+        local = run_compare([*common, "--cache", str(work / "cache-local"),
+                             "--out", str(work / "local")])
+        with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
+                                      processes=True, dashboard_address=None,
+                                      silence_logs=40) as cluster:
+            remote = run_compare([*common, "--cache", str(work / "cache-cluster"),
+                                  "--out", str(work / "cluster"),
+                                  "--scheduler", cluster.scheduler_address])
+        tables = [json.loads((work / name / "results.json").read_text())["table"]
+                  for name in ("local", "cluster")]
+        if tables[0] != tables[1]:
+            raise SystemExit(f"the tables differ: {tables}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report = {"data": str(args.data) if args.data else "generated", "classes": args.classes,
+              "methods": args.methods, "features": "bottom-up (--no-top-down)",
+              "workers": args.workers, "seconds_local": local, "seconds_cluster": remote,
+              "speedup": local / remote, "table": tables[0],
+              "code_version": code_version(), "machine": machine()}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "cluster.json").write_text(json.dumps(report, indent=2) + "\n")
+    text = (f"# compare in one process and on a local Dask cluster\n\n"
+            f"Data {report['data']}, classes {' '.join(args.classes)}, methods "
+            f"{' '.join(args.methods)}, bottom-up features, each run from an empty feature "
+            f"cache; {os.cpu_count()} cores; code {report['code_version']}.\n\n"
+            f"| run | seconds |\n|---|---|\n| one process (-j 1) | {local:.1f} |\n"
+            f"| LocalCluster, {args.workers} workers | {remote:.1f} |\n\n"
+            f"Speed-up {report['speedup']:.2f}x; the two tables are identical.\n")
+    (args.out / "cluster.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

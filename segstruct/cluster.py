@@ -1,0 +1,125 @@
+"""Independent tasks on local worker processes or on a Dask cluster.
+
+Three kinds of work split into independent tasks: feature extraction (one
+image each), cross-validation of C (one fold each) and ``compare`` (one
+(class, method) pair each). :func:`parallel_map` runs such tasks in order of
+their arguments, with a progress bar:
+
+- by default on ``n_jobs`` local processes (joblib's loky backend, whose
+  worker pool persists between calls), or in this process for ``n_jobs=1``;
+- inside :func:`use_scheduler` on the Dask cluster it names (joblib's dask
+  backend): every task goes to the cluster's workers, whatever ``n_jobs``.
+
+A Dask scheduler re-runs the tasks of a worker that dies on another worker,
+and the tasks here are deterministic, so a killed worker changes no result;
+``compare`` also keeps each pair's checkpoint, so a pair's rerun resumes.
+
+The workers read the data and write the feature cache at the paths this
+process gives them: on several machines, those must be on a shared file
+system (the same paths everywhere).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
+
+from joblib import Parallel, delayed, parallel_config
+from tqdm.auto import tqdm
+
+#: What installs Dask's distributed scheduler (``pip install "segstruct[dask]"``).
+DASK_EXTRA = 'pip install "segstruct[dask]"'
+
+#: Seconds :func:`use_scheduler` waits for a scheduler to answer, by default.
+CONNECT_TIMEOUT = 30.0
+
+# The client of the active use_scheduler() (None: local work).
+_client = None
+
+
+def on_cluster() -> bool:
+    """Whether :func:`use_scheduler` is active (tasks go to a Dask cluster)."""
+    return _client is not None
+
+
+@contextmanager
+def use_scheduler(address: str | None, timeout: float | None = None) -> Iterator[object]:
+    """Send :func:`parallel_map`'s tasks to the Dask scheduler at ``address``.
+
+    Parameters
+    ----------
+    address : "tcp://host:8786" (what ``dask scheduler`` prints), or None to
+        run locally (the context then does nothing and yields None).
+    timeout : seconds to wait for the scheduler (default ``CONNECT_TIMEOUT``).
+
+    Yields
+    ------
+    dask.distributed.Client, or None.
+
+    Raises
+    ------
+    ImportError
+        Dask's distributed scheduler is not installed.
+    OSError
+        No scheduler answered at ``address`` within ``timeout``.
+    """
+    global _client
+    if address is None:
+        yield None
+        return
+    if _client is not None:
+        raise RuntimeError("a Dask scheduler is in use already")
+    try:
+        from dask.distributed import Client
+    except ImportError as err:
+        raise ImportError(f"--scheduler needs Dask's distributed scheduler: {DASK_EXTRA}") \
+            from err
+    timeout = CONNECT_TIMEOUT if timeout is None else timeout
+    try:
+        client = Client(address, timeout=timeout)
+    except (OSError, TimeoutError) as err:
+        raise OSError(f"no Dask scheduler answered at {address} within {timeout:g} s "
+                      f"({err}); start one with `dask scheduler` and workers with "
+                      "`dask worker ADDRESS`") from err
+    _client = client
+    try:
+        with parallel_config(backend="dask"):
+            yield client
+    finally:
+        _client = None
+        client.close()
+
+
+def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
+                 progress: bool = False, desc: str = "", unit: str = "task") -> list:
+    """``[func(*args) for args in arg_lists]``, on workers, in order.
+
+    Parameters
+    ----------
+    func : a function picklable by joblib (cloudpickle) with picklable results.
+    arg_lists : sequence of argument tuples, one per task.
+    n_jobs : local worker processes (joblib convention, -1 = every core); 1
+        runs in this process. Ignored on a cluster (:func:`use_scheduler`):
+        there every task goes to the cluster.
+    progress, desc, unit : a tqdm bar over the tasks.
+
+    Returns
+    -------
+    list, the results in the order of ``arg_lists``.
+    """
+    total = len(arg_lists)
+    bar = tqdm(total=total, desc=desc, unit=unit, disable=not progress, leave=False)
+    try:
+        out = []
+        if not on_cluster() and (n_jobs == 1 or total <= 1):
+            for args in arg_lists:
+                out.append(func(*args))
+                bar.update()
+            return out
+        # the dask backend spreads over the whole cluster; n_jobs is local
+        runner = Parallel(n_jobs=-1 if on_cluster() else n_jobs, return_as="generator")
+        for result in runner(delayed(func)(*args) for args in arg_lists):
+            out.append(result)
+            bar.update()
+        return out
+    finally:
+        bar.close()

@@ -1,0 +1,171 @@
+"""Work on a Dask cluster (segstruct.cluster, --scheduler): a LocalCluster of
+2 worker processes stands for one.
+
+What must hold: every result is the one of the same work done locally
+(features, the cross-validation curve, compare's records), and a worker
+that dies mid-run changes nothing: its task runs again elsewhere (a compare
+pair resumes from its checkpoint).
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from segstruct.cli import main  # noqa: E402
+from segstruct.cluster import on_cluster, parallel_map, use_scheduler  # noqa: E402
+from segstruct.datasets import VOCDataset, make_synthetic_voc  # noqa: E402
+from segstruct.features.cache import ArrayCache  # noqa: E402
+from segstruct.features.descriptors import FeatureConfig  # noqa: E402
+from segstruct.features.extraction import FeatureExtractor  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
+         "--fz-min-size", "400", "-q"]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A scheduler and 2 single-threaded worker processes; yields its address."""
+    # The tasks name this module's functions, which the workers import as
+    # tests.test_cluster: worker processes start with this process's sys.path
+    # (a killed one too, when its nanny restarts it), so the repository root
+    # stays on it while the cluster lives.
+    sys.path.insert(0, str(REPO_ROOT))
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None, silence_logs=40) as c:
+            yield c.scheduler_address
+    finally:
+        sys.path.remove(str(REPO_ROOT))
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
+
+
+def square_and_pid(x):
+    return x * x, os.getpid()
+
+
+def die_once(x, marker):
+    """x squared; the first call for x == 3 kills its worker process."""
+    if x == 3 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)
+    return x * x
+
+
+def test_tasks_run_on_the_workers_in_order(cluster):
+    with use_scheduler(cluster) as client:
+        assert on_cluster() and client is not None
+        out = parallel_map(square_and_pid, [(x,) for x in range(8)], n_jobs=1)
+    assert not on_cluster()
+    assert [v for v, _ in out] == [x * x for x in range(8)]
+    assert os.getpid() not in {pid for _, pid in out}
+
+
+def test_a_killed_worker_loses_no_task(cluster, tmp_path):
+    marker = str(tmp_path / "killed")
+    with use_scheduler(cluster):
+        out = parallel_map(die_once, [(x, marker) for x in range(6)])
+    assert os.path.exists(marker)                # a worker did die
+    assert out == [x * x for x in range(6)]
+
+
+def test_features_on_the_cluster_equal_local_ones(cluster, data_root, tmp_path):
+    config = FeatureConfig(n_words=16, codebook_descriptors=2000, detector=None)
+
+    def graphs(cache):
+        ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(cache), progress=False)
+        return ex.examples("train", "car")
+    local = graphs(tmp_path / "local")
+    with use_scheduler(cluster):
+        remote = graphs(tmp_path / "remote")
+    assert len(remote) == len(local) == 6
+    for a, b in zip(local, remote):
+        for name in ("unary", "edges", "pairwise"):
+            np.testing.assert_array_equal(getattr(a.graph, name), getattr(b.graph, name))
+        np.testing.assert_array_equal(a.pixel_counts, b.pixel_counts)
+
+
+def test_cross_validation_on_the_cluster_equals_local(cluster, data_root, tmp_path):
+    from segstruct.learn.selection import cross_validate_C
+    from segstruct.learn.ssvm import StructuredSVM
+    config = FeatureConfig(n_words=16, codebook_descriptors=2000, detector=None)
+    ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path), progress=False)
+    train = ex.examples("train", "car")
+    X, Y = [e.graph for e in train], [e.pixel_counts for e in train]
+    local = cross_validate_C(StructuredSVM, X, Y, [0.1, 1.0], folds=2)
+    with use_scheduler(cluster):
+        remote = cross_validate_C(StructuredSVM, X, Y, [0.1, 1.0], folds=2)
+    for key in ("fold_counts", "pooled_counts", "n_iter", "converged", "fold_of_image"):
+        assert remote[key] == local[key]
+
+
+def test_the_command_line_refuses_a_dead_scheduler(data_root, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("segstruct.cluster.CONNECT_TIMEOUT", 2.0)
+    code = main(["features", "--data", str(data_root), "--cache", str(tmp_path),
+                 "--scheduler", "tcp://127.0.0.1:9", *SMALL])
+    assert code == 2
+    assert "no Dask scheduler answered at tcp://127.0.0.1:9 within 2 s" in capsys.readouterr().err
+
+
+def kill_after_checkpoints(marker, n):
+    """In a worker: die (once, over all workers) right after the n-th checkpoint."""
+    from segstruct.learn.callbacks import Checkpoint
+    real = Checkpoint.on_iteration
+    Checkpoint.real_on_iteration = real
+    saves = []
+
+    def save_then_die(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        saves.append(1)
+        if len(saves) == n and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)
+    Checkpoint.on_iteration = save_then_die
+
+
+def test_compare_on_the_cluster_survives_a_killed_worker(cluster, data_root, tmp_path,
+                                                         capsys):
+    base = ["compare", "--data", str(data_root), "--classes", "car", "person",
+            "--methods", "bl1", "bl2", "--no-figures", "--tol", "1e-4",
+            "--cache", str(tmp_path / "cache"), *SMALL]
+    assert main([*base, "--out", str(tmp_path / "local")]) == 0
+    marker = str(tmp_path / "killed")
+    client = distributed.Client(cluster)
+    try:
+        client.run(kill_after_checkpoints, marker, 3)
+        capsys.readouterr()
+        assert main([*base, "--out", str(tmp_path / "remote"), "--scheduler", cluster]) == 0
+    finally:
+        client.run(_restore_checkpoint)
+        client.close()
+    assert os.path.exists(marker)                # a worker died mid-pair
+    assert "on the Dask cluster" in capsys.readouterr().out
+    for pair in ("car-bl1", "car-bl2", "person-bl1", "person-bl2"):
+        local = json.loads((tmp_path / "local" / "runs" / f"{pair}.json").read_text())
+        remote = json.loads((tmp_path / "remote" / "runs" / f"{pair}.json").read_text())
+        assert remote["eval_score"] == local["eval_score"]
+        assert remote["training"]["n_iter"] == local["training"]["n_iter"]
+        assert remote["training"]["primal"] == pytest.approx(local["training"]["primal"])
+        assert not (tmp_path / "remote" / "models" / f"{pair}.ckpt.npz").exists()
+    local = json.loads((tmp_path / "local" / "results.json").read_text())
+    remote = json.loads((tmp_path / "remote" / "results.json").read_text())
+    assert remote["table"] == local["table"]
+
+
+def _restore_checkpoint():
+    """Undo kill_after_checkpoints in a worker that still has it."""
+    from segstruct.learn.callbacks import Checkpoint
+    if hasattr(Checkpoint, "real_on_iteration"):
+        Checkpoint.on_iteration = Checkpoint.real_on_iteration
+        del Checkpoint.real_on_iteration

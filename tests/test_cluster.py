@@ -6,10 +6,10 @@ What must hold: every result is the one of the same work done locally
 that dies mid-run changes nothing: its task runs again elsewhere (a compare
 pair resumes from its checkpoint).
 """
+import importlib
 import json
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,32 +23,12 @@ from segstruct.features.cache import ArrayCache  # noqa: E402
 from segstruct.features.descriptors import FeatureConfig  # noqa: E402
 from segstruct.features.extraction import FeatureExtractor  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400", "-q"]
-
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """A scheduler and 2 single-threaded worker processes; yields its address."""
-    # The tasks name this module's functions, which the workers import as
-    # tests.test_cluster: worker processes start with this process's sys.path
-    # (a killed one too, when its nanny restarts it), so the repository root
-    # stays on it while the cluster lives.
-    sys.path.insert(0, str(REPO_ROOT))
-    try:
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                      dashboard_address=None, silence_logs=40) as c:
-            yield c.scheduler_address
-    finally:
-        sys.path.remove(str(REPO_ROOT))
-
-
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
+# The tasks below run in the workers, which must import them by name: not
+# from this module (pytest imports it by path; putting the repository on
+# the workers' path would import segstruct's source tree instead of the
+# installed package), but from a module written for the cluster's lifetime.
+TASKS = '''
+import os
 
 
 def square_and_pid(x):
@@ -63,19 +43,81 @@ def die_once(x, marker):
     return x * x
 
 
-def test_tasks_run_on_the_workers_in_order(cluster):
+def kill_after_checkpoints(marker, n):
+    """In a worker: die (once, over all workers) right after the n-th checkpoint."""
+    from segstruct.learn.callbacks import Checkpoint
+    real = Checkpoint.on_iteration
+    Checkpoint.real_on_iteration = real
+    saves = []
+
+    def save_then_die(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        saves.append(1)
+        if len(saves) == n and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)
+    Checkpoint.on_iteration = save_then_die
+
+
+def restore_checkpoint():
+    """Undo kill_after_checkpoints in a worker that still has it."""
+    from segstruct.learn.callbacks import Checkpoint
+    if hasattr(Checkpoint, "real_on_iteration"):
+        Checkpoint.on_iteration = Checkpoint.real_on_iteration
+        del Checkpoint.real_on_iteration
+'''
+
+SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
+         "--fz-min-size", "400", "-q"]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory):
+    """The module of TASKS, importable as segstruct_test_tasks here and in the
+    workers: they start with this process's sys.path (a killed one too, when
+    its nanny restarts it), so the folder stays on it for the module."""
+    folder = tmp_path_factory.mktemp("tasks")
+    (folder / "segstruct_test_tasks.py").write_text(TASKS)
+    sys.path.insert(0, str(folder))
+    try:
+        yield importlib.import_module("segstruct_test_tasks")
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("segstruct_test_tasks", None)
+
+
+@pytest.fixture(scope="module")
+def cluster(tasks):
+    """A scheduler and 2 single-threaded worker processes; yields its address."""
+    import dask
+    # a task that kills every worker it reaches fails after 3 tries instead of
+    # hanging the suite (one death is what the tests here cause)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 2}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=":0", silence_logs=40) as c:
+        yield c.scheduler_address
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
+
+
+def test_tasks_run_on_the_workers_in_order(cluster, tasks):
     with use_scheduler(cluster) as client:
         assert on_cluster() and client is not None
-        out = parallel_map(square_and_pid, [(x,) for x in range(8)], n_jobs=1)
+        out = parallel_map(tasks.square_and_pid, [(x,) for x in range(8)], n_jobs=1)
     assert not on_cluster()
     assert [v for v, _ in out] == [x * x for x in range(8)]
     assert os.getpid() not in {pid for _, pid in out}
 
 
-def test_a_killed_worker_loses_no_task(cluster, tmp_path):
+def test_a_killed_worker_loses_no_task(cluster, tasks, tmp_path):
     marker = str(tmp_path / "killed")
     with use_scheduler(cluster):
-        out = parallel_map(die_once, [(x, marker) for x in range(6)])
+        out = parallel_map(tasks.die_once, [(x, marker) for x in range(6)])
     assert os.path.exists(marker)                # a worker did die
     assert out == [x * x for x in range(6)]
 
@@ -118,23 +160,7 @@ def test_the_command_line_refuses_a_dead_scheduler(data_root, tmp_path, capsys, 
     assert "no Dask scheduler answered at tcp://127.0.0.1:9 within 2 s" in capsys.readouterr().err
 
 
-def kill_after_checkpoints(marker, n):
-    """In a worker: die (once, over all workers) right after the n-th checkpoint."""
-    from segstruct.learn.callbacks import Checkpoint
-    real = Checkpoint.on_iteration
-    Checkpoint.real_on_iteration = real
-    saves = []
-
-    def save_then_die(self, *args, **kwargs):
-        real(self, *args, **kwargs)
-        saves.append(1)
-        if len(saves) == n and not os.path.exists(marker):
-            open(marker, "w").close()
-            os._exit(1)
-    Checkpoint.on_iteration = save_then_die
-
-
-def test_compare_on_the_cluster_survives_a_killed_worker(cluster, data_root, tmp_path,
+def test_compare_on_the_cluster_survives_a_killed_worker(cluster, tasks, data_root, tmp_path,
                                                          capsys):
     base = ["compare", "--data", str(data_root), "--classes", "car", "person",
             "--methods", "bl1", "bl2", "--no-figures", "--tol", "1e-4",
@@ -143,11 +169,11 @@ def test_compare_on_the_cluster_survives_a_killed_worker(cluster, data_root, tmp
     marker = str(tmp_path / "killed")
     client = distributed.Client(cluster)
     try:
-        client.run(kill_after_checkpoints, marker, 3)
+        client.run(tasks.kill_after_checkpoints, marker, 3)
         capsys.readouterr()
         assert main([*base, "--out", str(tmp_path / "remote"), "--scheduler", cluster]) == 0
     finally:
-        client.run(_restore_checkpoint)
+        client.run(tasks.restore_checkpoint)
         client.close()
     assert os.path.exists(marker)                # a worker died mid-pair
     assert "on the Dask cluster" in capsys.readouterr().out
@@ -161,11 +187,3 @@ def test_compare_on_the_cluster_survives_a_killed_worker(cluster, data_root, tmp
     local = json.loads((tmp_path / "local" / "results.json").read_text())
     remote = json.loads((tmp_path / "remote" / "results.json").read_text())
     assert remote["table"] == local["table"]
-
-
-def _restore_checkpoint():
-    """Undo kill_after_checkpoints in a worker that still has it."""
-    from segstruct.learn.callbacks import Checkpoint
-    if hasattr(Checkpoint, "real_on_iteration"):
-        Checkpoint.on_iteration = Checkpoint.real_on_iteration
-        del Checkpoint.real_on_iteration

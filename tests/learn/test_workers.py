@@ -166,3 +166,13 @@ def test_fit_with_workers_equals_the_fit_without(scope, loss, oracle):
     np.testing.assert_allclose(two.w_, one.w_, rtol=1e-9, atol=1e-12)
     assert two.primal_ == pytest.approx(one.primal_, rel=1e-12)
     assert [e["primal"] for e in two.log_] == pytest.approx([e["primal"] for e in one.log_])
+
+
+def test_the_command_line_gives_workers_only_where_they_paid():
+    """-j reaches the inference of the image scope; at the data-set scope the
+    union's cut is faster in one process (scripts/parallel_inference.py)."""
+    from segstruct.learn.lovasz_svm import LovaszSVM
+    from segstruct.learn.methods import with_workers
+    assert with_workers(StructuredSVM(scope="image"), 3).n_jobs == 3
+    assert with_workers(StructuredSVM(scope="dataset"), 3).n_jobs == 1
+    assert "n_jobs" not in with_workers(LovaszSVM(), 3).get_params()

@@ -187,3 +187,24 @@ def test_compare_on_the_cluster_survives_a_killed_worker(cluster, tasks, data_ro
     local = json.loads((tmp_path / "local" / "results.json").read_text())
     remote = json.loads((tmp_path / "remote" / "results.json").read_text())
     assert remote["table"] == local["table"]
+
+
+def test_train_with_C_auto_on_the_cluster_and_with_workers_equals_local(cluster, data_root,
+                                                                       tmp_path):
+    """The folds on the cluster, or on 2 local processes with the image
+    scope's inference workers: the same curve and the same model."""
+    from segstruct.io.persistence import load_model
+    base = ["train", "--data", str(data_root), "--class", "car", "--method", "bl1",
+            "--scope", "image", "--C", "auto", "--C-grid", "0.5", "5", "--folds", "2",
+            "--cache", str(tmp_path / "cache"), *SMALL]
+    runs = {"local": [], "cluster": ["--scheduler", cluster], "workers": ["-j", "2"]}
+    models = {}
+    for name, extra in runs.items():
+        assert main([*base, "--out", str(tmp_path / name), *extra]) == 0
+        models[name] = load_model(tmp_path / name)
+    svm, _, _, doc = models["local"]
+    for name in ("cluster", "workers"):
+        other, _, _, other_doc = models[name]
+        for key in ("fold_counts", "n_iter", "converged", "chosen_C"):
+            assert other_doc["C_selection"][key] == doc["C_selection"][key], (name, key)
+        np.testing.assert_array_equal(other.w_, svm.w_)

@@ -238,7 +238,7 @@ def with_workers(estimator, n_jobs: int):
     returns it.
 
     That is a cutting-plane SVM (``StructuredSVM.n_jobs``) at the image
-    scope: on 2 cores its proposed method trained 1.3-1.4x faster. At the
+    scope: on 2 cores its proposed method trained 1.31-1.85x faster. At the
     data-set scope the union's graph cut (bl1) took tens of milliseconds,
     less than sending the union's parts to the workers costs (0.68x on the
     largest shared training set, ``scripts/parallel_inference.py``), so the

@@ -674,10 +674,10 @@ class StructuredSVM(ParamsMixin):
             for x, t, a in zip(xs, ts, ws):
                 u, p = model.potentials(x, w)
                 problems.append((u, x.edges, p, t, a))
-            for i, (x, t, a, labels, value) in enumerate(zip(xs, ts, ws, *self._infer(
-                    pool, problems, loss, run.union_parts))):
-                gs[i] = psi_true[i] - model.joint_feature(x, labels)
-                losses[i] = value
+            labels, values = self._infer(pool, problems, loss, run.union_parts)
+            for i, x in enumerate(xs):
+                gs[i] = psi_true[i] - model.joint_feature(x, labels[i])
+                losses[i] = values[i]
             hinge = losses - gs @ w                          # H_i(w)
             # The training labelling is always a candidate (loss 0, margin 0): an
             # approximate oracle's answer that is worse is replaced by it, so every

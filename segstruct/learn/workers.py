@@ -142,7 +142,8 @@ class InferencePool:
         problems = list(problems)
         if self._parallel is None or len(problems) < 2:
             return [self.oracle(*problem, loss) for problem in problems]
-        ranges = blocks([len(problem[0]) for problem in problems], self.BLOCKS_PER_WORKER * self.n_workers)
+        ranges = blocks([len(problem[0]) for problem in problems],
+                        self.BLOCKS_PER_WORKER * self.n_workers)
         outs = self._parallel(delayed(_solve_block)(self._oracle_for(problems[r.start:r.stop]),
                                                     problems[r.start:r.stop], loss)
                               for r in ranges)

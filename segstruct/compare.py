@@ -238,11 +238,11 @@ class Comparison:
         if pending:
             # every evaluation image and mask is readable before hours of training
             self.extractor.examples(self.eval_split, pending[0][0], with_features=False)
-        if on_cluster():
-            self._train_on_cluster(pending)
+        # on a cluster the pairs train first, all at once; their records come back
+        trained = self._train_on_cluster(pending) if on_cluster() else {}
         for k, (class_name, method) in enumerate(pending, 1):
-            if on_cluster():
-                record = self._load_record(class_name, method)
+            if trained:
+                record = trained[class_name, method]
             else:
                 self.say(f"[{k}/{len(pending)}] training {method} for {class_name} on "
                          f"{self.dataset.name}/{self.train_split}")
@@ -316,11 +316,11 @@ class Comparison:
                 self.skipped[class_name] = str(err)
                 self.say(f"skipping {class_name}: {err}")
 
-    def _train_on_cluster(self, pending) -> None:
+    def _train_on_cluster(self, pending) -> dict:
         """Every pending pair as one task on the Dask cluster
         (``segstruct.cluster.use_scheduler``): each writes its model and
         record as here. A pair whose worker dies runs again on another and
-        resumes from its checkpoint."""
+        resumes from its checkpoint. Returns {(class, method): record}."""
         # features first (on the cluster too), so that no two pairs of a class
         # compute them at once
         for class_name in dict.fromkeys(c for c, _ in pending):
@@ -338,6 +338,7 @@ class Comparison:
         for record in records:       # what the workers would have said
             for warning in record["diagnosis"]["warnings"]:
                 self.say(f"      warning: {record['class']}/{record['method']}: {warning}")
+        return dict(zip(pending, records))
 
     def _train_and_score(self, class_name, method) -> dict:
         model_path = self.model_path(class_name, method)

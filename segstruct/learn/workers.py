@@ -22,7 +22,7 @@ exact:
 Measured on 2 cores (``scripts/parallel_inference.py``): the proposed
 method at the image scope trained 1.3-1.85 times faster. Sending each block
 the whole state (up to megabytes) instead of its own part made it 0.87-1.21
-times (docs/scaling.md).
+times in development (docs/scaling.md).
 
 At the data-set scope the single example is the disjoint union of the
 images. For a loss linear in (FP, FN) the most violated labelling of the

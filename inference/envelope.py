@@ -148,6 +148,10 @@ class Hull:
     #: ``BLAND_AFTER`` (which cannot cycle on degenerate triangles).
     MAX_PIVOTS = 500
     BLAND_AFTER = 50
+    #: Smallest pivot, relative to the entering column's largest entry: with
+    #: 1e-12 a pivot of rounding noise let three collinear points into the
+    #: basis (a singular 3x3 system on the penn-fudan data at C 0.3).
+    PIVOT_TOL = 1e-9
 
     def __init__(self, bound: float):
         self.bound = float(bound)
@@ -198,7 +202,13 @@ class Hull:
         for step in range(self.MAX_PIVOTS):
             # one LU inverse of the 3x3 basis serves the three products below
             # (three solves cost three times the per-call overhead)
-            inverse = np.linalg.inv(a[:, basis])
+            try:
+                inverse = np.linalg.inv(a[:, basis])
+            except np.linalg.LinAlgError:
+                # Rounding let three collinear points into the basis (seen on
+                # real data with x* on their line, at tiny potentials): the
+                # walk cannot go on from a singular basis; the LP can.
+                break
             x_b = inverse @ b
             pi = c[basis] @ inverse
             reduced = c - pi @ a
@@ -209,7 +219,8 @@ class Hull:
             j = (int(improving[np.argmax(reduced[improving])]) if step < self.BLAND_AFTER
                  else int(improving[0]))
             direction = inverse @ a[:, j]
-            rising = direction > 1e-12 * np.abs(direction).max()
+            # a pivot within rounding of 0 would make the next basis singular
+            rising = direction > self.PIVOT_TOL * np.abs(direction).max()
             if not rising.any():     # cannot happen: the dual is bounded
                 raise RuntimeError("hull: unbounded pivot (rounding)")
             # Basic values within rounding of 0 count as 0: at a degenerate
@@ -225,7 +236,7 @@ class Hull:
 
     def _slopes_by_lp(self, points, heights, b) -> tuple[float, float, float]:
         """The primal LP by a general solver: the fallback should the walk
-        still not settle (none seen since degenerate ties are exact)."""
+        not settle within ``MAX_PIVOTS`` or reach a singular basis."""
         from scipy.optimize import linprog
         m = heights.size
         res = linprog([1.0, -b[1], -b[2]], A_ub=np.c_[-np.ones(m), points[1:].T],

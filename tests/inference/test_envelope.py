@@ -324,6 +324,50 @@ def test_hull_at_known_points_of_many_lattice_points():
         assert value == pytest.approx(ref.fun, rel=1e-7, abs=1e-7)
 
 
+#: Reduced from a penn-fudan person training run (proposed, C 0.3 in
+#: superpixel units, potentials below 1e-3): x* lies on the line FN = 495
+#: of three known points, and a pivot of rounding noise took all three into
+#: the basis, a singular 3x3 system (numpy's LinAlgError stopped training).
+COLLINEAR = dict(
+    xs=np.array([[522.0, 494.0], [503.0, 495.0], [496.0, 495.0], [493.0, 495.0],
+                 [494.0, 496.0]]),
+    ss=np.array([0.4095482110169316, 0.4092279511810837, 0.4094510789079195,
+                 0.4095433756760542, 0.40852925479303803]),
+    point=np.array([494.0, 495.0]), bound=9.0)
+
+
+def _collinear_hull():
+    hull = E.Hull(COLLINEAR["bound"])
+    for x, s in zip(COLLINEAR["xs"], COLLINEAR["ss"]):
+        hull.add(x, s)
+    return hull
+
+
+def _check_collinear(value, s_fp, s_fn):
+    xs, ss, point = COLLINEAR["xs"], COLLINEAR["ss"], COLLINEAR["point"]
+    assert value == pytest.approx(
+        hull_by_enumeration(xs, ss, point, COLLINEAR["bound"]), rel=1e-9, abs=1e-12)
+    attained = np.max(ss + (xs - point) @ np.array([s_fp, s_fn]))
+    assert attained == pytest.approx(value, rel=1e-9, abs=1e-12)
+
+
+def test_hull_with_the_point_on_a_line_of_known_points():
+    """The walk itself: no pivot of rounding noise, so no singular basis."""
+    _check_collinear(*_collinear_hull().slopes(COLLINEAR["point"]))
+
+
+def test_hull_falls_back_to_the_lp_at_a_singular_basis(monkeypatch):
+    """With the old pivot tolerance the walk reaches the singular basis; the
+    answer then comes from the LP instead of a LinAlgError."""
+    monkeypatch.setattr(E.Hull, "PIVOT_TOL", 1e-12)
+    hull = _collinear_hull()
+    used = []
+    lp = hull._slopes_by_lp
+    monkeypatch.setattr(hull, "_slopes_by_lp", lambda *args: used.append(1) or lp(*args))
+    _check_collinear(*hull.slopes(COLLINEAR["point"]))
+    assert used, "the walk was expected to reach the singular basis here"
+
+
 def test_hull_falls_back_to_a_general_lp(monkeypatch):
     """Should the walk not settle within its pivots, the LP gives the same value."""
     rng = np.random.default_rng(8)

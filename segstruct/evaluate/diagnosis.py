@@ -50,7 +50,7 @@ def diagnose(estimator, X, Y, predictions=None) -> dict:
     report = {"foreground_share": share, "collapse": collapse,
               "converged": bool(estimator.converged_), "gap": gap,
               "relative_gap": gap / primal if primal > 0 else 0.0,
-              "target_gap": float(estimator.C * estimator.tol), "warnings": []}
+              "target_gap": float(_svm_C(estimator) * estimator.tol), "warnings": []}
     if not estimator.converged_:
         # only the SSVM's cutting-plane solvers keep a checkpoint to continue from
         resumable = (getattr(estimator, "solver", None) in ("oneslack", "nslack")
@@ -77,16 +77,23 @@ def _criterion(estimator) -> str:
     """What convergence means for the estimator's solver."""
     solver = getattr(estimator, "solver", None)
     if solver == "bcfw":
-        return f"convergence means a duality gap below C tol = {estimator.C * estimator.tol:g}"
+        return (f"convergence means a duality gap below C tol = "
+                f"{_svm_C(estimator) * estimator.tol:g}")
     if solver == "sgd":
         return "SGD has no stopping test and certifies no gap: the lower bound 0 is trivial"
     if solver == "lbfgs":
         return (f"convergence means an objective within C tol = "
-                f"{estimator.C * estimator.tol:g} of its minimum, certified by the gradient")
+                f"{_svm_C(estimator) * estimator.tol:g} of its minimum, certified by the "
+                "gradient")
     if solver == "subgradient":
         return ("subgradient descent stops early only when a step leaves the weights in "
                 "place, and certifies no gap: the lower bound 0 is trivial")
     return f"convergence means a largest violation below tol {estimator.tol:g}"
+
+
+def _svm_C(estimator) -> float:
+    """The C of the objective the estimator solved (its gaps are in those units)."""
+    return float(getattr(estimator, "svm_C_", estimator.C))
 
 
 def _cause(estimator, collapse) -> str:

@@ -63,7 +63,7 @@ from segstruct.inference.losses import IoULoss, get_loss
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.learn.lovasz import SCOPES, fit_cutting_plane, fit_sgd
 from segstruct.learn.single_run import SingleRun, SingleRunSVM
-from segstruct.learn.ssvm import DEFAULT_MAX_ITER, StructuredSVM, label_counts
+from segstruct.learn.ssvm import DEFAULT_C, DEFAULT_MAX_ITER, StructuredSVM, label_counts
 from segstruct.model import MRFModel
 
 __all__ = ["LovaszSVM"]
@@ -77,8 +77,11 @@ class LovaszSVM(SingleRunSVM):
     ----------
     loss : "iou" or an IoULoss, default "iou"
         The Lovász hinge here is that of the (weighted) Jaccard loss only.
-    C : float, default 0.5
-        Weight of the hinge in 1/2 ||w_u||^2 + C H(w_u).
+    C : float, default 1.0
+        Regularisation trade-off, in ``C_units`` as for StructuredSVM: the
+        objective is 1/2 ||w_u||^2 + svm_C_ H(w_u), with ``svm_C_`` that of
+        the IoU SSVMs at the same C (the margins are on their scale).
+    C_units : {"superpixel", "paper"}, default "superpixel"
     scope : {"dataset", "image"}, default "dataset"
         One Jaccard loss over the training set, or the mean of per-image ones.
     node_weights : {"count", "area"}, default "count"
@@ -125,11 +128,12 @@ class LovaszSVM(SingleRunSVM):
 
     method = "lovasz"
 
-    def __init__(self, loss="iou", C=0.5, scope="dataset", node_weights="count",
-                 pairwise=True, margin_scale="foreground", solver="oneslack", tol=1e-3,
-                 max_iter=DEFAULT_MAX_ITER):
+    def __init__(self, loss="iou", C=DEFAULT_C, C_units="superpixel", scope="dataset",
+                 node_weights="count", pairwise=True, margin_scale="foreground",
+                 solver="oneslack", tol=1e-3, max_iter=DEFAULT_MAX_ITER):
         self.loss = loss
         self.C = C
+        self.C_units = C_units
         self.scope = scope
         self.node_weights = node_weights
         self.pairwise = pairwise
@@ -152,6 +156,10 @@ class LovaszSVM(SingleRunSVM):
         if self.margin_scale not in self.MARGIN_SCALES:
             raise ValueError(f"unknown margin_scale {self.margin_scale!r}; use one of "
                              f"{self.MARGIN_SCALES}")
+        if self.margin_scale == "unit" and self.C_units == "superpixel":
+            raise ValueError("margin_scale='unit' (the published hinge) asks a margin of 1 "
+                             "per node, which C in superpixel units does not describe: "
+                             "give C in the paper's units (C_units='paper')")
         if self.solver not in self.SOLVERS:
             raise ValueError(f"the lovasz method trains by cutting planes (solver "
                              f"'oneslack') or SGD ('sgd'), not {self.solver!r}")
@@ -168,12 +176,13 @@ class LovaszSVM(SingleRunSVM):
         start = time.perf_counter()
         scales = self.margin_scales(ts, ws)
         unary = [s * np.asarray(x.unary, np.float64) for s, x in zip(scales, X)]
+        objective = self._objective_C(ts, ws)
+        C = objective["svm_C_"]
         if self.solver == "sgd":
-            fit = fit_sgd(unary, ts, ws, C=float(self.C), epochs=int(self.max_iter))
+            fit = fit_sgd(unary, ts, ws, C=C, epochs=int(self.max_iter))
             fit.lower_bound = 0.0          # the trivial bound: F >= 0
         else:
-            fit = fit_cutting_plane(unary, ts, ws, C=float(self.C), scope=self.scope,
-                                    tol=float(self.C * self.tol),
+            fit = fit_cutting_plane(unary, ts, ws, C=C, scope=self.scope, tol=C * self.tol,
                                     max_iter=int(self.max_iter))
         w, selection = fit.w, None
         if self.pairwise:
@@ -183,7 +192,7 @@ class LovaszSVM(SingleRunSVM):
                          n_iter=len(fit.history) if self.solver == "sgd" else fit.n_iter,
                          converged=fit.converged,
                          primal=fit.objective, dual=fit.lower_bound,
-                         attributes={"pairwise_selection_": selection})
+                         attributes={"pairwise_selection_": selection, **objective})
 
     def margin_scales(self, targets, weights) -> list[float]:
         """The factor s of each image's scores in the hinge (module docstring).

@@ -272,7 +272,9 @@ class MultivariateSVM(ParamsMixin):
         Z = self._design(X)
         # One structured example: all points, no edges, no pairwise features.
         graph = Graph(unary=Z, edges=np.zeros((0, 2), np.int64), pairwise=np.zeros((0, 0)))
-        learner = StructuredSVM(loss=loss, C=float(self.C), solver="oneslack",
+        # its C is the objective's own (SVM-struct's): twice it in the paper's units
+        learner = StructuredSVM(loss=loss, C=2.0 * float(self.C), C_units="paper",
+                                solver="oneslack",
                                 scope="dataset", node_weights="count", pairwise=False,
                                 oracle=bl2, tol=self.tol, max_iter=self.max_iter)
         learner.fit([graph], [y])

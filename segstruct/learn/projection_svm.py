@@ -40,7 +40,7 @@ import numpy as np
 
 from segstruct.learn.fenchel_young import SCOPES, SETS, ProjectionProblem, fit_lbfgs
 from segstruct.learn.single_run import SingleRun, SingleRunSVM
-from segstruct.learn.ssvm import DEFAULT_MAX_ITER, StructuredSVM
+from segstruct.learn.ssvm import DEFAULT_C, DEFAULT_MAX_ITER, StructuredSVM
 
 __all__ = ["ProjectionSVM", "SETS"]
 
@@ -51,9 +51,11 @@ class ProjectionSVM(SingleRunSVM):
 
     Parameters
     ----------
-    C : float, default 0.5
+    C : float, default 1.0
         Weight of the loss, a sum over parts (superpixels and edges) that
-        scales as the Hamming loss does.
+        scales as the Hamming loss does; in ``C_units`` as for StructuredSVM
+        (the loss counts as Hamming's: the objective weighs it by ``svm_C_``).
+    C_units : {"superpixel", "paper"}, default "superpixel"
     scope : {"dataset", "image"}, default "dataset"
         The loss summed over the training set, or the mean of the images'
         (the same loss, weighing images differently).
@@ -82,9 +84,11 @@ class ProjectionSVM(SingleRunSVM):
     solver = "lbfgs"
     loss = "hamming"
 
-    def __init__(self, C=0.5, scope="dataset", projection_set="cube", node_weights="count",
-                 pairwise=True, tol=1e-3, max_iter=DEFAULT_MAX_ITER):
+    def __init__(self, C=DEFAULT_C, C_units="superpixel", scope="dataset",
+                 projection_set="cube", node_weights="count", pairwise=True, tol=1e-3,
+                 max_iter=DEFAULT_MAX_ITER):
         self.C = C
+        self.C_units = C_units
         self.scope = scope
         self.projection_set = projection_set
         self.node_weights = node_weights
@@ -111,12 +115,14 @@ class ProjectionSVM(SingleRunSVM):
         _, _, _, ts, ws = StructuredSVM(node_weights=self.node_weights,
                                         scope="image")._examples(X, Y)
         start = time.perf_counter()
+        objective = self._objective_C(ts, ws)
+        C = objective["svm_C_"]
         problem = ProjectionProblem(
             [x.unary for x in X], ts,
             pairwise=[x.pairwise for x in X] if self.pairwise else None,
-            edges=[x.edges for x in X], C=float(self.C), kind=self.projection_set,
+            edges=[x.edges for x in X], C=C, kind=self.projection_set,
             scope=self.scope, weights=ws if self.projection_set == "cube" else None)
-        fit = fit_lbfgs(problem, tol=float(self.C * self.tol), max_iter=int(self.max_iter))
+        fit = fit_lbfgs(problem, tol=C * self.tol, max_iter=int(self.max_iter))
         log, best = [], np.inf
         for k, (f, s) in enumerate(zip(fit.history, fit.seconds_history), start=1):
             best = min(best, f)
@@ -125,4 +131,5 @@ class ProjectionSVM(SingleRunSVM):
         log[-1].update(dual=fit.objective - fit.bound, gap=fit.bound,
                        seconds=time.perf_counter() - start)
         return SingleRun(w=fit.w, log=log, n_iter=fit.n_iter, converged=fit.converged,
-                         primal=fit.objective, dual=fit.objective - fit.bound)
+                         primal=fit.objective, dual=fit.objective - fit.bound,
+                         attributes=objective)

@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from segstruct.inference.losses import get_loss
 from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoints
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.ssvm import StructuredSVM, svm_C
 from segstruct.model import MRFModel
 
 __all__ = ["SingleRun", "SingleRunSVM"]
@@ -111,3 +111,12 @@ class SingleRunSVM(StructuredSVM):
 
     def _train(self, X: list, Y) -> SingleRun:
         raise NotImplementedError
+
+    def _objective_C(self, targets, weights) -> dict:
+        """The C of the objective the solver minimises, in the SSVM's way
+        (:func:`~segstruct.learn.ssvm.svm_C`: one example at the data-set
+        scope, the images at the image scope), as the fitted attributes
+        ``svm_C_`` and ``superpixel_loss_``."""
+        n = 1 if self.scope == "dataset" else len(targets)
+        C, delta = svm_C(self.C, self.C_units, get_loss(self.loss), targets, weights, n)
+        return {"svm_C_": C, "superpixel_loss_": delta}

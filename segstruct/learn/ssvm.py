@@ -95,6 +95,8 @@ class TrainingRun:
     """
 
     estimator: "StructuredSVM"
+    C: float                           # the objective's C (svm_C_), see svm_C
+    superpixel_loss: float | None      # of svm_C (None in paper units)
     model: MRFModel
     xs: list
     ts: list
@@ -123,6 +125,11 @@ class TrainingError(RuntimeError):
     """A solver failed beyond its retries and fallbacks; the message names the
     iteration and the checkpoint that training can resume from."""
 SCOPES = ("image", "dataset")
+#: What ``C`` is measured in (:func:`svm_C`).
+C_UNITS = ("superpixel", "paper")
+#: The default C, in superpixel units (chosen on held-out data sets:
+#: scripts/lodo.py, results/lodo).
+DEFAULT_C = 1.0
 #: Cutting-plane iterations at most. The stabilised 1-slack loop converged in
 #: 59-529 iterations on the shared data's classes at the defaults; 200, the
 #: old default, stopped bl2 and proposed on three of six classes.
@@ -213,6 +220,73 @@ def resolve_loss(loss, kappa, targets, weights) -> Loss:
     return get_loss(loss)
 
 
+def superpixel_loss(loss: Loss, targets, weights, n_examples: int) -> float:
+    """The loss of missing one average superpixel of an average example.
+
+    ``Delta(FP=0, FN=abar; Np/n, Nn/n)``, with ``abar`` the mean weight of the
+    non-void nodes and Np, Nn the training set's totals spread over its
+    ``n_examples`` examples (1 at the data-set scope, the images at the
+    image scope). 1 for the Hamming losses with count weights, about 1/Np
+    for IoU and 1/(2 Np) for F1.
+
+    Parameters
+    ----------
+    loss : Loss (resolved: kappa filled in).
+    targets, weights : sequences of (N_k,) {0, 1} targets and node weights >= 0.
+    n_examples : int >= 1.
+
+    Returns
+    -------
+    float > 0
+
+    Raises
+    ------
+    ValueError
+        When the training set has no weighted node, or the loss of a missed
+        superpixel is not a positive number (a loss blind to false
+        negatives): superpixel units are then undefined.
+    """
+    a = np.concatenate([np.asarray(w, np.float64) for w in weights])
+    t = np.concatenate([np.asarray(x, np.float64) for x in targets])
+    if not np.any(a > 0):
+        raise ValueError("the training set has no node with a non-void pixel")
+    abar = float(a[a > 0].mean())
+    n_pos, n_neg = float(a @ t) / n_examples, float(a @ (1 - t)) / n_examples
+    value = float(loss(0.0, min(abar, n_pos), n_pos, n_neg)) if n_pos > 0 else 0.0
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(
+            f"C in superpixel units needs a loss that is positive when a foreground "
+            f"superpixel is missed; {loss!r} gives {value:g} (foreground weight "
+            f"{n_pos:g} per example): give C in the paper's units (C_units='paper')")
+    return value
+
+
+def svm_C(C: float, C_units: str, loss: Loss, targets, weights,
+          n_examples: int) -> tuple[float, float | None]:
+    """The C of the objective a learner solves, from C as the user gives it.
+
+    Every learner minimises ``1/2 ||w||^2 + C_svm * mean_k H_k(w)`` over its
+    n examples. In ``"superpixel"`` units (the default) the user's C is the
+    weight of the hinge summed over the examples with the loss measured in
+    missed superpixels: ``C_svm = C * n * delta``, delta the loss of one
+    missed superpixel (:func:`superpixel_loss`). So one C means one
+    trade-off for every loss (Hamming counts superpixels; IoU near the
+    truth is about (FP + FN) / Np) and both scopes (for a loss that is a sum
+    over images the two objectives are then equal). In ``"paper"`` units C
+    is the paper's (Eq. 8 writes ||w||^2 + C xi): ``C_svm = C / 2``.
+
+    Returns
+    -------
+    (C_svm, delta) ; delta is None in paper units.
+    """
+    if C_units == "paper":
+        return 0.5 * float(C), None
+    if C_units != "superpixel":
+        raise ValueError(f"unknown C_units {C_units!r}; use one of {C_UNITS}")
+    delta = superpixel_loss(loss, targets, weights, n_examples)
+    return float(C) * n_examples * delta, delta
+
+
 class StructuredSVM(ParamsMixin):
     """Structural SVM for binary MRF segmentation (scikit-learn style).
 
@@ -230,8 +304,14 @@ class StructuredSVM(ParamsMixin):
         For ``loss="adjusted_hamming"``: the FP weight; None means the
         foreground / background ratio of the training set, counted with the
         node weights in use (superpixels in count mode: Eq. 28 of the paper).
-    C : float, default 0.5
-        Regularisation trade-off (the paper's C = 1 in its convention).
+    C : float, default 1.0 (``DEFAULT_C``)
+        Regularisation trade-off, in ``C_units``.
+    C_units : {"superpixel", "paper"}, default "superpixel"
+        What C is measured in (:func:`svm_C`). "superpixel": the loss is
+        counted in missed superpixels and summed over the examples, so one
+        C suits every loss and both scopes (cross-validation on the shared
+        data sets chose about the same C for bl1, bl2 and proposed). "paper":
+        the C of the paper's Eq. 8 (its C = 1 is an objective weight of 0.5).
     solver : {"oneslack", "nslack", "subgradient", "sgd", "bcfw"}, default "oneslack"
         The cutting-plane loops (1-slack, stabilised as OCAS; n-slack), or a
         first-order learner of :mod:`segstruct.learn.stochastic` on the same
@@ -304,6 +384,12 @@ class StructuredSVM(ParamsMixin):
         lower bound of the optimum; 0, the trivial bound, for subgradient
         descent and SGD, which certify nothing.
     n_iter_, converged_, gap_ (= primal_ - dual_), fit_seconds_.
+    svm_C_ : float, the C of the objective solved,
+        ``1/2 ||w||^2 + svm_C_ * mean_k H_k(w)`` (:func:`svm_C`); ``primal_``,
+        ``dual_`` and ``log_`` are values of that objective, and training
+        stops at a gap of ``svm_C_ * tol``. The paper's C is twice it.
+    superpixel_loss_ : float or None, the loss of one missed superpixel
+        (:func:`superpixel_loss`); None with ``C_units="paper"``.
     working_set_ : dict of arrays, the final cutting planes (for
         warm_start; cutting-plane solvers only).
     oracle_ : the oracle this fit used: a deep copy of ``oracle`` (or the
@@ -319,13 +405,15 @@ class StructuredSVM(ParamsMixin):
     ``loss_`` and ``n_features_in_``: enough to predict.
     """
 
-    def __init__(self, loss="adjusted_hamming", kappa=None, C=0.5, solver="oneslack",
+    def __init__(self, loss="adjusted_hamming", kappa=None, C=DEFAULT_C, C_units="superpixel",
+                 solver="oneslack",
                  scope="dataset", node_weights="count", pairwise=True, oracle=None,
                  tol=1e-3, max_iter=DEFAULT_MAX_ITER, inactive_limit=50, warm_start=False,
                  n_jobs=1):
         self.loss = loss
         self.kappa = kappa
         self.C = C
+        self.C_units = C_units
         self.solver = solver
         self.scope = scope
         self.node_weights = node_weights
@@ -370,6 +458,8 @@ class StructuredSVM(ParamsMixin):
                              f"use one of {NODE_WEIGHT_MODES}")
         if not (np.isfinite(self.C) and self.C > 0):
             raise ValueError(f"C must be positive and finite, got {self.C}")
+        if self.C_units not in C_UNITS:
+            raise ValueError(f"unknown C_units {self.C_units!r}; use one of {C_UNITS}")
         if not (self.tol > 0 and self.max_iter >= 1):
             raise ValueError("tol must be > 0 and max_iter >= 1")
 
@@ -462,6 +552,8 @@ class StructuredSVM(ParamsMixin):
         self._best_cut = (state.best_g, state.best_l)
         self._warm = run.warm_key
         self.oracle_ = run.oracle
+        self.svm_C_ = run.C
+        self.superpixel_loss_ = run.superpixel_loss
         self.w_ = state.best_w
         self.loss_ = run.loss
         self.log_ = state.log
@@ -502,13 +594,14 @@ class StructuredSVM(ParamsMixin):
         nonpositive = np.flatnonzero(model.upper_bounds(xs[0]) == 0)
         psi_true = np.stack([model.joint_feature(x, t) for x, t in zip(xs, ts)])
         oracle = copy.deepcopy(self.oracle or loss_augmented)
+        C, delta = svm_C(self.C, self.C_units, loss, all_t, all_w, len(xs))
         problem = stochastic.ImageScopeProblem(
             model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle, psi_true=psi_true,
-            nonpositive=nonpositive, C=float(self.C))
+            nonpositive=nonpositive, C=C)
         # what the callbacks read (the estimator, an empty working set, times)
         run = TrainingRun(
-            estimator=self, model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle,
-            qp=WorkingSetQP(dim, [self.C / len(xs)] * len(xs), nonpositive),
+            estimator=self, C=C, superpixel_loss=delta, model=model, xs=xs, ts=ts, ws=ws,
+            loss=loss, oracle=oracle, qp=WorkingSetQP(dim, [C / len(xs)] * len(xs), nonpositive),
             psi_true=psi_true, nonpositive=nonpositive, dim=dim, start=start,
             warm_key=None, warm=False, fingerprint=lambda: "")
         state = TrainingState.start(dim, len(xs))
@@ -565,6 +658,7 @@ class StructuredSVM(ParamsMixin):
             self.__dict__.pop(name, None)
         self._warm = None
         self.oracle_ = oracle
+        self.svm_C_, self.superpixel_loss_ = C, delta
         self.w_ = result.w
         self.loss_ = loss
         self.log_ = log
@@ -604,12 +698,13 @@ class StructuredSVM(ParamsMixin):
         xs, ts, ws, all_t, all_w = self._examples(X, Y)
         loss = self._resolve_loss(all_t, all_w)
         n = len(xs)
+        C, delta = svm_C(self.C, self.C_units, loss, all_t, all_w, n)
         dim = model.n_features(xs[0])
         nonpositive = np.flatnonzero(model.upper_bounds(xs[0]) == 0)
-        caps = [self.C] if self.solver == "oneslack" else [self.C / n] * n
+        caps = [C] if self.solver == "oneslack" else [C / n] * n
         qp = WorkingSetQP(dim, caps, nonpositive)
         # the QP's own gap adds to the certified one: keep it far below C tol
-        qp.abs_gap_tol = 0.01 * self.C * self.tol
+        qp.abs_gap_tol = 0.01 * C * self.tol
         psi_true = np.stack([model.joint_feature(x, t) for x, t in zip(xs, ts)])
         # hashing every feature array costs a fraction of a second: only when asked
         warm_key = self._warm_key(xs, ts, ws, loss) if self.warm_start else None
@@ -624,7 +719,7 @@ class StructuredSVM(ParamsMixin):
                 and loss.linear_coefficients is not None):
             union_parts = ([np.shape(x.unary)[0] for x in X], [np.shape(x.edges)[0] for x in X])
         return TrainingRun(
-            estimator=self, model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle,
+            estimator=self, C=C, superpixel_loss=delta, model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle,
             qp=qp, psi_true=psi_true, nonpositive=nonpositive, dim=dim, start=start,
             warm_key=warm_key, warm=warm,
             fingerprint=lambda: self._fingerprint(xs, ts, ws, loss), union_parts=union_parts)
@@ -636,7 +731,7 @@ class StructuredSVM(ParamsMixin):
         # changes with C
         state.w, state.best_w = self.w_.copy(), self.w_.copy()
         state.best_g, state.best_l = self._best_cut
-        state.best_primal = (0.5 * self.w_ @ self.w_ + self.C
+        state.best_primal = (0.5 * self.w_ @ self.w_ + run.C
                              * max(0.0, self._best_cut[1] - self._best_cut[0] @ self.w_))
         if self.solver == "nslack":          # its cuts are per example
             state.best_primal = np.inf
@@ -656,7 +751,7 @@ class StructuredSVM(ParamsMixin):
         """
         model, loss, oracle, qp = run.model, run.loss, run.oracle, run.qp
         xs, ts, ws, psi_true = run.xs, run.ts, run.ws, run.psi_true
-        n, dim, nonpositive = len(xs), run.dim, run.nonpositive
+        n, dim, nonpositive, C = len(xs), run.dim, run.nonpositive, run.C
         log = state.log
         w, xi, dual, converged = state.w, state.xi, state.dual, state.converged
         # The best point evaluated: weights, objective and its cut (mean g, mean loss).
@@ -685,7 +780,7 @@ class StructuredSVM(ParamsMixin):
             worse = hinge < 0
             gs[worse], losses[worse], hinge[worse] = 0.0, 0.0, 0.0
             point = _Point(w, gs.mean(axis=0), float(losses.mean()), hinge,
-                           0.5 * w @ w + self.C * float(hinge.mean()), gs, losses)
+                           0.5 * w @ w + C * float(hinge.mean()), gs, losses)
             if point.primal < best.primal:
                 # keep the weights whose objective is known: when training stops
                 # at max_iter, the last QP solution may never have been evaluated
@@ -708,13 +803,13 @@ class StructuredSVM(ParamsMixin):
                 violation = np.array([at.hinge.mean() - xi[0]])
                 step = 1.0
                 if qp.n_constraints:
-                    step = self._line_search(best, at, evaluate, dual, nonpositive)
+                    step = self._line_search(best, at, evaluate, dual, nonpositive, C)
                 # Either certifies the best point within C tol of the optimum:
                 # the gap to the QP's bound, or (the plain cutting-plane test,
                 # which needs no QP precision below C tol) no violation
                 # beyond tol at the solution of a QP solved to its tolerance
                 # (an unsolved QP's "solution" proves nothing).
-                converged = bool(best.primal - dual <= self.C * self.tol
+                converged = bool(best.primal - dual <= C * self.tol
                                  or (violation[0] <= self.tol and qp_solved))
                 cuts = []
                 if not converged:
@@ -789,7 +884,7 @@ class StructuredSVM(ParamsMixin):
     LINE_SEARCH_CALLS = 1
 
     def _line_search(self, best: _Point, at: _Point, evaluate, dual: float,
-                     nonpositive) -> float:
+                     nonpositive, C: float) -> float:
         """Search the objective on ``best.w + t (at.w - best.w)``, t >= 0.
 
         Both ends are evaluated already; each further call of ``evaluate``
@@ -817,10 +912,10 @@ class StructuredSVM(ParamsMixin):
         for _ in range(self.LINE_SEARCH_CALLS):
             cs = [p.loss - p.g @ w0 for p in points.values()]
             ss = [-(p.g @ d) for p in points.values()]
-            t, model = minimize_model(a, b, cs, ss, self.C, t_max)
+            t, model = minimize_model(a, b, cs, ss, C, t_max)
             lower = c0 + model
             t_best = min(points, key=lambda k: points[k].primal)
-            enough = 0.1 * max(best.primal - dual, self.C * self.tol)
+            enough = 0.1 * max(best.primal - dual, C * self.tol)
             if t in points or points[t_best].primal - lower <= enough:
                 break
             w_t = w0 + t * d

@@ -31,22 +31,22 @@ def reference(problem):
 def test_bcfw_reaches_the_nslack_optimum(problem, reference):
     X, Y = problem
     est = StructuredSVM(solver="bcfw", scope="image", C=C, tol=TOL, max_iter=3000).fit(X, Y)
-    assert est.converged_ and est.gap_ <= C * TOL
+    assert est.converged_ and est.gap_ <= est.svm_C_ * TOL
     # weak duality both ways: each learner's bound lies below the other's objective
     assert est.dual_ <= reference.primal_ + 1e-9
     assert reference.dual_ <= est.primal_ + 1e-9
-    assert abs(est.primal_ - reference.primal_) <= C * TOL
+    assert abs(est.primal_ - reference.primal_) <= est.svm_C_ * TOL
     assert np.all(est.w_[-2:] <= 0)            # the pairwise block
     assert est.gap_ == pytest.approx(est.primal_ - est.dual_)
     # primal_ is the objective at w_, evaluated afresh
-    assert ImageScopeProblem.from_data(X, Y, C=C).primal(est.w_) == pytest.approx(
+    assert ImageScopeProblem.from_data(X, Y, C=est.svm_C_).primal(est.w_) == pytest.approx(
         est.primal_, rel=1e-12)
     # one log entry per epoch, the last one at the returned weights
     assert len(est.log_) == est.n_iter_ >= 1
     assert [e["iteration"] for e in est.log_] == list(range(1, est.n_iter_ + 1))
     last = est.log_[-1]
     assert last["primal"] == est.primal_ and last["dual"] == est.dual_
-    assert last["gap"] <= C * TOL and last["solver"] == "bcfw"
+    assert last["gap"] <= est.svm_C_ * TOL and last["solver"] == "bcfw"
     assert all(e["oracle_calls"] == 2 * len(X) for e in est.log_)   # steps + evaluation
     assert all(b["seconds"] >= a["seconds"] for a, b in zip(est.log_, est.log_[1:]))
     assert est.fit_seconds_ >= last["seconds"]

@@ -60,7 +60,9 @@ def test_separable_problem_reaches_zero_training_loss(scope, pairwise):
 
 def test_unary_weights_are_the_hinge_optimum_and_attributes_describe_it():
     X, Y = separable_graphs(1)
-    est = LovaszSVM(C=2.0, tol=1e-4, margin_scale="unit").fit(X, Y)
+    # the published hinge, in the paper's units (its C = 4: an objective weight of 2)
+    est = LovaszSVM(C=4.0, C_units="paper", tol=1e-4, margin_scale="unit").fit(X, Y)
+    assert est.svm_C_ == 2.0 and est.superpixel_loss_ is None
     fit = fit_cutting_plane([x.unary for x in X], Y, C=2.0, tol=2.0 * 1e-4)
     np.testing.assert_array_equal(est.w_[:3], fit.w)
     assert (est.primal_, est.dual_, est.n_iter_) == (fit.objective, fit.lower_bound, fit.n_iter)
@@ -85,8 +87,11 @@ def test_foreground_margin_scale_is_the_hinge_of_scaled_scores(scope):
     assert LovaszSVM(scope=scope).margin_scales(Y, areas) == expected
     assert LovaszSVM(margin_scale="unit").margin_scales(Y, areas) == [1.0] * len(Y)
     est = LovaszSVM(C=2.0, scope=scope, tol=1e-4, pairwise=False).fit(X, Y)
-    fit = fit_cutting_plane([s * x.unary for s, x in zip(scales, X)], Y, C=2.0,
-                            scope=scope, tol=2.0 * 1e-4)
+    # superpixel units: the C of the IoU SSVMs (svm_C), which the hinge's scale matches
+    n = 1 if scope == "dataset" else len(Y)
+    assert est.svm_C_ == pytest.approx(2.0 * n * n / sum(counts))
+    fit = fit_cutting_plane([s * x.unary for s, x in zip(scales, X)], Y, C=est.svm_C_,
+                            scope=scope, tol=est.svm_C_ * 1e-4)
     np.testing.assert_array_equal(est.w_, fit.w)
     assert est.primal_ == fit.objective
 
@@ -96,8 +101,9 @@ def test_foreground_margin_scale_is_the_unit_margin_at_C_times_s_squared():
     published (unit-margin) hinge at C s^2, with weights s times larger."""
     X, Y = separable_graphs(6)
     s = float(sum(np.sum(t) for t in Y))          # data-set scope, count weights
-    scaled = LovaszSVM(C=0.01, pairwise=False, tol=1e-6).fit(X, Y)
-    unit = LovaszSVM(C=0.01 * s ** 2, pairwise=False, tol=1e-6, margin_scale="unit").fit(X, Y)
+    scaled = LovaszSVM(C=0.01, C_units="paper", pairwise=False, tol=1e-6).fit(X, Y)
+    unit = LovaszSVM(C=0.01 * s ** 2, C_units="paper", pairwise=False, tol=1e-6,
+                     margin_scale="unit").fit(X, Y)
     np.testing.assert_allclose(unit.w_, s * scaled.w_, rtol=1e-3, atol=1e-6)
     assert unit.primal_ == pytest.approx(s ** 2 * scaled.primal_, rel=1e-4)
 
@@ -113,7 +119,8 @@ def test_convergence_means_a_gap_of_at_most_C_tol_in_objective_units(scope):
                                  np.ones(40)])
         X.append(Graph(unary, np.array([(i, i + 1) for i in range(39)]), np.ones((39, 1))))
         Y.append(t)
-    est = LovaszSVM(C=50.0, scope=scope, margin_scale="unit", pairwise=False).fit(X, Y)
+    est = LovaszSVM(C=100.0, C_units="paper", scope=scope, margin_scale="unit",
+                    pairwise=False).fit(X, Y)
     # F is about 20 here: a gap relative to F (1 of 20) would stop far earlier
     assert est.primal_ > 10.0
     assert est.converged_ and 0 <= est.gap_ <= 50.0 * 1e-3
@@ -152,11 +159,14 @@ def test_only_the_iou_loss_is_accepted():
         estimator_for("lovasz", loss="fbeta", beta=2.0).check_params()
     with pytest.raises(ValueError, match="unknown loss scope"):
         LovaszSVM(scope="pixel").fit(*separable_graphs(0))
+    # the unit margin has no superpixel units
+    with pytest.raises(ValueError, match="C_units='paper'"):
+        LovaszSVM(margin_scale="unit").check_params()
 
 
 def test_sgd_solver_gives_fit_sgds_weights_and_only_at_the_image_scope():
     X, Y = separable_graphs(4)
-    est = LovaszSVM(C=50.0, scope="image", solver="sgd", max_iter=40,
+    est = LovaszSVM(C=100.0, C_units="paper", scope="image", solver="sgd", max_iter=40,
                     margin_scale="unit").fit(X, Y)
     fit = fit_sgd([x.unary for x in X], Y, C=50.0, epochs=40)
     np.testing.assert_array_equal(est.w_[:3], fit.w)

@@ -9,7 +9,7 @@ from segstruct.cli import main
 from segstruct.datasets import make_synthetic_voc
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.inference import maximize
-from segstruct.learn.methods import estimator_for
+from segstruct.learn.methods import DEFAULTS, estimator_for
 from segstruct.learn.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds,
                                  check_grid, choose_C, cross_validate_C, edge_warning,
                                  format_curve, image_strata, make_folds, select_C)
@@ -294,7 +294,8 @@ def test_train_with_a_fixed_C_writes_no_curve(data_root, cache, tmp_path):
     assert main(["train", "--data", str(data_root), "--class", "car", "--out", str(model),
                  *cache, *SMALL]) == 0
     doc = load_model(model)[3]
-    assert "C_selection" not in doc and doc["estimator"]["C"] == 0.5
+    assert "C_selection" not in doc and doc["estimator"]["C"] == DEFAULTS.C
+    assert doc["estimator"]["C_units"] == "superpixel"
     assert not (tmp_path / "fixed.cv.png").exists()
 
 

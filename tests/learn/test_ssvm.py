@@ -65,12 +65,14 @@ def test_learner_reaches_the_full_qp_optimum(solver):
         X, Y = random_problem(rng, n_graphs=n_graphs)
         tol, C = 1e-4, 1.0
         svm = StructuredSVM(loss="hamming", C=C, solver=solver, scope="image", tol=tol).fit(X, Y)
-        reference = full_qp_optimum(X, Y, HammingLoss(), C, solver)
+        # superpixel units: the hinges summed, so the mean's weight is C n
+        assert svm.svm_C_ == pytest.approx(C * n_graphs)
+        reference = full_qp_optimum(X, Y, HammingLoss(), svm.svm_C_, solver)
         assert svm.converged_
         # the learner's certificate brackets the true optimum
         assert svm.dual_ <= reference + 1e-7
         assert svm.primal_ >= reference - 1e-7
-        assert svm.primal_ - reference <= C * tol + 1e-7
+        assert svm.primal_ - reference <= svm.svm_C_ * tol + 1e-7
 
 
 def test_nslack_and_oneslack_agree():
@@ -108,7 +110,7 @@ def test_gap_monotone_and_pairwise_weights_nonpositive(monkeypatch):
     assert svm.converged_ and len(seen) == svm.n_iter_ - 1
     assert all(np.all(w_p <= 0) for w_p in seen)          # after every iteration
     assert np.all(np.diff(gaps) <= 1e-9)                     # monotone
-    assert gaps[-1] <= svm.C * svm.tol + 1e-9
+    assert gaps[-1] <= svm.svm_C_ * svm.tol + 1e-9
     assert all(e["n_constraints"] >= 1 for e in svm.log_)
 
 
@@ -149,7 +151,7 @@ def test_dataset_scope_is_one_example_over_the_union():
         fp, fn = counts(y, t)
         best = max(best, float(IoULoss()(fp, fn, *totals(t)))
                    + model.score(union, svm.w_, y) - model.score(union, svm.w_, t))
-    assert 0.5 * svm.w_ @ svm.w_ + svm.C * max(best, 0) == pytest.approx(
+    assert 0.5 * svm.w_ @ svm.w_ + svm.svm_C_ * max(best, 0) == pytest.approx(
         svm.primal_, abs=1e-9)
 
 
@@ -187,7 +189,7 @@ def test_weights_match_the_reported_objective_when_stopped_early():
             fp, fn = counts(y, t)
             best = max(best, fp + fn + model.score(x, svm.w_, y) - model.score(x, svm.w_, t))
         hinge.append(max(best, 0.0))
-    objective = 0.5 * svm.w_ @ svm.w_ + svm.C / len(X) * sum(hinge)
+    objective = 0.5 * svm.w_ @ svm.w_ + svm.svm_C_ / len(X) * sum(hinge)
     assert objective == pytest.approx(svm.primal_, abs=1e-9)
 
 
@@ -205,9 +207,9 @@ def test_warm_start_reuses_cuts_and_reaches_the_cold_optimum():
     svm.C = 2.0
     svm.fit(X, Y)
     union, t = [disjoint_union(X)], [np.concatenate(Y)]
-    optimum = full_qp_optimum(union, t, IoULoss(), 2.0, "oneslack")
+    optimum = full_qp_optimum(union, t, IoULoss(), svm.svm_C_, "oneslack")
     assert svm.converged_
-    assert optimum - 1e-9 <= svm.primal_ <= optimum + 2.0 * 1e-4 + 1e-9
+    assert optimum - 1e-9 <= svm.primal_ <= optimum + svm.svm_C_ * 1e-4 + 1e-9
     # the first iteration already had the old cuts (plus the new ones)
     assert svm.log_[0]["n_constraints"] > n_cuts
     cold = StructuredSVM(loss="iou", scope="dataset", tol=1e-4, C=2.0,
@@ -245,7 +247,7 @@ def test_returned_weights_are_the_best_evaluated():
         best = max(float(IoULoss()(*counts(np.array(y), t), *totals(t)))
                    + model.score(union, w, np.array(y)) - model.score(union, w, t)
                    for y in itertools.product([0, 1], repeat=t.size))
-        return 0.5 * w @ w + svm.C * max(best, 0.0)
+        return 0.5 * w @ w + svm.svm_C_ * max(best, 0.0)
     assert svm.primal_ == pytest.approx(objective(svm.w_), abs=1e-9)
     assert svm.primal_ <= min(e["primal"] for e in svm.log_) + 1e-12
     assert all(e["best_primal"] >= svm.primal_ - 1e-12 for e in svm.log_)
@@ -258,7 +260,7 @@ def test_line_search_never_leaves_the_pairwise_bound():
     # t = 2, where the pairwise weight (index 1) reaches 0: the search must
     # stop there.
     from segstruct.learn.ssvm import _Point
-    svm = StructuredSVM(C=1.0, tol=1e-3)
+    svm = StructuredSVM(tol=1e-3)
     g = np.array([10.0, 0.0])
     best = _Point(np.array([0.0, -1.0]), g, 5.0, None, 3.0)
     at = _Point(np.array([1.0, -0.5]), g, 5.0, None, 2.0)
@@ -267,7 +269,72 @@ def test_line_search_never_leaves_the_pairwise_bound():
     def evaluate(w):
         evaluated.append(w.copy())
         return _Point(w, g, 5.0, None, 1.0)
-    step = svm._line_search(best, at, evaluate, dual=-100.0, nonpositive=np.array([1]))
+    step = svm._line_search(best, at, evaluate, dual=-100.0, nonpositive=np.array([1]),
+                            C=1.0)
     assert evaluated, "the model's minimum is not at an end: the search evaluates"
     assert all(w[1] <= 0.0 for w in evaluated)
     assert step == pytest.approx(2.0)
+
+
+# ---------------------------------------------------------------------------
+# What C means (superpixel units, svm_C)
+
+
+def test_superpixel_units_give_the_objectives_C_for_each_loss_and_scope():
+    rng = np.random.default_rng(21)
+    X, Y = random_problem(rng, n_graphs=3, n=5)
+    n_pos = sum(int(t.sum()) for t in Y)
+    n_neg = sum(t.size for t in Y) - n_pos
+    C = 3.0
+    fit = {}
+    for loss in ("hamming", "iou", "f1"):
+        for scope in ("dataset", "image"):
+            fit[loss, scope] = StructuredSVM(loss=loss, C=C, scope=scope, max_iter=2,
+                                             oracle=_brute_force_oracle).fit(X, Y)
+    # Hamming counts superpixels already: the hinges are summed
+    assert fit["hamming", "dataset"].svm_C_ == pytest.approx(C)
+    assert fit["hamming", "image"].svm_C_ == pytest.approx(C * len(X))
+    # IoU: one missed superpixel of the union costs 1 / Np; per image, 1 / (Np / n)
+    assert fit["iou", "dataset"].superpixel_loss_ == pytest.approx(1 / n_pos)
+    assert fit["iou", "dataset"].svm_C_ == pytest.approx(C / n_pos)
+    assert fit["iou", "image"].svm_C_ == pytest.approx(C * len(X) / (n_pos / len(X)))
+    # F1: 1 - 2 (Np - 1) / (2 (Np - 1) + 1)
+    delta = 1 - 2 * (n_pos - 1) / (2 * (n_pos - 1) + 1)
+    assert fit["f1", "dataset"].svm_C_ == pytest.approx(C * delta)
+    assert n_neg > 0
+    paper = StructuredSVM(loss="iou", C=C, C_units="paper", max_iter=2,
+                          oracle=_brute_force_oracle).fit(X, Y)
+    assert paper.svm_C_ == C / 2 and paper.superpixel_loss_ is None
+
+
+def test_a_sum_over_images_has_one_meaning_of_C_at_both_scopes():
+    """Hamming's data-set hinge is the sum of the images' hinges: in
+    superpixel units the two scopes are one problem, with one optimum."""
+    X, Y = random_problem(np.random.default_rng(22), n_graphs=5, n=5)
+    fits = [StructuredSVM(loss="hamming", C=2.0, scope=scope, tol=1e-6).fit(X, Y)
+            for scope in ("dataset", "image")]
+    assert all(f.converged_ for f in fits)
+    assert fits[0].primal_ == pytest.approx(fits[1].primal_, rel=1e-4)
+    np.testing.assert_allclose(fits[0].w_, fits[1].w_, atol=1e-2)
+
+
+def test_paper_units_are_the_same_problem_at_the_mapped_C():
+    X, Y = random_problem(np.random.default_rng(23), n_graphs=3, n=5)
+    sp = StructuredSVM(loss="iou", C=5.0, tol=1e-6, oracle=_brute_force_oracle).fit(X, Y)
+    paper = StructuredSVM(loss="iou", C=2 * sp.svm_C_, C_units="paper", tol=1e-6,
+                          oracle=_brute_force_oracle).fit(X, Y)
+    assert paper.svm_C_ == pytest.approx(sp.svm_C_)
+    np.testing.assert_allclose(paper.w_, sp.w_, atol=1e-9)
+
+
+def test_superpixel_units_refuse_a_loss_blind_to_missed_superpixels():
+    from segstruct.inference.losses import CallableLoss
+    X, Y = random_problem(np.random.default_rng(24), n_graphs=2, n=4)
+    fp_only = CallableLoss(lambda fp, fn, n_pos, n_neg: fp)
+    with pytest.raises(ValueError, match="C_units='paper'"):
+        StructuredSVM(loss=fp_only, oracle=_brute_force_oracle).fit(X, Y)
+    with pytest.raises(ValueError, match="C_units"):
+        StructuredSVM(C_units="pixels").fit(X, Y)
+    # in the paper's units the same loss trains
+    assert StructuredSVM(loss=fp_only, C_units="paper", max_iter=3,
+                         oracle=_brute_force_oracle).fit(X, Y).n_iter_ >= 1

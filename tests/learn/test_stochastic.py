@@ -87,7 +87,9 @@ def test_objective_is_the_cutting_plane_learners_per_image_objective():
     # four images: a sum of hinges instead of their mean would be 4x off
     X, Y = random_problem(0, n_graphs=4)
     C = 0.7
-    svm = StructuredSVM(loss="hamming", C=C, solver="nslack", scope="image", tol=1e-6).fit(X, Y)
+    svm = StructuredSVM(loss="hamming", C=C, C_units="paper", solver="nslack", scope="image",
+                        tol=1e-6).fit(X, Y)
+    C = svm.svm_C_                    # the objective's C
     problem = ImageScopeProblem.from_data(X, Y, loss="hamming", C=C)
     assert problem.primal(svm.w_) == pytest.approx(svm.primal_, rel=1e-12)
     assert problem.primal(svm.w_) == pytest.approx(brute_force_objective(svm.w_, X, Y, C),
@@ -101,9 +103,9 @@ def test_problem_is_set_up_as_the_cutting_plane_learner_sets_it_up():
     X, _ = random_problem(9, n_graphs=3)
     rng = np.random.default_rng(9)
     Y = [rng.integers(0, 30, size=(x.unary.shape[0], 2)) for x in X]
-    settings = dict(loss="adjusted_hamming", C=0.3, node_weights="area")
-    svm = StructuredSVM(solver="nslack", scope="image", tol=1e-4, **settings).fit(X, Y)
-    problem = ImageScopeProblem.from_data(X, Y, **settings)
+    settings = dict(loss="adjusted_hamming", node_weights="area")
+    svm = StructuredSVM(solver="nslack", scope="image", tol=1e-4, C=0.3, **settings).fit(X, Y)
+    problem = ImageScopeProblem.from_data(X, Y, C=svm.svm_C_, **settings)
     assert repr(problem.loss) == repr(svm.loss_)
     assert problem.primal(svm.w_) == pytest.approx(svm.primal_, rel=1e-12)
     assert np.array_equal(problem.nonpositive, [3, 4])
@@ -180,8 +182,8 @@ def test_bcfw_gap_bounds_the_error_and_reaches_the_optimum(targets, loss, oracle
 
 def test_bcfw_agrees_with_the_cutting_plane_learner():
     X, Y = random_problem(4, n_graphs=4)
-    C = 2.0
-    svm = StructuredSVM(loss="hamming", C=C, solver="nslack", scope="image", tol=1e-6).fit(X, Y)
+    svm = StructuredSVM(loss="hamming", C=2.0, solver="nslack", scope="image", tol=1e-6).fit(X, Y)
+    C = svm.svm_C_                    # the objective's C
     result = bcfw(X, Y, loss="hamming", C=C, max_epochs=5000, tol=1e-3, eval_every=5)
     assert result.converged
     assert result.primal - svm.dual_ <= C * (1e-3 + 1e-6)

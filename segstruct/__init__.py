@@ -10,8 +10,8 @@ PyMaxflow):
   (a superpixel labelling back to a pixel mask);
 - learning: :class:`StructuredSVM`, :class:`MultivariateSVM`,
   :func:`estimator_for` (the paper's methods by name), :func:`get_loss`;
-- files: :func:`save_model`, :func:`load_model`, :func:`load_shape_detector`
-  (a model's top-down detector).
+- files: :func:`save_model`, :func:`load_model`, :func:`load_shape_detectors`
+  (a model's top-down detectors; ``load_shape_detector`` is its old name).
 
 The data flow, folder by folder: ``datasets`` (images and masks) ->
 ``features`` (superpixel graphs, descriptors, cache) -> ``model`` (joint
@@ -37,6 +37,7 @@ _EXPORTS = {
     "get_loss": "segstruct.inference.losses",
     "save_model": "segstruct.io.persistence",
     "load_model": "segstruct.io.persistence",
+    "load_shape_detectors": "segstruct.io.persistence",
     "load_shape_detector": "segstruct.io.persistence",
 }
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from segstruct.datasets import DatasetError, VOCDataset, default_synthetic_root, make_synthetic_voc
 from segstruct.features.cache import ArrayCache
-from segstruct.features.descriptors import FeatureConfig
+from segstruct.features.descriptors import SIFT_NORMS, FeatureConfig
 from segstruct.features.topdown.detector import DetectorParams
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams
@@ -27,7 +27,7 @@ from segstruct.learn.methods import (DEFAULTS, METHOD_HELP, METHODS, SINGLE_RUN_
                                      SINGLE_RUN_SOLVERS, with_workers)
 from segstruct.learn.fenchel_young import SETS
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
-from segstruct.learn.ssvm import NODE_WEIGHT_MODES, SOLVERS, STOCHASTIC_SOLVERS
+from segstruct.learn.ssvm import C_UNITS, NODE_WEIGHT_MODES, SOLVERS, STOCHASTIC_SOLVERS
 
 
 class UsageError(Exception):
@@ -113,6 +113,16 @@ def _add_feature_options(p: argparse.ArgumentParser) -> None:
     # recorded commands still run
     g.add_argument("--top-down", action="store_true",
                    help="the top-down block on (the default; contradicts --no-top-down)")
+    g.add_argument("--top-down-folds", type=int, default=d.top_down_folds, metavar="K",
+                   help="the top-down block of each training image comes from a detector "
+                        "trained on the other K - 1 folds of the training split (cross-"
+                        "fitted, so the learner sees the detector's scores on images it was "
+                        "not fitted to, as on new ones); 1: one detector for all, fitted "
+                        "to its own training images too. Other splits and new images get "
+                        "the detector of the whole training split (default %(default)s)")
+    g.add_argument("--sift-norm", choices=SIFT_NORMS, default=d.sift_norm,
+                   help="each superpixel's bag of words: word counts over their sum (l1), "
+                        "or its square root (sqrt, Hellinger's) (default %(default)s)")
     g.add_argument("--seed", type=int, default=d.seed,
                    help="random seed of the codebook's descriptor sample and k-means, of "
                         "each class's detector (another seed trains other detectors), and "
@@ -140,6 +150,11 @@ def _check_feature_options(args) -> None:
                              f"{args.superpixels}")
     if args.top_down and args.no_top_down:
         raise UsageError("--top-down and --no-top-down contradict each other; give one")
+    if args.top_down_folds < 1:
+        raise UsageError(f"--top-down-folds must be at least 1, got {args.top_down_folds}")
+    if args.no_top_down and given("top_down_folds", d.top_down_folds):
+        raise UsageError("--top-down-folds sets the top-down block, but --no-top-down "
+                         "switches it off")
     if args.no_sift:
         # --codebook-split also names the detector's training split
         split_used = not args.no_top_down and args.command != "inspect"
@@ -162,7 +177,9 @@ def _feature_config(args) -> FeatureConfig:
                          position=not args.no_position, bias=not args.no_bias,
                          n_words=args.words,
                          codebook_descriptors=args.codebook_descriptors, seed=args.seed,
-                         detector=None if args.no_top_down else DetectorParams(seed=args.seed))
+                         sift_norm=args.sift_norm,
+                         detector=None if args.no_top_down else DetectorParams(seed=args.seed),
+                         top_down_folds=args.top_down_folds)
 
 
 def _dataset(args) -> VOCDataset:
@@ -194,10 +211,11 @@ def _extractor(args, dataset, config=None, codebook=None, detectors=None) -> Fea
 
 
 def _model_detectors(paths, doc) -> dict:
-    """{class: ShapeDetector} of saved models with a top-down block (one class)."""
-    from segstruct.io.persistence import load_shape_detector
-    found = [sd for sd in map(load_shape_detector, paths) if sd is not None]
-    if len({sd.digest for sd in found}) > 1:
+    """{class: [ShapeDetector, ...]} of saved models with a top-down block (one class)."""
+    from segstruct.features.detection import detectors_digest
+    from segstruct.io.persistence import load_shape_detectors
+    found = [sds for sds in map(load_shape_detectors, paths) if sds is not None]
+    if len({detectors_digest(sds) for sds in found}) > 1:
         raise UsageError(f"{', '.join(map(str, paths))} have different {doc['class']} "
                          "detectors: draw them in separate figures")
     return {doc["class"]: found[0]} if found else {}
@@ -467,7 +485,8 @@ def _settings(args):
     from segstruct.learn.methods import TrainingSettings
     grid, folds = args.cv or (None, None)
     return TrainingSettings(loss=args.loss, beta=args.beta or DEFAULTS.beta,
-                            scope=args.scope, C=args.C, node_weights=args.node_weights,
+                            scope=args.scope, C=args.C, C_units=args.C_units,
+                            node_weights=args.node_weights,
                             n_triangles=args.triangles, inference=args.inference,
                             polish=not args.no_polish, solver=args.solver, tol=args.tol,
                             max_iter=args.max_iter, C_grid=grid, folds=folds,
@@ -552,7 +571,7 @@ def cmd_train(args) -> int:
                        args.cv[1] if args.cv is not None else None)
     if extractor.config.detector is not None:
         # a class too small for a detector stops here, before any feature
-        extractor.shape_detector(args.class_name)
+        extractor.block_detectors(args.class_name)
     examples = extractor.examples(args.split, args.class_name)
     X = [ex.graph for ex in examples]
     Y = [ex.pixel_counts for ex in examples]
@@ -909,11 +928,16 @@ def _add_training_options(g) -> None:
                         "(with --inference decomposition or lp: the paper's method as "
                         "published)")
     g.add_argument("--C", default=DEFAULTS.C, metavar="C|auto",
-                   help="trade-off in 1/2 ||w||^2 + C xi; 0.5 is the paper's C = 1 "
-                        "(its Eq. 8 has no 1/2). 'auto': choose C per method and class by "
-                        "k-fold cross-validation on the training split (pooled held-out VOC "
-                        "IoU, ties to the smaller C), then refit on the whole split "
-                        "(default %(default)s)")
+                   help="regularisation trade-off, in --C-units. 'auto': choose C per "
+                        "method and class by k-fold cross-validation on the training split "
+                        "(pooled held-out VOC IoU, ties to the smaller C), then refit on the "
+                        "whole split (default %(default)s)")
+    g.add_argument("--C-units", choices=C_UNITS, default=DEFAULTS.C_units,
+                   help="superpixel: the loss counted in missed superpixels and summed over "
+                        "the examples, so that one C suits every method and both scopes; "
+                        "paper: the C of the paper's Eq. 8 (its C = 1 is the paper's "
+                        "setting); the model file and records give the objective's own C "
+                        "(svm_C) either way (default %(default)s)")
     g.add_argument("--C-grid", nargs="+", type=float, default=None, metavar="C",
                    help="--C auto: the values of C tried (default: "
                         f"{' '.join(f'{c:g}' for c in DEFAULT_GRID)}, log-spaced)")
@@ -938,9 +962,8 @@ def _add_training_options(g) -> None:
                         "data only); budget and marginal need --node-weights count "
                         "(default %(default)s)")
     g.add_argument("--scope", choices=("dataset", "image"), default=DEFAULTS.scope,
-                   help="one loss over the whole training set (the paper's setting, with "
-                        "--C 0.5), or one loss per image, averaged, which needs a larger C "
-                        "(default %(default)s)")
+                   help="one loss over the whole training set (the paper's setting), or "
+                        "one loss per image (default %(default)s)")
     g.add_argument("--node-weights", choices=NODE_WEIGHT_MODES,
                    default=DEFAULTS.node_weights,
                    help="node weights a_i: FP and FN count superpixels (the paper's) or "

@@ -38,6 +38,7 @@ import numpy as np
 
 from segstruct.cluster import on_cluster, parallel_map
 from segstruct.datasets import DatasetError, VOCDataset, class_index
+from segstruct.features.detection import detectors_digest
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.topdown.training import TooFewObjects
 from segstruct.features.superpixels import paint
@@ -57,8 +58,9 @@ RESULTS_FORMAT = "segstruct-comparison"
 def _top_down_hint(theirs: dict | None, mine: dict) -> str:
     """Why features differ, when it is the top-down block alone."""
     theirs = dict(theirs or {})
+    block = {k: mine[k] for k in ("detector", "top_down_folds") if k in mine}
     if theirs.get("detector") is None and mine.get("detector") is not None and \
-            {**theirs, "detector": mine["detector"]} == mine:
+            {**theirs, **block} == mine:
         return ("; it was made without the top-down block, which is now on by default: "
                 "add --no-top-down to go on with it")
     return ""
@@ -280,14 +282,15 @@ class Comparison:
             return
         for class_name in self.compared_classes:
             try:
-                sd = self.extractor.shape_detector(class_name)
+                detectors = self.extractor.block_detectors(class_name)
             except TooFewObjects as err:
                 if not self.skip_few_objects:
                     raise
                 self.skipped[class_name] = str(err)
                 self.say(f"skipping {class_name}: {err}")
                 continue
-            if not any(shape.any() for shape in [*sd.shapes.root, *sd.shapes.parts]):
+            if not any(shape.any() for sd in detectors
+                       for shape in [*sd.shapes.root, *sd.shapes.parts]):
                 # no shape to vote for: the block is zero on every superpixel
                 self.detector_warnings[class_name] = (
                     "its average shapes are all zero (it fired on no training object with a "
@@ -301,7 +304,7 @@ class Comparison:
         a record made with another detector is not this run's."""
         if self.extractor.config.detector is None:
             return None
-        return self.extractor.shape_detector(class_name).digest
+        return detectors_digest(self.extractor.block_detectors(class_name))
 
     def _check_classes_present(self):
         """Refuse, before any training, a class the training split cannot

@@ -115,8 +115,8 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
         "data_root": str(dataset.root), "train_split": split,
         "n_train_images": len(X), "train_score": train_score,
         "diagnosis": diagnosis, "training_log": log_file.name, **(metadata or {})},
-        shape_detector=(extractor.shape_detector(class_name)
-                        if config.detector is not None else None))
+        shape_detectors=(extractor.block_detectors(class_name)
+                         if config.detector is not None else None))
     if estimator.converged_ and not keep_checkpoint:
         checkpoint.unlink(missing_ok=True)  # the model is safe: the checkpoint is spent
     return TrainedModel(estimator, json_path, log_file, checkpoint, train_score, diagnosis)

@@ -29,6 +29,8 @@ from segstruct.features.superpixels import SuperpixelParams, superpixel_means
 from segstruct.features.topdown.detector import DetectorParams
 
 SIFT_DIM = 128
+#: The normalisations of a superpixel's bag of words (``FeatureConfig.sift_norm``).
+SIFT_NORMS = ("l1", "sqrt")
 OPPONENT_DIM = 3 * SIFT_DIM
 COLOUR_DIM = 6
 POSITION_DIM = 6
@@ -70,9 +72,22 @@ class FeatureConfig:
         gap of 0.09 where 5e-4 was asked for).
     seed : int
         Seeds the descriptor sample and k-means initialisation.
+    sift_norm : {"l1", "sqrt"}
+        The bag of words of a superpixel: word counts divided by their sum
+        ("l1"), or the square root of that (Hellinger's, "sqrt"), which
+        damps the words every superpixel has. Applied after the cache: both
+        share one cache entry.
     detector : DetectorParams or None
         The top-down block's object detector (one per class, trained on the
         training split); None (the default) leaves the block out.
+    top_down_folds : int >= 1
+        With the block: the training split's images are dealt into this many
+        folds (``segstruct.datasets.folds``), and each image's block comes
+        from a detector trained on the other folds, so the learner sees the
+        detector's scores on images it was not fitted to, as on new images.
+        1: the detector trained on the whole training split labels its own
+        training images too (the model files made before the option). Other
+        splits and new images always get the whole split's detector.
     """
 
     superpixels: SuperpixelParams = field(default_factory=SuperpixelParams)
@@ -90,7 +105,9 @@ class FeatureConfig:
     tau2: float = 5e-3
     boundary_unit: float = 100.0
     seed: int = 0
+    sift_norm: str = "l1"
     detector: DetectorParams | None = None
+    top_down_folds: int = 3
 
     def __post_init__(self):
         if not (self.sift or self.colour or self.position or self.bias):
@@ -105,27 +122,39 @@ class FeatureConfig:
             raise ValueError("tau1 and tau2 must be non-negative")
         if not self.boundary_unit > 0:
             raise ValueError("boundary_unit must be positive")
+        if self.sift_norm not in SIFT_NORMS:
+            raise ValueError(f"unknown sift_norm {self.sift_norm!r}; use one of {SIFT_NORMS}")
+        if isinstance(self.top_down_folds, bool) or int(self.top_down_folds) != \
+                self.top_down_folds or self.top_down_folds < 1:
+            raise ValueError(f"top_down_folds must be an integer >= 1, got "
+                             f"{self.top_down_folds!r}")
 
     def to_dict(self) -> dict:
         """The settings as recorded; without a detector, as they were before
         the top-down block existed (same cache keys, same model files)."""
         out = asdict(self)
         if self.detector is None:
-            del out["detector"]
+            del out["detector"], out["top_down_folds"]
+        if self.sift_norm == "l1":        # what files made before the option hold
+            del out["sift_norm"]
         return out
 
     def bottom_up_dict(self) -> dict:
-        """The settings the class-independent features depend on (their cache key)."""
+        """The settings the cached class-independent features depend on (their
+        cache key; ``sift_norm`` is applied after the cache)."""
         out = asdict(self)
-        del out["detector"]
+        del out["detector"], out["top_down_folds"], out["sift_norm"]
         return out
 
     @classmethod
     def from_dict(cls, d: dict) -> "FeatureConfig":
         d = dict(d)
         d["superpixels"] = SuperpixelParams(**d.get("superpixels", {}))
+        # settings that files made before them lack: what those files used
+        d.setdefault("sift_norm", "l1")
         if d.get("detector") is not None:
             d["detector"] = DetectorParams(**d["detector"])
+            d.setdefault("top_down_folds", 1)
         known = set(cls.__dataclass_fields__)
         unknown = set(d) - known
         if unknown:
@@ -454,4 +483,25 @@ def unary_features(image: np.ndarray, segments: np.ndarray, config: FeatureConfi
         blocks.append(position_features(segments, n))
     if config.bias:
         blocks.append(np.ones((n, 1)))
-    return np.concatenate(blocks, axis=1)
+    return normalise_words(np.concatenate(blocks, axis=1), config)
+
+
+def normalise_words(unary: np.ndarray, config: FeatureConfig) -> np.ndarray:
+    """The bag-of-words columns of ``unary`` as ``config.sift_norm`` asks.
+
+    Parameters
+    ----------
+    unary : (N, D) float64, the class-independent blocks with L1-normalised
+        words (the first ``n_words`` columns when ``config.sift``).
+    config : FeatureConfig
+
+    Returns
+    -------
+    (N, D) float64: ``unary`` itself for "l1" (or without the SIFT block),
+    else a copy whose word columns are square-rooted ("sqrt").
+    """
+    if not config.sift or config.sift_norm == "l1":
+        return unary
+    out = np.array(unary, np.float64)
+    out[:, :config.n_words] = np.sqrt(out[:, :config.n_words])
+    return out

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from segstruct.datasets.folds import make_folds
 from segstruct.datasets.voc import VOCDataset, class_index
 from segstruct.features.cache import ArrayCache, canonical_json, file_digest
 from segstruct.features.topdown.detector import Detector, DetectorParams
@@ -80,6 +81,16 @@ class ShapeDetector:
         return h.hexdigest()
 
 
+def detectors_digest(detectors) -> str:
+    """Identity of the detectors of a top-down block by content: a single
+    detector's own digest (as records made before cross-fitting hold), else
+    a digest of the members' digests in order."""
+    detectors = list(detectors)
+    if len(detectors) == 1:
+        return detectors[0].digest
+    return hashlib.sha256(" ".join(sd.digest for sd in detectors).encode()).hexdigest()
+
+
 class _Images:
     """A split's images, read from disk when indexed (training reads each
     image several times; holding them all would take gigabytes)."""
@@ -96,12 +107,12 @@ class _Images:
 
 def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
                          params: DetectorParams, cache: ArrayCache,
-                         say=None) -> ShapeDetector:
+                         say=None, ids=None, what: str = "") -> ShapeDetector:
     """The class's detector and shapes, trained on ``split`` (cached).
 
-    The cache key holds the bytes of every image and mask of the split, the
-    class and every detector setting, so that changing any of them trains
-    anew.
+    The cache key holds the bytes of every image and mask it is trained on,
+    the class and every detector setting, so that changing any of them
+    trains anew.
 
     Parameters
     ----------
@@ -111,6 +122,10 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
     params : DetectorParams
     cache : ArrayCache
     say : callable(str), optional; told when training starts (minutes of work).
+    ids : sequence of str, optional
+        Train on these images of ``split`` only (a cross-fitting fold's
+        training part); default all of them.
+    what : str, how ``say`` names the images (e.g. "without fold 2").
 
     Raises
     ------
@@ -118,15 +133,15 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
         When the split holds too few objects of the class to train on.
     """
     cls = class_index(class_name)
-    ids = dataset.ids(split)
+    ids = dataset.ids(split) if ids is None else list(ids)
     key = {"images": [file_digest(dataset.image_path(i)) for i in ids],
            "masks": [file_digest(dataset.mask_path(i)) for i in ids],
            "class": class_name, "detector": params.to_dict(), "version": TOP_DOWN_VERSION}
 
     def compute():
         if say is not None:
-            say(f"training the {class_name} detector on {dataset.name}/{split} "
-                f"({len(ids)} images)")
+            say(f"training the {class_name} detector on {dataset.name}/{split}"
+                f"{' ' + what if what else ''} ({len(ids)} images)")
         images = _Images(dataset, ids)
         masks = [dataset.read_mask(i) for i in ids]
         try:
@@ -143,6 +158,35 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
     arrays = dict(cache.get_or_compute("detector", key, compute))
     settings = json.loads(arrays.pop("settings").tobytes().decode())
     return ShapeDetector.from_arrays(arrays, settings)
+
+
+def detector_folds(dataset: VOCDataset, class_name: str, split: str, n_folds: int,
+                   seed: int) -> dict:
+    """The fold of each image of ``split`` for cross-fitted detectors.
+
+    The images showing the class are dealt out first
+    (:func:`segstruct.datasets.folds.make_folds`), so that every fold's
+    training part holds objects to learn from.
+
+    Returns
+    -------
+    dict, image id -> fold in 0 .. n_folds - 1.
+
+    Raises
+    ------
+    TooFewObjects (a ValueError)
+        When fewer than ``n_folds`` images show the class: some fold's
+        detector would then be trained on images without any.
+    """
+    cls = class_index(class_name)
+    ids = dataset.ids(split)
+    shows = np.array([bool(np.any(dataset.read_mask(i) == cls)) for i in ids], np.int64)
+    if int(shows.sum()) < n_folds:
+        raise TooFewObjects(
+            f"{class_name} on {dataset.name}/{split}: {int(shows.sum())} image(s) show it, "
+            f"fewer than the {n_folds} folds of the cross-fitted detectors; use fewer "
+            "(--top-down-folds), 1 (no cross-fitting), or --no-top-down")
+    return dict(zip(ids, make_folds(shows, n_folds, seed).tolist()))
 
 
 def top_down_key(image_digest: str, segments: np.ndarray, detector_digest: str) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -21,7 +21,8 @@ from segstruct.cluster import parallel_map
 from segstruct.datasets.voc import VOID_LABEL, DatasetError, VOCDataset, class_index
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest, key_digest
-from segstruct.features.detection import ShapeDetector, top_down_key, train_shape_detector
+from segstruct.features.detection import (ShapeDetector, detector_folds, top_down_key,
+                                         train_shape_detector)
 from segstruct.features.topdown.features import topdown_features
 from segstruct.features.superpixels import (SuperpixelParams, adjacency, majority_targets,
                                             pixel_counts, segment, superpixel_means)
@@ -153,7 +154,9 @@ def _graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
         def compute():
             lab = F.rgb_to_lab(image())
             n = graph.n_nodes
-            unary = F.unary_features(image(), graph.segments, config, codebook, lab=lab)
+            # cached with L1 words; the normalisation asked for comes after
+            unary = F.unary_features(image(), graph.segments, replace(config, sift_norm="l1"),
+                                     codebook, lab=lab)
             lab_mean = superpixel_means(lab, graph.segments, n)
             pairwise = F.pairwise_features(lab_mean, graph.edges,
                                            graph.boundary / config.boundary_unit,
@@ -164,7 +167,8 @@ def _graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
             return {"unary": unary, "pairwise": pairwise}
 
         feats = cache.get_or_compute("features", key, compute)
-        graph.unary, graph.pairwise = feats["unary"], feats["pairwise"]
+        graph.unary = F.normalise_words(feats["unary"], config)
+        graph.pairwise = feats["pairwise"]
         # Checked after the cache too: an entry written by other code is
         # refused here rather than turning into NaN weights in training.
         check_finite_features(image_id, {"unary": graph.unary, "pairwise": graph.pairwise},
@@ -174,32 +178,43 @@ def _graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
         return graph
 
 
-def _top_down_task(dataset, image_id, segments, shape_detector, detector_id,
-                   cache_dir, cache_enabled):
-    """The top-down block of one image's superpixels, from the cache when possible."""
+def _top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabled):
+    """The top-down block of one image's superpixels: the mean of the blocks of
+    ``detectors`` (ShapeDetectors), each from the cache when possible."""
     with threadpool_limits(1):
         import cv2
         cv2.setNumThreads(1)
         cache = ArrayCache(cache_dir, cache_enabled)
-        key = top_down_key(file_digest(dataset.image_path(image_id)), segments, detector_id)
+        digest = file_digest(dataset.image_path(image_id))
         n = int(segments.max()) + 1
+        loaded = {}
 
-        def compute():
-            block = topdown_features(shape_detector.detector, shape_detector.shapes,
-                                     dataset.read_image(image_id), segments)
-            # before caching: a non-finite block must never be stored
-            check_finite_features(image_id, {"top_down": block}, dataset.image_path(image_id))
-            return {"top_down": block}
+        def image():
+            if "image" not in loaded:
+                loaded["image"] = dataset.read_image(image_id)
+            return loaded["image"]
 
-        block = cache.get_or_compute("top_down", key, compute)["top_down"]
-        hint = f" came from the cache {cache.path('top_down', key)}: delete that file, or " \
-               "run with --no-cache"
-        if block.shape != (n, shape_detector.params.n_filters):
-            raise ValueError(f"image {image_id!r}: a top-down block of shape {block.shape} "
-                             f"for {n} superpixels{hint}")
-        check_finite_features(image_id, {"top_down": block}, dataset.image_path(image_id),
-                              hint=f"; they{hint}")
-        return block
+        blocks = []
+        for sd in detectors:
+            key = top_down_key(digest, segments, sd.digest)
+
+            def compute():
+                block = topdown_features(sd.detector, sd.shapes, image(), segments)
+                # before caching: a non-finite block must never be stored
+                check_finite_features(image_id, {"top_down": block},
+                                      dataset.image_path(image_id))
+                return {"top_down": block}
+
+            block = cache.get_or_compute("top_down", key, compute)["top_down"]
+            hint = f" came from the cache {cache.path('top_down', key)}: delete that file, " \
+                   "or run with --no-cache"
+            if block.shape != (n, sd.params.n_filters):
+                raise ValueError(f"image {image_id!r}: a top-down block of shape "
+                                 f"{block.shape} for {n} superpixels{hint}")
+            check_finite_features(image_id, {"top_down": block},
+                                  dataset.image_path(image_id), hint=f"; they{hint}")
+            blocks.append(block)
+        return blocks[0] if len(blocks) == 1 else np.mean(blocks, axis=0)
 
 
 def check_finite_features(image_id: str, blocks: dict, image_path=None,
@@ -284,10 +299,14 @@ class FeatureExtractor:
         self.progress = progress
         self.codebook_split = codebook_split
         self._codebook = None
-        self._detectors = dict(detectors or {})
+        # a model's block detectors (one, or its folds'), by class
+        self._given = {name: list(sd) if isinstance(sd, (list, tuple)) else [sd]
+                       for name, sd in (detectors or {}).items()}
+        self._detectors = {name: sds[0] for name, sds in self._given.items() if len(sds) == 1}
+        self._fold_detectors: dict = {}          # class -> (fold of image, detectors)
         self._from_model = from_model or codebook is not None
-        for name, sd in self._detectors.items():
-            if sd.params != self.config.detector:
+        for name, sds in self._given.items():
+            if not sds or any(sd.params != self.config.detector for sd in sds):
                 raise ValueError(f"the {name} detector's settings differ from the feature "
                                  "settings' (config.detector)")
         if codebook is not None:
@@ -344,27 +363,96 @@ class FeatureExtractor:
 
     # -- detectors ----------------------------------------------------------
     def shape_detector(self, class_name: str) -> ShapeDetector:
-        """The class's detector and shapes (``config.detector`` must be set):
-        the one given, else trained on ``codebook_split`` (cached)."""
+        """The class's detector and shapes trained on the whole of
+        ``codebook_split`` (cached): the block's detector without
+        cross-fitting (``config.top_down_folds`` 1), and the one
+        ``segstruct detector`` scores."""
         if self.config.detector is None:
             raise ValueError("these feature settings have no top-down block (config.detector)")
-        if class_name not in self._detectors and self._from_model:
-            # a model's features must come from its own detector, never a new one
-            raise ValueError(f"the features are a trained model's, but its {class_name} "
-                             "detector was not given: pass the model's "
-                             "(segstruct.load_shape_detector(path))")
         if class_name not in self._detectors:
-            say = (lambda text: tqdm.write(text)) if self.progress else None
-            self._detectors[class_name] = train_shape_detector(
-                self.dataset, class_name, self.codebook_split, self.config.detector,
-                self.cache, say=say)
+            if self._from_model:
+                # a model's features must come from its own detectors, never new ones
+                raise ValueError(f"the features are a trained model's, but its {class_name} "
+                                 "detector was not given: pass the model's "
+                                 "(segstruct.load_shape_detectors(path))")
+            self._detectors[class_name] = self._train_detectors(class_name, [None])[0]
         return self._detectors[class_name]
+
+    def block_detectors(self, class_name: str) -> list[ShapeDetector]:
+        """The detectors whose blocks, averaged, give the top-down block of
+        any image but a cross-fitted training image: the model's own (given),
+        else the folds' (``config.top_down_folds`` >= 2, :meth:`fold_detectors`),
+        else the whole split's. A model saves them to label new images."""
+        if class_name in self._given:
+            return self._given[class_name]
+        if self._cross_fitting():
+            return self.fold_detectors(class_name)[1]
+        return [self.shape_detector(class_name)]
+
+    def fold_detectors(self, class_name: str) -> tuple[dict, list]:
+        """The class's cross-fitted detectors (``config.top_down_folds`` >= 2).
+
+        Returns
+        -------
+        fold_of : dict, image id of ``codebook_split`` -> its fold.
+        detectors : list of ShapeDetector, one per fold, trained (and cached)
+            on the training split without that fold: the detector whose
+            block a training image of that fold gets.
+        """
+        k = self._cross_fitting()
+        if not k:
+            raise ValueError("these feature settings do not cross-fit the top-down block "
+                             "(config.detector with top_down_folds >= 2, and features "
+                             "that are not a trained model's)")
+        if class_name not in self._fold_detectors:
+            fold_of = detector_folds(self.dataset, class_name, self.codebook_split, k,
+                                     self.config.detector.seed)
+            subsets = [[i for i in fold_of if fold_of[i] != f] for f in range(k)]
+            self._fold_detectors[class_name] = (fold_of,
+                                                self._train_detectors(class_name, subsets))
+        return self._fold_detectors[class_name]
+
+    def _cross_fitting(self) -> int:
+        """The number of folds of cross-fitted detectors, 0 for none (a
+        model's features are never cross-fitted: it carries its detectors)."""
+        if self.config.detector is None or self._from_model:
+            return 0
+        return self.config.top_down_folds if self.config.top_down_folds >= 2 else 0
+
+    def _train_detectors(self, class_name: str, subsets: list) -> list:
+        """Detectors of the class trained on each subset of the training split
+        (None: all of it), each from the cache when it is there; in parallel."""
+        k = self._cross_fitting()
+        args = [(self.dataset, class_name, self.codebook_split, self.config.detector,
+                 self.cache, tqdm.write if self.progress else None, ids,
+                 "" if ids is None else f"without fold {j + 1} of {k}")
+                for j, ids in enumerate(subsets)]
+        return parallel_map(train_shape_detector, args, min(self._cores(), len(subsets)),
+                            self.progress and len(subsets) > 1, f"detectors {class_name}",
+                            unit="detector")
+
+    def _graph_detectors(self, graphs, class_name: str) -> list:
+        """The detectors whose mean block each graph gets: its fold's for a
+        cross-fitted training image, :meth:`block_detectors` for any other."""
+        out = [None] * len(graphs)
+        if self._cross_fitting():
+            train_ids = set(self.dataset.ids(self.codebook_split))
+            if any(g.image_id in train_ids for g in graphs):
+                fold_of, detectors = self.fold_detectors(class_name)
+                for j, g in enumerate(graphs):
+                    if g.image_id in fold_of:
+                        out[j] = [detectors[fold_of[g.image_id]]]
+        if any(d is None for d in out):
+            others = self.block_detectors(class_name)
+            out = [others if d is None else d for d in out]
+        return out
 
     def _add_top_down(self, graphs: list[SuperpixelGraph], class_name: str) -> None:
         """Append the class's top-down block to every graph's unary features."""
-        sd = self.shape_detector(class_name)
-        args = [(self.dataset, g.image_id, g.segments, sd, sd.digest,
-                 self.cache.directory, self.cache.enabled) for g in graphs]
+        chosen = self._graph_detectors(graphs, class_name)
+        args = [(self.dataset, g.image_id, g.segments, detectors,
+                 self.cache.directory, self.cache.enabled)
+                for g, detectors in zip(graphs, chosen)]
         blocks = _map_images(_top_down_task, args, self.n_jobs, self.progress,
                                f"top-down {class_name}")
         for graph, block in zip(graphs, blocks):

@@ -70,7 +70,7 @@ def checkpoint_path(path) -> Path:
 
 
 def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadata: dict,
-               shape_detector=None) -> Path:
+               shape_detectors=None) -> Path:
     """Write a fitted StructuredSVM and what is needed to use it.
 
     Parameters
@@ -80,8 +80,10 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
     feature_config : the FeatureConfig the training features were made with.
     codebook : (n_words, 384) array or None (no SIFT block).
     metadata : extra JSON-able facts (class, data set, method, ...).
-    shape_detector : ShapeDetector, the class's detector and shapes; needed
-        when ``feature_config.detector`` is set (the top-down block).
+    shape_detectors : ShapeDetector or list of them: the detectors whose mean
+        block new images get (``FeatureExtractor.block_detectors``; one per
+        fold with cross-fitting); needed when ``feature_config.detector`` is
+        set (the top-down block).
 
     Returns
     -------
@@ -93,11 +95,18 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
         arrays["codebook"] = np.asarray(codebook, np.float32)
     top_down = None
     if feature_config.detector is not None:
-        if shape_detector is None or shape_detector.params != feature_config.detector:
+        detectors = (list(shape_detectors) if isinstance(shape_detectors, (list, tuple))
+                     else [shape_detectors] if shape_detectors is not None else [])
+        if not detectors or any(sd.params != feature_config.detector for sd in detectors):
             raise ValueError(f"not saving model {json_path}: its features have a top-down "
-                             "block, so it needs the detector they were made with")
-        detector_arrays, top_down = shape_detector.to_arrays()
-        arrays.update({TOP_DOWN + k: v for k, v in detector_arrays.items()})
+                             "block, so it needs the detectors they were made with")
+        # one prefix per detector: top_down.0., top_down.1., ... (a single
+        # detector under top_down. alone is the format before cross-fitting)
+        top_down = []
+        for k, sd in enumerate(detectors):
+            detector_arrays, settings = sd.to_arrays()
+            arrays.update({f"{TOP_DOWN}{k}.{name}": v for name, v in detector_arrays.items()})
+            top_down.append(settings)
     # Refuse before writing anything: a model that could not be loaded back
     # must not be written at all.
     problem = _arrays_problem(arrays["w"], arrays.get("codebook"), feature_config,
@@ -122,7 +131,10 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
         **({"top_down": top_down} if top_down is not None else {}),
         "training": {"n_iter": estimator.n_iter_, "converged": estimator.converged_,
                      "primal": estimator.primal_, "dual": estimator.dual_,
-                     "gap": estimator.gap_, "fit_seconds": estimator.fit_seconds_},
+                     "gap": estimator.gap_, "fit_seconds": estimator.fit_seconds_,
+                     # the objective's C, which primal, dual and gap are values of
+                     **({"svm_C": estimator.svm_C_} if hasattr(estimator, "svm_C_")
+                        else {})},
         **metadata,
     }
     doc[DOC_DIGEST] = _doc_digest(doc)
@@ -191,6 +203,9 @@ def load_model(path):
     # ... and name the node weight mode by its old name, "weights".
     if "weights" in params:
         params["node_weights"] = params.pop("weights")
+    # Files made before C_units hold the objective's own C: the paper's is twice it.
+    if "C_units" not in params and isinstance(params.get("C"), (int, float)):
+        params.update(C=2.0 * params["C"], C_units="paper")
     # The saved loss is the resolved one (kappa filled in), so kappa is None.
     try:
         estimator = StructuredSVM.from_weights(w, loss, **{**params, "kappa": None})
@@ -204,8 +219,10 @@ def load_model(path):
     return estimator, config, codebook, doc
 
 
-def load_shape_detector(path):
-    """The detector and shapes of a model with a top-down block, or None.
+def load_shape_detectors(path):
+    """The detectors of a model's top-down block (a list of ShapeDetector:
+    one per fold with cross-fitting; their mean block is the block of a new
+    image), or None for a model without the block.
 
     Read from the model's arrays file, after :func:`load_model`'s checks.
     """
@@ -217,10 +234,19 @@ def load_shape_detector(path):
     _, npz_path = model_paths(path)
     with np.load(npz_path, allow_pickle=False) as data:
         arrays = {k[len(TOP_DOWN):]: data[k] for k in data.files if k.startswith(TOP_DOWN)}
+    settings = doc["top_down"]
     try:
-        return ShapeDetector.from_arrays(arrays, doc["top_down"])
+        if isinstance(settings, dict):       # one detector, the format before cross-fitting
+            return [ShapeDetector.from_arrays(arrays, settings)]
+        return [ShapeDetector.from_arrays(
+            {name[len(f"{k}."):]: v for name, v in arrays.items() if name.startswith(f"{k}.")},
+            one) for k, one in enumerate(settings)]
     except (KeyError, TypeError, ValueError) as err:
         raise ModelFileError(f"{npz_path} holds no usable detector ({err})") from err
+
+
+#: The name of :func:`load_shape_detectors` before cross-fitting (it returns the list).
+load_shape_detector = load_shape_detectors
 
 
 def _doc_digest(doc: dict) -> str:

@@ -94,6 +94,7 @@ class TrainingSettings:
     beta: float = 1.0
     scope: str = _SVM["scope"]
     C: float | str = _SVM["C"]
+    C_units: str = _SVM["C_units"]
     node_weights: str = _SVM["node_weights"]
     n_triangles: int = N_TRIANGLES
     inference: str = DEFAULT_INFERENCE
@@ -140,6 +141,7 @@ class TrainingSettings:
         return estimator_for(method, loss=self.loss, beta=self.beta,
                              n_triangles=self.n_triangles, inference=self.inference,
                              polish=self.polish, node_weights=self.node_weights, C=C,
+                             C_units=self.C_units,
                              scope=self.scope, projection_set=self.projection_set,
                              solver=self.solver, tol=self.tol, max_iter=self.max_iter)
 
@@ -151,7 +153,10 @@ DEFAULTS = TrainingSettings()
 def c_text(settings: dict) -> str:
     """How C was set, from recorded settings (a dict of :meth:`TrainingSettings.to_dict`)."""
     if settings["C"] != "auto":
-        return f"C {settings['C']:g}"
+        C, units = settings["C"], settings.get("C_units")
+        if units is None:      # records made before C_units: the objective's own C
+            return f"C {C:g} (the paper's {2 * C:g})"
+        return f"C {C:g}" + (" (the paper's)" if units == "paper" else "")
     grid = settings["C_grid"]
     return (f"C auto ({settings['folds']}-fold CV over {len(grid)} values "
             f"{grid[0]:g}-{grid[-1]:g})")

@@ -34,6 +34,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from segstruct.cluster import on_cluster, parallel_map
+from segstruct.datasets.folds import make_folds as deal_folds
 from segstruct.evaluate.scoring import iou
 from segstruct.learn.ssvm import label_counts
 
@@ -133,33 +134,10 @@ def check_cv_data(Y, n_folds: int) -> None:
 
 
 def make_folds(strata, n_folds: int, seed: int) -> np.ndarray:
-    """Assign every image to one of ``n_folds`` folds, deterministically.
-
-    Images are shuffled with ``seed`` within each stratum, the strata are
-    concatenated from the highest (images showing the class) down, and the
-    result is dealt round-robin. So each fold holds a class image whenever
-    there are at least ``n_folds`` of them, and fold sizes differ by at
-    most one.
-
-    Parameters
-    ----------
-    strata : (n,) int array, e.g. :func:`image_strata`.
-    n_folds : int >= 2, at most n.
-    seed : int
-
-    Returns
-    -------
-    (n,) int64 array of fold indices in 0..n_folds-1.
-    """
-    strata = np.asarray(strata)
-    n = strata.shape[0]
-    check_folds(n_folds, n)
-    rng = np.random.default_rng(seed)
-    order = np.concatenate([rng.permutation(np.flatnonzero(strata == s))
-                            for s in np.unique(strata)[::-1]])
-    folds = np.empty(n, np.int64)
-    folds[order] = np.arange(n) % n_folds
-    return folds
+    """:func:`segstruct.datasets.folds.make_folds`, after :func:`check_folds`
+    (whose messages name the command-line options)."""
+    check_folds(n_folds, len(strata))
+    return deal_folds(strata, n_folds, seed)
 
 
 # --------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from segstruct.features.topdown.features import topdown_features
 FAST = DetectorParams(n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=1)
 BOTTOM_UP = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=6,
                             kmeans_iterations=5, superpixels=SuperpixelParams(min_size=400))
-TOP_DOWN = F.FeatureConfig(**{**BOTTOM_UP.__dict__, "detector": FAST})
+# one detector for every image (no cross-fitting; tests/features/test_cross_fitting.py)
+TOP_DOWN = F.FeatureConfig(**{**BOTTOM_UP.__dict__, "detector": FAST, "top_down_folds": 1})
 
 
 @pytest.fixture(scope="module")
@@ -129,10 +130,10 @@ def test_model_file_carries_the_detector(data_root, cache_dir, tmp_path, firing,
     with pytest.raises(ValueError, match="needs the detector"):
         save_model(tmp_path / "m", svm, TOP_DOWN, extractor.codebook()[0], {"class": "car"})
     save_model(tmp_path / "m", svm, TOP_DOWN, extractor.codebook()[0], {"class": "car"},
-               shape_detector=sd)
+               shape_detectors=sd)
     loaded, config, codebook, doc = load_model(tmp_path / "m")
     assert config == TOP_DOWN
-    back = load_shape_detector(tmp_path / "m")
+    back, = load_shape_detector(tmp_path / "m")
     assert back.digest == sd.digest
     # a new extractor given the model's detector makes the same features without
     # training; given none, it refuses rather than train another

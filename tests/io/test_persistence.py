@@ -72,6 +72,8 @@ def test_a_model_saved_before_the_io_left_the_constructor_loads():
     svm, X = fitted(np.random.default_rng(0))
     assert config == CONFIG and codebook is None
     assert "progress" not in loaded.get_params()
+    # its C was the objective's own (2.0): in the paper's units, twice that
+    assert (loaded.C, loaded.C_units) == (4.0, "paper")
     # today's code trains the same model (bit for bit with the numpy that wrote
     # the file; other builds differ in the last bits)
     np.testing.assert_allclose(loaded.w_, svm.w_, rtol=1e-9, atol=1e-12)

@@ -90,7 +90,7 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def non_maximum_suppression(boxes: np.ndarray, scores: np.ndarray,
-                            overlap: float = 0.5) -> np.ndarray:
+                            overlap: float = 0.5, limit: int | None = None) -> np.ndarray:
     """Greedy non-maximum suppression.
 
     Parameters
@@ -100,6 +100,9 @@ def non_maximum_suppression(boxes: np.ndarray, scores: np.ndarray,
     overlap : float
         A box is dropped when its IoU with a kept, better-scoring box is
         above this.
+    limit : int, optional
+        Stop once this many boxes are kept: the first ``limit`` of the
+        whole answer, at ``limit`` passes instead of one per kept box.
 
     Returns
     -------
@@ -109,7 +112,7 @@ def non_maximum_suppression(boxes: np.ndarray, scores: np.ndarray,
     order = np.argsort(-np.asarray(scores, np.float64), kind="stable")
     boxes = np.asarray(boxes, np.float64)
     keep = []
-    while order.size:
+    while order.size and (limit is None or len(keep) < limit):
         i = order[0]
         keep.append(i)
         if order.size == 1:

@@ -1,0 +1,136 @@
+"""Cross-fitted top-down features: each training image's block comes from a
+detector that never saw it, every other image's from the mean of the folds'
+detectors, and a model carries those detectors."""
+import numpy as np
+import pytest
+
+from segstruct.datasets import VOCDataset, class_index, make_synthetic_voc
+from segstruct.features import descriptors as F
+from segstruct.features import detection
+from segstruct.features.cache import ArrayCache
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.superpixels import SuperpixelParams
+from segstruct.features.topdown.detector import DetectorParams
+from segstruct.features.topdown.features import topdown_features
+from segstruct.features.topdown.training import TooFewObjects
+
+# Cheap detector settings: roots only, one short mining round.
+FAST = DetectorParams(n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=1)
+K = 2
+CONFIG = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=6,
+                         kmeans_iterations=5, superpixels=SuperpixelParams(min_size=400),
+                         detector=FAST, top_down_folds=K)
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=10, n_val=3)
+
+
+@pytest.fixture(scope="module")
+def trained(data_root, tmp_path_factory):
+    """The extractor, the images each detector was trained on, and the features.
+
+    Detectors trained on five images fire nowhere; their biases are raised
+    so that they fire (and their average shapes and blocks are not zero)."""
+    from dataclasses import replace
+
+    from segstruct.features.topdown.detector import Detector
+    seen = []
+    real = detection.train_detector
+
+    def recording(images, masks, class_index, params=None, on_stage=None):
+        seen.append(list(images.ids))
+        detector = real(images, masks, class_index, params, on_stage)
+        return Detector(detector.params, [replace(c, bias=c.bias + 3.0)
+                                          for c in detector.components])
+    detection.train_detector = recording
+    try:
+        extractor = FeatureExtractor(VOCDataset(data_root), CONFIG,
+                                     ArrayCache(tmp_path_factory.mktemp("cache")),
+                                     progress=False)
+        train = extractor.examples("train", "car")
+        val = extractor.examples("val", "car")
+    finally:
+        detection.train_detector = real
+    return extractor, seen, train, val
+
+
+def _block(sd, dataset, graph):
+    return topdown_features(sd.detector, sd.shapes, dataset.read_image(graph.image_id),
+                            graph.segments)
+
+
+def test_folds_cover_the_training_split_and_each_holds_the_class(trained):
+    extractor, _, _, _ = trained
+    dataset = extractor.dataset
+    fold_of, detectors = extractor.fold_detectors("car")
+    assert sorted(fold_of) == sorted(dataset.ids("train")) and len(detectors) == K
+    assert set(fold_of.values()) == set(range(K))
+    car = class_index("car")
+    for f in range(K):
+        assert any(np.any(dataset.read_mask(i) == car) for i, g in fold_of.items() if g == f)
+    # deterministic: the same folds from a fresh call
+    assert detection.detector_folds(dataset, "car", "train", K, FAST.seed) == fold_of
+
+
+def test_each_detector_is_trained_without_its_fold_and_no_whole_split_one(trained):
+    extractor, seen, _, _ = trained
+    fold_of, _ = extractor.fold_detectors("car")
+    expected = [sorted(i for i, g in fold_of.items() if g != f) for f in range(K)]
+    assert sorted(sorted(ids) for ids in seen) == sorted(expected)
+    # the features needed no detector trained on the whole split
+    assert all(len(ids) < len(fold_of) for ids in seen)
+
+
+def test_training_images_get_their_folds_block_and_others_the_mean(trained):
+    extractor, _, train, val = trained
+    dataset, width = extractor.dataset, FAST.n_filters
+    fold_of, detectors = extractor.fold_detectors("car")
+    fired = 0
+    for ex in train:
+        own = _block(detectors[fold_of[ex.graph.image_id]], dataset, ex.graph)
+        np.testing.assert_allclose(ex.graph.unary[:, -width:], own)
+        fired += int(own.any())
+    for ex in val:
+        mean = np.mean([_block(sd, dataset, ex.graph) for sd in detectors], axis=0)
+        np.testing.assert_allclose(ex.graph.unary[:, -width:], mean)
+        fired += int(mean.any())
+    assert fired, "no detector fired: the comparison above proves nothing"
+    assert extractor.block_detectors("car") == detectors
+
+
+def test_a_model_carries_the_folds_detectors(trained, tmp_path):
+    from segstruct.io.persistence import load_model, load_shape_detectors, save_model
+    from segstruct.learn.methods import estimator_for
+    extractor, _, train, val = trained
+    svm = estimator_for("bl1", max_iter=20).fit([e.graph for e in train],
+                                                [e.pixel_counts for e in train])
+    save_model(tmp_path / "m", svm, CONFIG, extractor.codebook()[0], {"class": "car"},
+               shape_detectors=extractor.block_detectors("car"))
+    back = load_shape_detectors(tmp_path / "m")
+    assert [sd.digest for sd in back] == [sd.digest for sd in extractor.block_detectors("car")]
+    _, config, codebook, _ = load_model(tmp_path / "m")
+    fresh = FeatureExtractor(extractor.dataset, config, ArrayCache(tmp_path / "c"),
+                             progress=False, codebook=codebook, detectors={"car": back})
+    for a, b in zip(fresh.examples("val", "car"), val):
+        np.testing.assert_allclose(a.graph.unary, b.graph.unary)
+    # the model's features of a training image are a new image's: the mean block
+    first = fresh.examples("train", "car", ids=[train[0].graph.image_id])[0]
+    mean = np.mean([_block(sd, extractor.dataset, first.graph) for sd in back], axis=0)
+    np.testing.assert_allclose(first.graph.unary[:, -FAST.n_filters:], mean)
+
+
+def test_fewer_class_images_than_folds_are_refused_with_the_options(data_root):
+    with pytest.raises(TooFewObjects, match="--top-down-folds"):
+        detection.detector_folds(VOCDataset(data_root), "car", "train", 50, 0)
+
+
+def test_settings_record_the_folds_and_old_files_mean_one_detector():
+    assert CONFIG.to_dict()["top_down_folds"] == K
+    assert "top_down_folds" not in F.FeatureConfig().to_dict()       # no block, no folds
+    old = {**CONFIG.to_dict()}
+    del old["top_down_folds"]
+    assert F.FeatureConfig.from_dict(old).top_down_folds == 1
+    with pytest.raises(ValueError, match="top_down_folds"):
+        F.FeatureConfig(detector=FAST, top_down_folds=0)

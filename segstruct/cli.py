@@ -566,6 +566,7 @@ def cmd_train(args) -> int:
         print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
     dataset = _dataset(args)
     _check_cv_size(args, dataset, args.split)
+    val_split = _val_split(args, dataset)
     extractor = _extractor(args, dataset)
     check_training_set(extractor, args.split, args.class_name,
                        args.cv[1] if args.cv is not None else None)
@@ -575,6 +576,10 @@ def cmd_train(args) -> int:
     examples = extractor.examples(args.split, args.class_name)
     X = [ex.graph for ex in examples]
     Y = [ex.pixel_counts for ex in examples]
+    val = None
+    if val_split is not None:
+        held = extractor.examples(val_split, args.class_name)
+        val = (val_split, [ex.graph for ex in held], [ex.pixel_counts for ex in held])
     extra = {}
     if args.cv is not None:
         curve = _choose_C_for_train(args, dataset, X, Y)
@@ -582,20 +587,39 @@ def cmd_train(args) -> int:
         extra = {"C_selection": curve}
     trained = train_model(estimator, X, Y, args.out, extractor, split=args.split,
                           class_name=args.class_name, method=args.method, metadata=extra,
-                          progress=show_progress(args), resume=args.resume)
+                          progress=show_progress(args), resume=args.resume, val=val)
     train_score, diagnosis = trained.train_score, trained.diagnosis
     status = "converged" if estimator.converged_ else "stopped at --max-iter"
     print(f"{args.method} on {dataset.name}/{args.split}, class {args.class_name}: "
           f"{status} after {estimator.n_iter_} iterations in {estimator.fit_seconds_:.1f} s; "
           f"primal {estimator.primal_:.6g}, dual {estimator.dual_:.6g}, "
           f"gap {estimator.gap_:.3g}; {estimator.loss_!r}")
-    print(f"training-set VOC IoU {train_score['voc_iou_percent']:.2f} %")
+    scores = f"VOC IoU {_fmt(train_score['voc_iou_percent'], '.2f')} % on {args.split}"
+    if trained.val_score is not None:
+        scores += f", {_fmt(trained.val_score['voc_iou_percent'], '.2f')} % on {val_split}"
+    print(scores)
     for warning in diagnosis["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {trained.path} (+ .npz) and {trained.log_path}")
     if checkpoint.exists():
         print(f"kept {checkpoint}: rerun with --resume and a higher --max-iter to continue")
     return 0
+
+
+def _val_split(args, dataset) -> str | None:
+    """train's validation split: --split-val, else "val" when the data has one
+    (never the training split itself); None for none."""
+    if args.split_val is None:
+        return "val" if "val" in dataset.splits() and args.split != "val" else None
+    if args.split_val == "none":
+        return None
+    if args.split_val == args.split:
+        raise UsageError(f"--split-val {args.split_val} is the training split: give another "
+                         "split, or 'none'")
+    if args.split_val not in dataset.splits():
+        raise UsageError(f"--split-val {args.split_val}: {dataset.root} has no such split "
+                         f"(it has {', '.join(dataset.splits())}); give one of those, or 'none'")
+    return args.split_val
 
 
 def cmd_evaluate(args) -> int:
@@ -1020,6 +1044,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"{METHOD_HELP} (default %(default)s)")
     _add_training_options(g)
     g.add_argument("--split", default="train", help="training split (default %(default)s)")
+    g.add_argument("--split-val", default=None, metavar="SPLIT",
+                   help="validation split, scored beside the training split and checked for "
+                        "over-fitting; 'none' scores no other split (default: val, when the "
+                        "data has it)")
     g.add_argument("--out", required=True, type=Path, metavar="MODEL",
                    help="writes MODEL.json, MODEL.npz and MODEL.log.json; while training, "
                         "MODEL.ckpt.npz after every iteration")

@@ -38,6 +38,7 @@ import numpy as np
 
 from segstruct.cluster import on_cluster, parallel_map
 from segstruct.datasets import DatasetError, VOCDataset, class_index
+from segstruct.evaluate.diagnosis import generalisation
 from segstruct.features.detection import detectors_digest
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.topdown.training import TooFewObjects
@@ -372,16 +373,24 @@ class Comparison:
         evaluation = self.extractor.examples(self.eval_split, class_name)
         eval_score = estimator.voc_score([ex.graph for ex in evaluation],
                                          [ex.pixel_counts for ex in evaluation]).to_dict()
+        config = self.extractor.config
+        warning = generalisation(train_score["voc_iou_percent"], eval_score["voc_iou_percent"],
+                                 {"top_down": config.detector is not None,
+                                  "top_down_folds": config.top_down_folds})
+        if warning:
+            diagnosis = {**diagnosis, "warnings": [*diagnosis["warnings"], warning]}
+            self.say(f"      warning: {class_name}/{method}: {warning}")
         record = {
             "dataset": self.dataset.name, "class": class_name, "method": method,
             "loss": estimator.loss_.to_dict(), "scope": self.settings.scope,
-            "C": C, **extra, "M": self.settings.n_triangles,
+            "C": C, "C_units": self.settings.C_units, **extra, "M": self.settings.n_triangles,
             "inference": self.settings.inference,
             "node_weights": self.settings.node_weights, "seed": self.seed,
             "code_version": code_version(),
             "training": {"fit_seconds": estimator.fit_seconds_, "n_iter": estimator.n_iter_,
                          "converged": estimator.converged_, "primal": estimator.primal_,
                          "dual": estimator.dual_, "gap": estimator.gap_,
+                         "svm_C": getattr(estimator, "svm_C_", None),
                          "oracle": oracle_name(estimator.oracle)},
             "n_train_images": len(train), "n_eval_images": len(evaluation),
             "train_score": train_score, "eval_score": eval_score, "diagnosis": diagnosis,
@@ -416,14 +425,18 @@ class Comparison:
         records = [self._load_record(c, m) for c in classes for m in self.methods]
         records = [r for r in records if r is not None]
         iou = {c: {m: None for m in self.methods} for c in classes}
+        train_iou = {c: {m: None for m in self.methods} for c in classes}
         for r in records:
             iou[r["class"]][r["method"]] = r["eval_score"]["voc_iou_percent"]
-        mean = {}
-        for m in self.methods:
-            values = [iou[c][m] for c in classes]
-            # a class whose IoU is undefined (no positives, none predicted) has no say
-            values = [v for v in values if v is not None]
-            mean[m] = float(np.mean(values)) if values else None
+            train_iou[r["class"]][r["method"]] = r["train_score"]["voc_iou_percent"]
+
+        def means(table):
+            out = {}
+            for m in self.methods:
+                # a class whose IoU is undefined (no positives, none predicted) has no say
+                values = [table[c][m] for c in classes if table[c][m] is not None]
+                out[m] = float(np.mean(values)) if values else None
+            return out
         return {
             "format": RESULTS_FORMAT, "format_version": 1,
             "dataset": self.dataset.name, "data_root": str(self.dataset.root),
@@ -434,7 +447,9 @@ class Comparison:
             "features": self.extractor.config.to_dict(),
             "code_version": code_version(), "machine": machine(),
             "total_fit_seconds": sum(r["training"]["fit_seconds"] for r in records),
-            "table": {"iou_percent": iou, "mean_iou_percent": mean},
+            "table": {"iou_percent": iou, "mean_iou_percent": means(iou),
+                      "train_iou_percent": train_iou,
+                      "mean_train_iou_percent": means(train_iou)},
             "results": records,
         }
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from segstruct.datasets import DatasetError
-from segstruct.evaluate.diagnosis import diagnose
+from segstruct.evaluate.diagnosis import diagnose, generalisation
 from segstruct.evaluate.inspection import training_set_problem
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.io.persistence import checkpoint_path, log_path, model_paths, save_model
@@ -43,7 +43,9 @@ class TrainedModel:
     checkpoint : the checkpoint path; the file exists if the run did not
         converge, or if it was kept (``keep_checkpoint``).
     train_score : the VOC score on the training split, as a dict.
-    diagnosis : :func:`segstruct.evaluate.diagnosis.diagnose`'s report.
+    diagnosis : :func:`segstruct.evaluate.diagnosis.diagnose`'s report (its
+        warnings include over-fitting when a validation split was scored).
+    val_score : the VOC score on the validation split, or None.
     """
 
     estimator: object
@@ -52,6 +54,7 @@ class TrainedModel:
     checkpoint: Path
     train_score: dict
     diagnosis: dict
+    val_score: dict | None = None
 
 
 def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
@@ -77,7 +80,7 @@ def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
 def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str,
                 class_name: str, method: str, metadata: dict | None = None,
                 progress: bool = False, resume: bool = True,
-                keep_checkpoint: bool = False) -> TrainedModel:
+                keep_checkpoint: bool = False, val=None) -> TrainedModel:
     """Fit ``estimator`` on one split's examples and save it as model ``out``.
 
     Parameters
@@ -94,6 +97,9 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     resume : continue from the checkpoint when there is one.
     keep_checkpoint : keep the checkpoint of a converged run too (the caller
         deletes it once its own records are written).
+    val : (split name, graphs, label counts) of a validation split, optional:
+        scored beside the training split, recorded, and checked for
+        over-fitting (:func:`segstruct.evaluate.diagnosis.generalisation`).
 
     Returns
     -------
@@ -107,6 +113,16 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     train_score = estimator.voc_score(X, Y, predictions).to_dict()
     diagnosis = diagnose(estimator, X, Y, predictions)
     config = extractor.config
+    val_score, val_meta = None, {}
+    if val is not None:
+        val_split, X_val, Y_val = val
+        val_score = estimator.voc_score(X_val, Y_val).to_dict()
+        val_meta = {"val_split": val_split, "val_score": val_score}
+        warning = generalisation(train_score["voc_iou_percent"], val_score["voc_iou_percent"],
+                                 {"top_down": config.detector is not None,
+                                  "top_down_folds": config.top_down_folds})
+        if warning:
+            diagnosis["warnings"].append(warning)
     codebook = extractor.codebook()[0] if config.sift else None
     dataset = extractor.dataset
     save_model(out, estimator, config, codebook, {
@@ -114,9 +130,11 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
         "oracle": oracle_name(estimator.oracle),
         "data_root": str(dataset.root), "train_split": split,
         "n_train_images": len(X), "train_score": train_score,
-        "diagnosis": diagnosis, "training_log": log_file.name, **(metadata or {})},
+        "diagnosis": diagnosis, "training_log": log_file.name, **val_meta,
+        **(metadata or {})},
         shape_detectors=(extractor.block_detectors(class_name)
                          if config.detector is not None else None))
     if estimator.converged_ and not keep_checkpoint:
         checkpoint.unlink(missing_ok=True)  # the model is safe: the checkpoint is spent
-    return TrainedModel(estimator, json_path, log_file, checkpoint, train_score, diagnosis)
+    return TrainedModel(estimator, json_path, log_file, checkpoint, train_score, diagnosis,
+                        val_score)

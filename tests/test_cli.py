@@ -318,11 +318,13 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
         main(["features", "--data", str(data_root), "--top-down", *cache, *small])
     assert "give --class" in capsys.readouterr().err
     model = tmp_path / "m"
-    assert main(["train", "--data", str(data_root), "--class", "car",
+    # one detector for all images: evaluate on the training split sees what training saw
+    assert main(["train", "--data", str(data_root), "--class", "car", "--top-down-folds", "1",
                  "--out", str(model), "--max-iter", "30", *cache, *small]) == 0
     _, config, _, doc = load_model(model)
-    assert config.detector is not None and doc["top_down"]["class"] == "car"
-    assert load_shape_detector(model).params == config.detector
+    assert config.detector is not None and doc["top_down"][0]["class"] == "car"
+    detectors = load_shape_detector(model)
+    assert len(detectors) == 1 and detectors[0].params == config.detector
     out = tmp_path / "e.json"
 
     def no_training(*args, **kwargs):
@@ -334,6 +336,20 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
                  "-q"]) == 0
     assert json.loads(out.read_text())["score"]["voc_iou_percent"] == pytest.approx(
         doc["train_score"]["voc_iou_percent"])
+    # cross-fitted (the default): the model carries the folds' detectors, and
+    # evaluate on val gives the validation score that train recorded
+    monkeypatch.undo()
+    monkeypatch.setattr(cli, "DetectorParams", lambda seed: DetectorParams(
+        n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=seed))
+    crossed = tmp_path / "x"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--top-down-folds", "2",
+                 "--out", str(crossed), "--max-iter", "30", *cache, *small]) == 0
+    _, config, _, doc = load_model(crossed)
+    assert config.top_down_folds == 2 and len(load_shape_detector(crossed)) == 2
+    assert doc["val_split"] == "val"
+    assert main(["evaluate", "--data", str(data_root), "--model", str(crossed), "--split",
+                 "val", "--json", str(out), "--cache", str(tmp_path / "c3"), "-q"]) == 0
+    assert json.loads(out.read_text())["score"] == doc["val_score"]
     monkeypatch.undo()
     monkeypatch.setattr(cli, "DetectorParams", lambda seed: DetectorParams(
         n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=seed))
@@ -403,7 +419,7 @@ def test_train_bcfw_end_to_end(data_root, tmp_path, capsys):
                  "--scope", "image", "--C", "5", "--max-iter", "60", "--out", str(model),
                  *cache, *SMALL]) == 0
     out = capsys.readouterr().out
-    assert "iterations" in out and "training-set VOC IoU" in out and "--resume" not in out
+    assert "iterations" in out and "% on train" in out and "--resume" not in out
     svm, _, _, doc = load_model(model)
     assert doc["method"] == "bl1"
     assert (doc["estimator"]["solver"], doc["estimator"]["scope"]) == ("bcfw", "image")
@@ -483,7 +499,7 @@ def test_train_lovasz_by_sgd_matches_the_library_and_is_not_called_converged(
         [e.graph for e in train], [e.pixel_counts for e in train])
     scales = LovaszSVM(scope="image").margin_scales(ts, ws)
     fit = fit_sgd([s * np.asarray(e.graph.unary, float) for s, e in zip(scales, train)],
-                  ts, ws, C=5.0, epochs=30)
+                  ts, ws, C=doc["training"]["svm_C"], epochs=30)
     np.testing.assert_allclose(svm.w_[:fit.w.size], fit.w)
     assert doc["training"]["primal"] == pytest.approx(fit.objective)
 

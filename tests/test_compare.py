@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from segstruct.cli import main
+from segstruct.learn.methods import DEFAULTS
 from segstruct.datasets import VOCDataset, make_synthetic_voc
 
 # the top-down block (on by default) costs a detector per class; these tests are
@@ -46,13 +47,16 @@ def test_results_json_names_everything(finished, data_root):
         for key in ("dataset", "class", "method", "loss", "scope", "C", "M", "node_weights",
                     "seed", "code_version", "training", "eval_score", "train_score"):
             assert key in r, key
-        assert r["scope"] == "dataset" and r["C"] == 0.5 and r["M"] == 40
+        assert r["scope"] == "dataset" and r["C"] == DEFAULTS.C and r["M"] == 40
+        assert r["C_units"] == "superpixel" and r["training"]["svm_C"] > 0
         assert r["inference"] == "envelope"
         assert r["node_weights"] == "count" and r["seed"] == 0
         assert r["training"]["fit_seconds"] > 0 and r["training"]["n_iter"] >= 1
         assert r["loss"]["name"] == ("adjusted_hamming" if r["method"] == "bl1" else "iou")
         assert results["table"]["iou_percent"][r["class"]][r["method"]] == \
             r["eval_score"]["voc_iou_percent"]
+        assert results["table"]["train_iou_percent"][r["class"]][r["method"]] == \
+            r["train_score"]["voc_iou_percent"]
 
 
 def test_recorded_score_is_what_evaluate_says(finished, data_root, tmp_path):
@@ -69,20 +73,25 @@ def test_tables_match_results(finished):
     out, _, _ = finished
     results = json.loads((out / "results.json").read_text())
     iou = results["table"]["iou_percent"]
+    train = results["table"]["train_iou_percent"]
     rows = list(csv.reader((out / "table.csv").read_text().splitlines()))
-    assert rows[0] == ["class", *METHODS]
+    assert rows[0] == ["class", *METHODS, *(f"{m} train" for m in METHODS)]
     assert [r[0] for r in rows[1:]] == ["car", "person", "mean"]
     for row in rows[1:3]:
         assert [float(v) for v in row[1:]] == pytest.approx(
-            [iou[row[0]][m] for m in METHODS], abs=1e-4)
-    means = [np.mean([iou[c][m] for c in ("car", "person")]) for m in METHODS]
+            [iou[row[0]][m] for m in METHODS] + [train[row[0]][m] for m in METHODS], abs=1e-4)
+    means = [np.mean([table[c][m] for c in ("car", "person")])
+             for table in (iou, train) for m in METHODS]
     assert [float(v) for v in rows[3][1:]] == pytest.approx(means, abs=1e-4)
     md = (out / "table.md").read_text()
     assert "| class | bl1 | bl2 | proposed |" in md
-    assert f"| car | {iou['car']['bl1']:.2f} | {iou['car']['bl2']:.2f} |" in md
-    assert f"**{means[2]:.2f}**" in md
+    # each cell: the evaluation split's IoU, the training split's in brackets
+    assert (f"| car | {iou['car']['bl1']:.2f} ({train['car']['bl1']:.1f}) | "
+            f"{iou['car']['bl2']:.2f} ({train['car']['bl2']:.1f}) |") in md
+    assert f"**{means[2]:.2f} ({means[5]:.1f})**" in md
     # the table names data, loss, scope, C, M and the code version
-    for words in (results["data_root"], "scope dataset", "C 0.5", "oracle envelope (exact)", results["code_version"]):
+    for words in (results["data_root"], "scope dataset", f"C {DEFAULTS.C:g}",
+                  "oracle envelope (exact)", results["code_version"]):
         assert words in md
 
 

@@ -20,26 +20,37 @@ def fmt(v, spec=".2f") -> str:
     return "-" if v is None else format(v, spec)
 
 
-def _table_rows(results: dict):
-    iou = results["table"]["iou_percent"]
+def _table_rows(results: dict, which: str = "iou_percent"):
+    """(class, values per method) rows and the mean row of the table's
+    ``which`` (``iou_percent``: the evaluation split; ``train_iou_percent``:
+    the training split, absent from results made before it was recorded)."""
+    table = results["table"]
+    iou = table.get(which, {})
     for c in results["classes"]:
-        yield c, [iou[c][m] for m in results["methods"]]
-    yield "mean", [results["table"]["mean_iou_percent"][m] for m in results["methods"]]
+        yield c, [iou.get(c, {}).get(m) for m in results["methods"]]
+    yield "mean", [table.get(f"mean_{which}", {}).get(m) for m in results["methods"]]
 
 
 def table_markdown(results: dict) -> str:
-    """Table 1 style: rows classes (and the mean), columns methods, IoU %."""
+    """Table 1 style: rows classes (and the mean), columns methods, IoU % on
+    the evaluation split with the training split's beside it."""
     s = results["settings"]
     methods = results["methods"]
     out = io.StringIO()
-    out.write(f"# VOC IoU % on {results['dataset']} ({results['eval_split']})\n\n")
+    out.write(f"# VOC IoU % on {results['dataset']} ({results['eval_split']}; in brackets "
+              f"on {results['train_split']})\n\n")
     out.write("| class | " + " | ".join(methods) + " |\n")
     out.write("|---|" + "---|" * len(methods) + "\n")
-    for name, values in _table_rows(results):
-        cells = [fmt(v) for v in values]
+    for (name, values), (_, train) in zip(_table_rows(results),
+                                          _table_rows(results, "train_iou_percent")):
+        cells = [fmt(v) + ("" if t is None else f" ({fmt(t, '.1f')})")
+                 for v, t in zip(values, train)]
         if name == "mean":
             name, cells = f"**{name}**", [f"**{c}**" for c in cells]
         out.write(f"| {name} | " + " | ".join(cells) + " |\n")
+    out.write(f"\nIn brackets: the same models on their own training split "
+              f"({results['train_split']}); a training IoU far above the "
+              f"{results['eval_split']} IoU is over-fitting.\n")
     by_pair = {(r["class"], r["method"]): r["training"] for r in results["results"]}
     out.write("\nTraining seconds / cutting-plane iterations (* = stopped at max_iter):\n\n")
     out.write("| class | " + " | ".join(methods) + " |\n")
@@ -112,10 +123,14 @@ def _chosen_C_table(out, results: dict) -> None:
 
 
 def table_csv(results: dict) -> str:
-    """The same table as CSV: a header ``class,<methods>``, then one row per class and mean."""
+    """The same table as CSV: a header ``class,<methods>,<method> train...``,
+    then one row per class and the mean (evaluation-split IoU %, then the
+    training split's)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["class", *results["methods"]])
-    for name, values in _table_rows(results):
-        writer.writerow([name, *("" if v is None else f"{v:.4f}" for v in values)])
+    methods = results["methods"]
+    writer.writerow(["class", *methods, *(f"{m} train" for m in methods)])
+    for (name, values), (_, train) in zip(_table_rows(results),
+                                          _table_rows(results, "train_iou_percent")):
+        writer.writerow([name, *("" if v is None else f"{v:.4f}" for v in [*values, *train])])
     return out.getvalue()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from segstruct.datasets import DatasetError, VOCDataset, default_synthetic_root, make_synthetic_voc
 from segstruct.features.cache import ArrayCache
-from segstruct.features.descriptors import SIFT_NORMS, FeatureConfig
+from segstruct.features.descriptors import SIFT_NORMS, TOP_DOWN_DETECTORS, FeatureConfig
 from segstruct.features.topdown.detector import DetectorParams
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams
@@ -118,8 +118,13 @@ def _add_feature_options(p: argparse.ArgumentParser) -> None:
                         "trained on the other K - 1 folds of the training split (cross-"
                         "fitted, so the learner sees the detector's scores on images it was "
                         "not fitted to, as on new ones); 1: one detector for all, fitted "
-                        "to its own training images too. Other splits and new images get "
-                        "the detector of the whole training split (default %(default)s)")
+                        "to its own training images too (default %(default)s)")
+    g.add_argument("--top-down-detector", choices=TOP_DOWN_DETECTORS,
+                   default=d.top_down_detector,
+                   help="with --top-down-folds 2 or more, the block of other splits and new "
+                        "images: the mean of the folds' detectors' blocks (folds), or the "
+                        "block of a detector trained on the whole training split (whole) "
+                        "(default %(default)s)")
     g.add_argument("--sift-norm", choices=SIFT_NORMS, default=d.sift_norm,
                    help="each superpixel's bag of words: word counts over their sum (l1), "
                         "or its square root (sqrt, Hellinger's) (default %(default)s)")
@@ -152,9 +157,11 @@ def _check_feature_options(args) -> None:
         raise UsageError("--top-down and --no-top-down contradict each other; give one")
     if args.top_down_folds < 1:
         raise UsageError(f"--top-down-folds must be at least 1, got {args.top_down_folds}")
-    if args.no_top_down and given("top_down_folds", d.top_down_folds):
-        raise UsageError("--top-down-folds sets the top-down block, but --no-top-down "
-                         "switches it off")
+    for flag, name in (("--top-down-folds", "top_down_folds"),
+                       ("--top-down-detector", "top_down_detector")):
+        if args.no_top_down and given(name, getattr(d, name)):
+            raise UsageError(f"{flag} sets the top-down block, but --no-top-down switches "
+                             "it off")
     if args.no_sift:
         # --codebook-split also names the detector's training split
         split_used = not args.no_top_down and args.command != "inspect"
@@ -179,7 +186,8 @@ def _feature_config(args) -> FeatureConfig:
                          codebook_descriptors=args.codebook_descriptors, seed=args.seed,
                          sift_norm=args.sift_norm,
                          detector=None if args.no_top_down else DetectorParams(seed=args.seed),
-                         top_down_folds=args.top_down_folds)
+                         top_down_folds=args.top_down_folds,
+                         top_down_detector=args.top_down_detector)
 
 
 def _dataset(args) -> VOCDataset:

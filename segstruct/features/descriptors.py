@@ -31,6 +31,9 @@ from segstruct.features.topdown.detector import DetectorParams
 SIFT_DIM = 128
 #: The normalisations of a superpixel's bag of words (``FeatureConfig.sift_norm``).
 SIFT_NORMS = ("l1", "sqrt")
+#: What labels images other than the cross-fitted training images
+#: (``FeatureConfig.top_down_detector``).
+TOP_DOWN_DETECTORS = ("folds", "whole")
 OPPONENT_DIM = 3 * SIFT_DIM
 COLOUR_DIM = 6
 POSITION_DIM = 6
@@ -86,8 +89,12 @@ class FeatureConfig:
         from a detector trained on the other folds, so the learner sees the
         detector's scores on images it was not fitted to, as on new images.
         1: the detector trained on the whole training split labels its own
-        training images too (the model files made before the option). Other
-        splits and new images always get the whole split's detector.
+        training images too (the model files made before the option).
+    top_down_detector : {"folds", "whole"}
+        With ``top_down_folds`` >= 2, the block of every other image (other
+        splits, new images): the mean of the folds' detectors' blocks
+        ("folds"; no detector sees the whole split), or the block of one
+        detector trained on the whole training split ("whole").
     """
 
     superpixels: SuperpixelParams = field(default_factory=SuperpixelParams)
@@ -108,6 +115,7 @@ class FeatureConfig:
     sift_norm: str = "l1"
     detector: DetectorParams | None = None
     top_down_folds: int = 3
+    top_down_detector: str = "folds"
 
     def __post_init__(self):
         if not (self.sift or self.colour or self.position or self.bias):
@@ -124,6 +132,9 @@ class FeatureConfig:
             raise ValueError("boundary_unit must be positive")
         if self.sift_norm not in SIFT_NORMS:
             raise ValueError(f"unknown sift_norm {self.sift_norm!r}; use one of {SIFT_NORMS}")
+        if self.top_down_detector not in TOP_DOWN_DETECTORS:
+            raise ValueError(f"unknown top_down_detector {self.top_down_detector!r}; use one "
+                             f"of {TOP_DOWN_DETECTORS}")
         if isinstance(self.top_down_folds, bool) or int(self.top_down_folds) != \
                 self.top_down_folds or self.top_down_folds < 1:
             raise ValueError(f"top_down_folds must be an integer >= 1, got "
@@ -134,7 +145,7 @@ class FeatureConfig:
         the top-down block existed (same cache keys, same model files)."""
         out = asdict(self)
         if self.detector is None:
-            del out["detector"], out["top_down_folds"]
+            del out["detector"], out["top_down_folds"], out["top_down_detector"]
         if self.sift_norm == "l1":        # what files made before the option hold
             del out["sift_norm"]
         return out
@@ -143,7 +154,7 @@ class FeatureConfig:
         """The settings the cached class-independent features depend on (their
         cache key; ``sift_norm`` is applied after the cache)."""
         out = asdict(self)
-        del out["detector"], out["top_down_folds"], out["sift_norm"]
+        del out["detector"], out["top_down_folds"], out["top_down_detector"], out["sift_norm"]
         return out
 
     @classmethod
@@ -155,6 +166,7 @@ class FeatureConfig:
         if d.get("detector") is not None:
             d["detector"] = DetectorParams(**d["detector"])
             d.setdefault("top_down_folds", 1)
+            d.setdefault("top_down_detector", "folds")
         known = set(cls.__dataclass_fields__)
         unknown = set(d) - known
         if unknown:

@@ -381,11 +381,12 @@ class FeatureExtractor:
     def block_detectors(self, class_name: str) -> list[ShapeDetector]:
         """The detectors whose blocks, averaged, give the top-down block of
         any image but a cross-fitted training image: the model's own (given),
-        else the folds' (``config.top_down_folds`` >= 2, :meth:`fold_detectors`),
-        else the whole split's. A model saves them to label new images."""
+        else the folds' (``config.top_down_folds`` >= 2 and
+        ``config.top_down_detector`` "folds": :meth:`fold_detectors`), else
+        the whole split's. A model saves them to label new images."""
         if class_name in self._given:
             return self._given[class_name]
-        if self._cross_fitting():
+        if self._cross_fitting() and self.config.top_down_detector == "folds":
             return self.fold_detectors(class_name)[1]
         return [self.shape_detector(class_name)]
 

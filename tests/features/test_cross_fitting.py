@@ -134,3 +134,21 @@ def test_settings_record_the_folds_and_old_files_mean_one_detector():
     assert F.FeatureConfig.from_dict(old).top_down_folds == 1
     with pytest.raises(ValueError, match="top_down_folds"):
         F.FeatureConfig(detector=FAST, top_down_folds=0)
+
+
+def test_the_whole_splits_detector_can_label_the_other_images(trained, tmp_path):
+    from dataclasses import replace
+    extractor, _, train, folds_val = trained
+    whole = FeatureExtractor(extractor.dataset, replace(CONFIG, top_down_detector="whole"),
+                             extractor.cache, progress=False)
+    sd = whole.shape_detector("car")
+    assert whole.block_detectors("car") == [sd]
+    val = whole.examples("val", "car")
+    for ex in val:
+        np.testing.assert_allclose(ex.graph.unary[:, -FAST.n_filters:],
+                                   _block(sd, extractor.dataset, ex.graph))
+    assert any(not np.allclose(a.graph.unary, b.graph.unary) for a, b in zip(val, folds_val))
+    # the training images still get their folds' blocks
+    again = whole.examples("train", "car")
+    for a, b in zip(again, train):
+        np.testing.assert_allclose(a.graph.unary, b.graph.unary)

@@ -47,11 +47,12 @@ def _add_data_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cache", metavar="DIR", type=Path,
                    help="feature cache folder (default: $SEGSTRUCT_CACHE or ~/.cache/segstruct)")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    g.add_argument("-j", "--n-jobs", type=int, default=1,
-                   help="worker processes, -1 = every core: feature extraction, and for "
-                        "train and compare also the folds of --C auto and, with --scope "
-                        "image, the loss-augmented inference over the images "
-                        "(default %(default)s)")
+    g.add_argument("-j", "--n-jobs", type=int, default=-1,
+                   help="worker processes, -1 = every core (-2 all but one ...): feature "
+                        "extraction and detector training, and for train and compare also "
+                        "the folds of --C auto and, with --scope image, the loss-augmented "
+                        "inference over the images; 1 runs everything in this process "
+                        "(default %(default)s, every core)")
     out = g.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     out.add_argument("--progress", action="store_true",

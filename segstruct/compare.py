@@ -59,7 +59,8 @@ RESULTS_FORMAT = "segstruct-comparison"
 def _top_down_hint(theirs: dict | None, mine: dict) -> str:
     """Why features differ, when it is the top-down block alone."""
     theirs = dict(theirs or {})
-    block = {k: mine[k] for k in ("detector", "top_down_folds") if k in mine}
+    block = {k: mine[k] for k in ("detector", "top_down_folds", "top_down_detector")
+             if k in mine}
     if theirs.get("detector") is None and mine.get("detector") is not None and \
             {**theirs, **block} == mine:
         return ("; it was made without the top-down block, which is now on by default: "
@@ -281,8 +282,12 @@ class Comparison:
         with ``skip_few_objects``, is skipped, with the reason)."""
         if self.extractor.config.detector is None:
             return
+        # every class's detectors at once, on the workers
+        errors = self.extractor.train_detectors(self.compared_classes)
         for class_name in self.compared_classes:
             try:
+                if class_name in errors:
+                    raise errors[class_name]
                 detectors = self.extractor.block_detectors(class_name)
             except TooFewObjects as err:
                 if not self.skip_few_objects:

@@ -9,11 +9,11 @@ targets are cheap and are computed from the mask on every load.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 import numpy as np
+from joblib import cpu_count
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
@@ -24,6 +24,7 @@ from segstruct.features.cache import ArrayCache, file_digest, key_digest
 from segstruct.features.detection import (ShapeDetector, detector_folds, top_down_key,
                                          train_shape_detector)
 from segstruct.features.topdown.features import topdown_features
+from segstruct.features.topdown.training import TooFewObjects
 from segstruct.features.superpixels import (SuperpixelParams, adjacency, majority_targets,
                                             pixel_counts, segment, superpixel_means)
 
@@ -217,6 +218,15 @@ def _top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enab
         return blocks[0] if len(blocks) == 1 else np.mean(blocks, axis=0)
 
 
+def _detector_or_error(*args):
+    """``train_shape_detector(*args)`` as (detector, None), or (None, the
+    TooFewObjects): one class short of objects must not stop the others'."""
+    try:
+        return train_shape_detector(*args), None
+    except TooFewObjects as err:
+        return None, err
+
+
 def check_finite_features(image_id: str, blocks: dict, image_path=None,
                           hint: str = "") -> None:
     """Raise ValueError naming the image if any feature is NaN or infinite.
@@ -357,8 +367,8 @@ class FeatureExtractor:
         return self._codebook
 
     def _cores(self) -> int:
-        if self.n_jobs < 0:   # joblib's convention: -1 = every core
-            return os.cpu_count() or 1
+        if self.n_jobs < 0:   # joblib's convention: -1 = every core (of this process)
+            return max(1, cpu_count() + 1 + self.n_jobs)
         return max(1, self.n_jobs)
 
     # -- detectors ----------------------------------------------------------
@@ -375,7 +385,9 @@ class FeatureExtractor:
                 raise ValueError(f"the features are a trained model's, but its {class_name} "
                                  "detector was not given: pass the model's "
                                  "(segstruct.load_shape_detectors(path))")
-            self._detectors[class_name] = self._train_detectors(class_name, [None])[0]
+            self._detectors[class_name] = train_shape_detector(
+                self.dataset, class_name, self.codebook_split, self.config.detector,
+                self.cache, tqdm.write if self.progress else None)
         return self._detectors[class_name]
 
     def block_detectors(self, class_name: str) -> list[ShapeDetector]:
@@ -406,12 +418,56 @@ class FeatureExtractor:
                              "(config.detector with top_down_folds >= 2, and features "
                              "that are not a trained model's)")
         if class_name not in self._fold_detectors:
-            fold_of = detector_folds(self.dataset, class_name, self.codebook_split, k,
-                                     self.config.detector.seed)
-            subsets = [[i for i in fold_of if fold_of[i] != f] for f in range(k)]
-            self._fold_detectors[class_name] = (fold_of,
-                                                self._train_detectors(class_name, subsets))
+            error = self.train_detectors([class_name]).get(class_name)
+            if error is not None:
+                raise error
         return self._fold_detectors[class_name]
+
+    def train_detectors(self, class_names) -> dict:
+        """Train (or read from the cache) every detector the top-down blocks
+        of these classes need, all at once on the workers: on 2 cores the
+        folds' detectors of three classes took a third less time this way
+        than one class at a time.
+
+        Returns
+        -------
+        dict, class name -> TooFewObjects for the classes that cannot have
+        their detectors (the others are ready: :meth:`block_detectors`).
+        """
+        k, errors, jobs = self._cross_fitting(), {}, []       # (class, fold or None, ids)
+        for name in class_names:
+            if k and name not in self._fold_detectors:
+                try:
+                    fold_of = detector_folds(self.dataset, name, self.codebook_split, k,
+                                             self.config.detector.seed)
+                except TooFewObjects as err:
+                    errors[name] = err
+                    continue
+                jobs += [(name, f, [i for i in fold_of if fold_of[i] != f]) for f in range(k)]
+            if name not in self._detectors and name not in self._given and \
+                    (not k or self.config.top_down_detector == "whole"):
+                jobs.append((name, None, None))
+        if not jobs:
+            return errors
+        args = [(self.dataset, name, self.codebook_split, self.config.detector, self.cache,
+                 tqdm.write if self.progress else None, ids,
+                 "" if f is None else f"without fold {f + 1} of {k}") for name, f, ids in jobs]
+        done = parallel_map(_detector_or_error, args, min(self._cores(), len(jobs)),
+                            self.progress and len(jobs) > 1, "detectors", unit="detector")
+        folds = {}
+        for (name, f, ids), (detector, error) in zip(jobs, done):
+            if error is not None:
+                errors.setdefault(name, error)
+            elif f is None:
+                self._detectors[name] = detector
+            else:
+                folds.setdefault(name, {})[f] = detector
+        for name, trained in folds.items():
+            if name not in errors:
+                fold_of = detector_folds(self.dataset, name, self.codebook_split, k,
+                                         self.config.detector.seed)
+                self._fold_detectors[name] = (fold_of, [trained[f] for f in range(k)])
+        return errors
 
     def _cross_fitting(self) -> int:
         """The number of folds of cross-fitted detectors, 0 for none (a
@@ -419,18 +475,6 @@ class FeatureExtractor:
         if self.config.detector is None or self._from_model:
             return 0
         return self.config.top_down_folds if self.config.top_down_folds >= 2 else 0
-
-    def _train_detectors(self, class_name: str, subsets: list) -> list:
-        """Detectors of the class trained on each subset of the training split
-        (None: all of it), each from the cache when it is there; in parallel."""
-        k = self._cross_fitting()
-        args = [(self.dataset, class_name, self.codebook_split, self.config.detector,
-                 self.cache, tqdm.write if self.progress else None, ids,
-                 "" if ids is None else f"without fold {j + 1} of {k}")
-                for j, ids in enumerate(subsets)]
-        return parallel_map(train_shape_detector, args, min(self._cores(), len(subsets)),
-                            self.progress and len(subsets) > 1, f"detectors {class_name}",
-                            unit="detector")
 
     def _graph_detectors(self, graphs, class_name: str) -> list:
         """The detectors whose mean block each graph gets: its fold's for a

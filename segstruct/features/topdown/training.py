@@ -153,8 +153,8 @@ def _flip_box(box, width):
     return np.array([width - box[2], box[1], width - box[0], box[3]], box.dtype)
 
 
-def positive_features(detector: Detector, k: int, obj: TrainingObject, image: np.ndarray,
-                      latent: bool):
+def positive_features(detector: Detector, k: int, obj: TrainingObject, image,
+                      latent: bool, pyramids: dict | None = None):
     """Features of the best placement of component k on one positive.
 
     Only the few pyramid scales at which the root fits the box are
@@ -162,6 +162,10 @@ def positive_features(detector: Detector, k: int, obj: TrainingObject, image: np
     cheap. Without ``latent`` (a fresh root) the placement of highest IoU
     is taken; with it, the best-scoring one among those overlapping the box
     by ``positive_iou`` or more (falling back to highest IoU).
+
+    ``image`` is the image, or a callable that reads it (not called when
+    ``pyramids``, a dict kept by the caller while the detector's shapes do
+    not change, holds this object's crop pyramids already).
 
     Returns
     -------
@@ -171,7 +175,6 @@ def positive_features(detector: Detector, k: int, obj: TrainingObject, image: np
     p = detector.params
     comp = detector.components[k]
     h, w = comp.root.shape[:2]
-    img = image[:, ::-1] if obj.flip else image
     box = obj.box.astype(np.float64)
     bh, bw = box[3] - box[1], box[2] - box[0]
     target = np.sqrt((h * p.cell / bh) * (w * p.cell / bw))
@@ -183,19 +186,27 @@ def positive_features(detector: Detector, k: int, obj: TrainingObject, image: np
     # 0.5, even a root larger than the object: at the coarsest candidate
     # scale a root is h * cell / scale pixels tall.
     margin = max(bh, bw, h * p.cell / scales[-1], w * p.cell / scales[-1])
-    H, W = img.shape[:2]
-    x0, y0 = int(max(0, box[0] - margin)), int(max(0, box[1] - margin))
-    x1, y1 = int(min(W, box[2] + margin)), int(min(H, box[3] + margin))
-    crop = np.ascontiguousarray(img[y0:y1, x0:x1])
+    key = (k, obj.image, tuple(obj.box.tolist()), obj.flip)
+    if pyramids is not None and key in pyramids:
+        roots, parts, (x0, y0, x1, y1, H, W) = pyramids[key]
+    else:
+        img = image() if callable(image) else image
+        img = img[:, ::-1] if obj.flip else img
+        H, W = img.shape[:2]
+        x0, y0 = int(max(0, box[0] - margin)), int(max(0, box[1] - margin))
+        x1, y1 = int(min(W, box[2] + margin)), int(min(H, box[3] + margin))
+        crop = np.ascontiguousarray(img[y0:y1, x0:x1])
+        roots = feature_pyramid(crop, p.cell, p.interval, pad=detector.pad, scales=scales)
+        parts = (feature_pyramid(crop, p.cell, p.interval, pad=detector.pad,
+                                 scales=2 * scales) if comp.n_parts else None)
+        if pyramids is not None:
+            pyramids[key] = (roots, parts, (x0, y0, x1, y1, H, W))
     local = box - [x0, y0, x0, y0]
     # A crop edge inside the image is not the image border: a window that
     # crosses it would see padding (the truncation feature) where the image
     # goes on, and teach the filter that objects come with borders.
     lo = np.array([-np.inf if x0 == 0 else 0, -np.inf if y0 == 0 else 0])
     hi = np.array([np.inf if x1 == W else x1 - x0, np.inf if y1 == H else y1 - y0])
-    roots = feature_pyramid(crop, p.cell, p.interval, pad=detector.pad, scales=scales)
-    parts = (feature_pyramid(crop, p.cell, p.interval, pad=detector.pad, scales=2 * scales)
-             if comp.n_parts else None)
     best = (-np.inf, -np.inf, None)   # (rank key 1, rank key 2, features)
     for lv in range(len(scales)):
         feats = roots.levels[lv]
@@ -227,23 +238,26 @@ def positive_features(detector: Detector, k: int, obj: TrainingObject, image: np
     return best[2]
 
 
-def negative_features(detector: Detector, image: np.ndarray, objects: np.ndarray,
-                      rng: np.random.Generator, random: bool) -> list:
+def negative_features(detector: Detector, image, objects: np.ndarray,
+                      rng: np.random.Generator, random: bool, pyramid=None) -> list:
     """Negatives of one image for every component.
 
     Parameters
     ----------
+    image : the image, or a callable that reads it (not called with ``pyramid``).
     objects : (K, 4) boxes of every object of the class (kept and ignored).
     random : bool, only random windows (the first round); otherwise the
         highest-scoring ones above ``-hard_margin`` (up to
         ``negatives_per_image``) and a quarter as many random ones.
+    pyramid : ``detector.pyramid(image)``, when the caller has it.
 
     Returns
     -------
     list over components of (M, D) float32 arrays.
     """
     p = detector.params
-    pyramid = detector.pyramid(image)
+    if pyramid is None:
+        pyramid = detector.pyramid(image() if callable(image) else image)
     cands = [[] for _ in detector.components]     # (key, level, r, q, boxes)
     levels = detector.root_levels(pyramid)
     maps = {}
@@ -407,13 +421,25 @@ def train_detector(images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
         return np.sort(rng.choice(n_images, min(params.mining_images, n_images), replace=False))
 
     def run_stage(detector, fresh):
+        # The pyramids of a stage do not change from round to round (the
+        # filters' shapes and the scales are fixed): the positives' crops are
+        # kept, and so are the images a round samples again (on small splits,
+        # all of them). Measured: 8.7 s instead of 10.4 s for a detector of the
+        # generated data set's cars on 27 images.
+        crops, pyramids = {}, {}
         for round_ in range(params.mining_rounds + 1):
             first = round_ == 0
-            pos = _positive_matrix(detector, groups, images, latent=not (first and fresh))
+            pos = _positive_matrix(detector, groups, images, latent=not (first and fresh),
+                                   pyramids=crops)
             new = [[] for _ in comps]
-            for i in mining_sample():
-                for k, rows in enumerate(negative_features(detector, images[i], objects[i],
-                                                           rng, random=first and fresh)):
+            sample = mining_sample()
+            pyramids = {i: pyramids[i] for i in sample if i in pyramids}
+            for i in sample:
+                if i not in pyramids:
+                    pyramids[i] = detector.pyramid(images[i])
+                for k, rows in enumerate(negative_features(detector, None, objects[i], rng,
+                                                           random=first and fresh,
+                                                           pyramid=pyramids[i])):
                     new[k].append(rows)
             comps_now = []
             for k, comp in enumerate(detector.components):
@@ -452,13 +478,15 @@ def train_detector(images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
     return detector
 
 
-def _positive_matrix(detector, groups, images, latent):
-    """(n_k, D) float32 positive features of each component."""
+def _positive_matrix(detector, groups, images, latent, pyramids=None):
+    """(n_k, D) float32 positive features of each component (``pyramids``:
+    the crops' pyramids, kept by the caller while the filters' shapes stay)."""
     out = []
     for k, group in enumerate(groups):
         rows = []
         for obj in group:
-            f = positive_features(detector, k, obj, images[obj.image], latent)
+            f = positive_features(detector, k, obj, lambda i=obj.image: images[i], latent,
+                                  pyramids)
             if f is not None:
                 rows.append(f)
         d = pack(detector.components[k], detector.params).size

@@ -357,6 +357,11 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
                  str(tmp_path / "d"), "-j", "2", *cache, *small]) == 0
     record = json.loads((tmp_path / "d" / "detector-car.json").read_text())
     assert record["split"] == "val" and record["features"]["detector"]["n_parts"] == 0
+    # cross-fitted (the default): the AP of each fold's detector, and their mean
+    aps = record["detector_average_precision"]
+    assert len(aps) == record["features"]["top_down_folds"] == 3
+    known = [a for a in aps if a is not None]
+    assert record["average_precision"] == (pytest.approx(np.mean(known)) if known else None)
     assert (tmp_path / "d" / "detector-car.png").stat().st_size > 0
 
 

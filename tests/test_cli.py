@@ -248,6 +248,9 @@ def test_train_stopped_at_max_iter_resumes_with_a_higher_one(data_root, tmp_path
     (["--fz-min-size", "300", "--slic-segments", "80"], "--slic-segments"),
     (["--no-sift", "--words", "50"], "--words"),
     (["--no-sift", "--codebook-split", "train"], "--codebook-split"),
+    (["--no-top-down", "--top-down-folds", "5"], "--top-down-folds"),
+    (["--no-top-down", "--top-down-detector", "whole"], "--top-down-detector"),
+    (["--top-down-folds", "0"], "--top-down-folds must be at least 1"),
 ])
 def test_feature_options_that_would_be_ignored_are_refused(extra, words, data_root, tmp_path,
                                                            capsys):
@@ -546,3 +549,67 @@ def test_compare_runs_lovasz_and_a_first_order_solver(data_root, tmp_path):
     assert all(r["eval_score"]["voc_iou_percent"] is not None for r in runs.values())
     assert (out / "figures" / "training-car.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "lovasz" in (out / "table.md").read_text()
+
+
+# --------------------------------------------------------------------------
+# C units, the validation split, word normalisation
+
+
+def test_C_units_reach_the_model_and_the_paper_setting_is_the_same_problem(data_root,
+                                                                          tmp_path):
+    """--C-units paper with the paper's C is the objective of superpixel units
+    at the C that maps to it: the same weights."""
+    from segstruct.io.persistence import load_model
+    cache = ["--cache", str(tmp_path / "c")]
+    base = ["train", "--data", str(data_root), "--class", "car", "--method", "bl2",
+            "--tol", "1e-6", *cache, *SMALL]
+    assert main(base + ["--C", "2", "--out", str(tmp_path / "sp")]) == 0
+    svm, _, _, doc = load_model(tmp_path / "sp")
+    assert doc["estimator"]["C_units"] == "superpixel"
+    svm_C = doc["training"]["svm_C"]
+    assert main(base + ["--C", repr(2 * svm_C), "--C-units", "paper",
+                        "--out", str(tmp_path / "paper")]) == 0
+    paper, _, _, doc = load_model(tmp_path / "paper")
+    assert doc["estimator"]["C_units"] == "paper"
+    assert doc["training"]["svm_C"] == pytest.approx(svm_C)
+    np.testing.assert_allclose(paper.w_, svm.w_, rtol=1e-6, atol=1e-9)
+
+
+def test_train_scores_the_validation_split_and_refuses_a_bad_one(data_root, tmp_path, capsys):
+    from segstruct.io.persistence import load_model
+    cache = ["--cache", str(tmp_path / "c")]
+    base = ["train", "--data", str(data_root), "--class", "car", *cache, *SMALL]
+    assert main(base + ["--out", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    _, _, _, doc = load_model(tmp_path / "m")
+    assert doc["val_split"] == "val"
+    assert f"{doc['val_score']['voc_iou_percent']:.2f} % on val" in out
+    assert f"{doc['train_score']['voc_iou_percent']:.2f} % on train" in out
+    assert main(base + ["--split-val", "none", "--out", str(tmp_path / "n")]) == 0
+    assert "val_score" not in load_model(tmp_path / "n")[3]
+    for bad, words in ((["--split-val", "test"], "has no such split"),
+                       (["--split-val", "train"], "is the training split")):
+        with pytest.raises(SystemExit) as exc:
+            main(base + bad + ["--out", str(tmp_path / "x")])
+        assert exc.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_square_rooted_words_are_the_l1_words_square_rooted(data_root, tmp_path):
+    from segstruct.features.cache import ArrayCache
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.io.persistence import load_model
+    cache = ["--cache", str(tmp_path / "c")]
+    for norm in ("l1", "sqrt"):
+        assert main(["train", "--data", str(data_root), "--class", "car", "--sift-norm", norm,
+                     "--max-iter", "5", "--out", str(tmp_path / norm), *cache, *SMALL]) == 0
+    graphs = {}
+    for norm in ("l1", "sqrt"):
+        _, config, codebook, _ = load_model(tmp_path / norm)
+        assert config.sift_norm == norm
+        ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c"),
+                              progress=False, codebook=codebook).examples("val", "car")
+        graphs[norm] = np.concatenate([e.graph.unary for e in ex])
+    words = config.n_words
+    np.testing.assert_allclose(graphs["sqrt"][:, :words], np.sqrt(graphs["l1"][:, :words]))
+    np.testing.assert_array_equal(graphs["sqrt"][:, words:], graphs["l1"][:, words:])
+    assert np.allclose(graphs["l1"][:, :words].sum(axis=1), 1.0)

@@ -107,3 +107,19 @@ def test_progress_bars_only_on_a_terminal_unless_asked(data_root, tmp_path, caps
                  *[a for a in SMALL if a != "-q"]]) == 0
     err = capsys.readouterr().err
     assert "cutting planes" not in err and "img/s" not in err and len(err) < 2000
+
+
+def test_over_fitting_is_a_wide_gap_both_absolute_and_relative():
+    from segstruct.evaluate.diagnosis import generalisation
+    # the unseen set's collapse: 75 % on its training images, 10 % on val
+    warning = generalisation(75.2, 10.1, {"top_down": True, "top_down_folds": 1})
+    assert "65.1 points above" in warning and "--top-down-folds 3" in warning
+    assert "--C auto" in warning
+    cross_fitted = generalisation(75.2, 10.1, {"top_down": True, "top_down_folds": 3})
+    assert "--no-top-down" in cross_fitted and "--top-down-folds" not in cross_fitted
+    assert "top-down" not in generalisation(75.2, 10.1)
+    # gaps the shared data showed where the models hold: no warning
+    assert generalisation(38.9, 27.8) is None        # 11 points, but 1.4 times
+    assert generalisation(48.6, 41.5) is None        # 7 points
+    assert generalisation(11.0, 2.0) is None         # 5.5 times, but 9 points
+    assert generalisation(None, 10.0) is None and generalisation(50.0, None) is None

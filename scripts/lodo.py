@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 import time
 from dataclasses import replace
@@ -54,6 +56,9 @@ from segstruct.learn.selection import select_C  # noqa: E402
 from segstruct.report.tables import fmt  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+#: Where a fit ran (its seconds are that machine's).
+MACHINE = (f"{os.cpu_count()} cores, Python {platform.python_version()}, "
+           f"numpy {np.__version__}")
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"
 DATASETS = ("camvid_voc", "coco128panoptic_voc", "pennfudan_voc", "weizmann_horse_voc")
 METHODS = ("bl1", "bl2", "proposed", "lovasz", "projection")
@@ -75,6 +80,9 @@ SETTINGS = tuple((td, norm, "dataset") for td in ("off", "plain", "folds", "whol
                  for norm in ("l1", "sqrt")) + (("off", "l1", "image"), ("folds", "l1", "image"))
 #: Measured on some data sets only, for the choice of the fold count.
 FOLD_SETTINGS = (("folds2", "l1", "dataset"), ("folds5", "l1", "dataset"))
+#: The settings of the other learners (each fit starts afresh): the block off
+#: or cross-fitted, L1 words.
+OTHER_SETTINGS = (("off", "l1", "dataset"), ("folds", "l1", "dataset"))
 
 
 def setting_name(setting) -> str:
@@ -220,7 +228,8 @@ def walk_task(root: Path, class_name: str, method: str, setting, grid) -> list[d
             "train_iou": 100 * est.score(Xt, Yt), "val_iou": 100 * est.score(Xv, Yv),
             "n_iter": int(est.n_iter_), "converged": bool(est.converged_),
             "fit_seconds": float(est.fit_seconds_), "wall_seconds": time.perf_counter() - start,
-            "gap": float(est.gap_), "svm_C": float(est.svm_C_), "code_version": code_version()})
+            "gap": float(est.gap_), "svm_C": float(est.svm_C_), "code_version": code_version(),
+            "machine": MACHINE})
     return out
 
 
@@ -255,6 +264,8 @@ def run(args) -> None:
                     continue
                 for m in args.methods:
                     if setting[2] == "image" and m not in IOU_METHODS:
+                        continue
+                    if m not in METHODS[:3] and setting not in OTHER_SETTINGS:
                         continue
                     grid = [C for C in GRID if (name, c, m, *setting, C) not in done]
                     if grid:

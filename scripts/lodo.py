@@ -188,21 +188,22 @@ def _done(path: Path) -> set:
     return {_key(json.loads(line)) for line in path.read_text().splitlines() if line.strip()}
 
 
-def _examples(root: Path, td: str, norm: str, class_name: str, split: str):
+def _examples(root: Path, td: str, norm: str, class_name: str, split: str, n_jobs: int = 1):
     """(graphs, pixel counts) of a split: from the exported arrays when
     ``root`` is such a folder (``export``), else from the data set."""
     if (root / "EXPORTED").exists():
         return _exported(root, td, norm, class_name, split)
-    extractor = FeatureExtractor(VOCDataset(root), feature_config(td, norm), progress=False)
+    extractor = FeatureExtractor(VOCDataset(root), feature_config(td, norm), n_jobs=n_jobs,
+                                 progress=False)
     ex = extractor.examples(split, class_name)
     return [e.graph for e in ex], [e.pixel_counts for e in ex]
 
 
-def features_task(root: Path, td: str, class_name: str) -> str | None:
+def features_task(root: Path, td: str, class_name: str, n_jobs: int = 1) -> str | None:
     """Compute (and cache) one setting's features of a class: None, or why not."""
     try:
         for split in ("train", "val"):
-            _examples(root, td, "l1", class_name, split)
+            _examples(root, td, "l1", class_name, split, n_jobs)
     except TooFewObjects as err:
         return str(err)
     return None
@@ -250,7 +251,10 @@ def run(args) -> None:
     for name, names in classes.items():
         root = Path(args.data) / name
         for td in sorted({s[0] for s in settings}):
-            why = parallel_map(features_task, [(root, td, c) for c in names], args.n_jobs)
+            if len(names) >= args.n_jobs:        # a class a worker
+                why = parallel_map(features_task, [(root, td, c) for c in names], args.n_jobs)
+            else:                                # the workers on each class in turn
+                why = [features_task(root, td, c, args.n_jobs) for c in names]
             skipped.update({(name, c, td): w for c, w in zip(names, why) if w})
     write_json(out / "skipped.json", [{"dataset": d, "class": c, "top_down": td, "why": w}
                                       for (d, c, td), w in skipped.items()])

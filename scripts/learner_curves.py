@@ -287,7 +287,9 @@ def learner_curves(estimator, X, Y, X_val, Y_val, *, budget_seconds: float = DEF
     unknown = [name for name in learners if name not in LEARNERS]
     if unknown:
         raise ValueError(f"unknown learners {unknown}; use some of {LEARNERS}")
-    settings = {"C": float(estimator.C), "loss": estimator.loss, "kappa": estimator.kappa,
+    # the objective's own C (the estimator's in superpixel units, mapped)
+    settings = {"C": estimator.objective_C(X, Y), "loss": estimator.loss,
+                "kappa": estimator.kappa,
                 "node_weights": estimator.node_weights, "pairwise": estimator.pairwise}
     # the problem F is evaluated on: the learners' own loss, C and oracle
     reference = ImageScopeProblem.from_data(X, Y, oracle=estimator.oracle, **settings)

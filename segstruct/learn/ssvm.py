@@ -227,7 +227,9 @@ def superpixel_loss(loss: Loss, targets, weights, n_examples: int) -> float:
     non-void nodes and Np, Nn the training set's totals spread over its
     ``n_examples`` examples (1 at the data-set scope, the images at the
     image scope). 1 for the Hamming losses with count weights, about 1/Np
-    for IoU and 1/(2 Np) for F1.
+    for IoU and 1/(2 Np) for F1. Where that is 0 (no foreground to miss,
+    or a loss blind to false negatives), the loss of one false positive,
+    ``Delta(abar, 0; Np/n, Nn/n)``, instead.
 
     Parameters
     ----------
@@ -242,9 +244,9 @@ def superpixel_loss(loss: Loss, targets, weights, n_examples: int) -> float:
     Raises
     ------
     ValueError
-        When the training set has no weighted node, or the loss of a missed
-        superpixel is not a positive number (a loss blind to false
-        negatives): superpixel units are then undefined.
+        When the training set has no weighted node, or neither a missed nor
+        a false superpixel has a positive loss: superpixel units are then
+        undefined.
     """
     a = np.concatenate([np.asarray(w, np.float64) for w in weights])
     t = np.concatenate([np.asarray(x, np.float64) for x in targets])
@@ -252,13 +254,18 @@ def superpixel_loss(loss: Loss, targets, weights, n_examples: int) -> float:
         raise ValueError("the training set has no node with a non-void pixel")
     abar = float(a[a > 0].mean())
     n_pos, n_neg = float(a @ t) / n_examples, float(a @ (1 - t)) / n_examples
-    value = float(loss(0.0, min(abar, n_pos), n_pos, n_neg)) if n_pos > 0 else 0.0
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(
-            f"C in superpixel units needs a loss that is positive when a foreground "
-            f"superpixel is missed; {loss!r} gives {value:g} (foreground weight "
-            f"{n_pos:g} per example): give C in the paper's units (C_units='paper')")
-    return value
+    missed = float(loss(0.0, min(abar, n_pos), n_pos, n_neg)) if n_pos > 0 else 0.0
+    if np.isfinite(missed) and missed > 0:
+        return missed
+    # no foreground to miss (or a loss blind to it): one false positive instead
+    false = float(loss(min(abar, n_neg), 0.0, n_pos, n_neg)) if n_neg > 0 else 0.0
+    if np.isfinite(false) and false > 0:
+        return false
+    raise ValueError(
+        f"C in superpixel units needs a loss that is positive for one wrong superpixel; "
+        f"{loss!r} gives {missed:g} for a missed one and {false:g} for a false one "
+        f"(foreground weight {n_pos:g} per example): give C in the paper's units "
+        "(C_units='paper')")
 
 
 def svm_C(C: float, C_units: str, loss: Loss, targets, weights,
@@ -961,6 +968,13 @@ class StructuredSVM(ParamsMixin):
     def _check_fitted(self):
         if not hasattr(self, "w_"):
             raise NotFittedError("this StructuredSVM is not fitted yet; call fit first")
+
+    def objective_C(self, X, Y) -> float:
+        """The C of the objective a fit on (X, Y) solves (``svm_C_``), without fitting."""
+        _, _, _, all_t, all_w = self._examples(X, Y)
+        n = 1 if self.scope == "dataset" else len(X)
+        return svm_C(self.C, self.C_units, self._resolve_loss(all_t, all_w), all_t, all_w,
+                     n)[0]
 
     @classmethod
     def from_weights(cls, w, loss: Loss, **params) -> "StructuredSVM":

@@ -234,8 +234,8 @@ def test_cv_figure_draws_one_pooled_line_per_method():
 
 def test_settings_of_a_fixed_C_are_recorded_as_before():
     from segstruct.learn.methods import TrainingSettings
-    before = ["loss", "beta", "scope", "C", "node_weights", "n_triangles", "inference", "polish",
-              "solver", "tol", "max_iter"]
+    before = ["loss", "beta", "scope", "C", "C_units", "node_weights", "n_triangles",
+              "inference", "polish", "solver", "tol", "max_iter"]
     assert list(TrainingSettings().to_dict()) == before
     assert TrainingSettings().to_dict() == {k: asdict(TrainingSettings())[k] for k in before}
     auto = TrainingSettings(C="auto").to_dict()

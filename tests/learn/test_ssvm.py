@@ -302,6 +302,8 @@ def test_superpixel_units_give_the_objectives_C_for_each_loss_and_scope():
     delta = 1 - 2 * (n_pos - 1) / (2 * (n_pos - 1) + 1)
     assert fit["f1", "dataset"].svm_C_ == pytest.approx(C * delta)
     assert n_neg > 0
+    # known before fitting too
+    assert all(f.objective_C(X, Y) == pytest.approx(f.svm_C_) for f in fit.values())
     paper = StructuredSVM(loss="iou", C=C, C_units="paper", max_iter=2,
                           oracle=_brute_force_oracle).fit(X, Y)
     assert paper.svm_C_ == C / 2 and paper.superpixel_loss_ is None
@@ -327,14 +329,23 @@ def test_paper_units_are_the_same_problem_at_the_mapped_C():
     np.testing.assert_allclose(paper.w_, sp.w_, atol=1e-9)
 
 
-def test_superpixel_units_refuse_a_loss_blind_to_missed_superpixels():
+def test_superpixel_units_without_a_missed_superpixel_count_a_false_one():
     from segstruct.inference.losses import CallableLoss
+    from segstruct.learn.ssvm import superpixel_loss
     X, Y = random_problem(np.random.default_rng(24), n_graphs=2, n=4)
-    fp_only = CallableLoss(lambda fp, fn, n_pos, n_neg: fp)
+    ones = [np.ones(t.size) for t in Y]
+    # a loss blind to false negatives: one false positive's loss
+    fp_only = CallableLoss(lambda fp, fn, n_pos, n_neg: 2.0 * fp)
+    assert superpixel_loss(fp_only, Y, ones, 1) == 2.0
+    # no foreground at all: IoU's false positive costs 1 (FP / FP)
+    background = [np.zeros_like(t) for t in Y]
+    assert superpixel_loss(IoULoss(), background, ones, 1) == 1.0
+    # a loss blind to both has no superpixel units
+    blind = CallableLoss(lambda fp, fn, n_pos, n_neg: 0.0 * fp)
     with pytest.raises(ValueError, match="C_units='paper'"):
-        StructuredSVM(loss=fp_only, oracle=_brute_force_oracle).fit(X, Y)
+        StructuredSVM(loss=blind, oracle=_brute_force_oracle).fit(X, Y)
     with pytest.raises(ValueError, match="C_units"):
         StructuredSVM(C_units="pixels").fit(X, Y)
     # in the paper's units the same loss trains
-    assert StructuredSVM(loss=fp_only, C_units="paper", max_iter=3,
+    assert StructuredSVM(loss=blind, C_units="paper", max_iter=3,
                          oracle=_brute_force_oracle).fit(X, Y).n_iter_ >= 1

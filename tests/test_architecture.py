@@ -7,11 +7,13 @@ the file and line:
   standard library, numpy, scipy, highspy, PyMaxflow and itself: the solvers
   work on plain arrays and can be used and tested without the rest;
 - ``datasets/`` likewise, with Pillow for images;
-- no module imports a private name (``_x``) of another module, and a private
-  module (``_mrf``) is imported only from inside its own package;
+- no module imports or uses (``module._x``) a private name of another module,
+  and a private module (``_mrf``) is imported only from inside its own package;
 - every module of ``segstruct`` imports only from its own layer or a lower
   one (``LAYERS``, lowest first): data flows up from solvers and data sets to
-  features, learning, storage and reports, and the command line sits on top.
+  features, learning, storage and reports, and the command line sits on top;
+- no modules import each other in a circle, not even inside one layer or
+  through an import inside a function.
 """
 from __future__ import annotations
 
@@ -131,11 +133,116 @@ def violations(name: str, package: str, source: str) -> list[str]:
     return found
 
 
+def private_uses(name: str, package: str, source: str, modules: set) -> list[str]:
+    """Uses of another module's private name through the module (``mod._name``):
+    ``from pkg import mod`` or ``import pkg.mod as mod``, then ``mod._x``."""
+    aliases = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in modules:
+                    aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules:
+                    aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in aliases and is_private(node.attr)
+                and aliases[node.value.id] != name):
+            found.append(f"{name}:{node.lineno} uses {aliases[node.value.id]}.{node.attr}: "
+                         "a private name of another module")
+    return found
+
+
+def import_cycles(graph: dict) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def import_graph(sources: dict) -> dict:
+    """module -> the modules of ``sources`` it imports (anywhere in its code:
+    an import inside a function closes a circle too). ``sources``: name ->
+    (package, source)."""
+    graph = {}
+    for name, (package, source) in sources.items():
+        targets = set()
+        for _, module, names in imports(source, package):
+            for candidate in [module, *(f"{module}.{n}" for n in names)]:
+                if candidate in sources and candidate != name:
+                    targets.add(candidate)
+        graph[name] = targets
+    return graph
+
+
+def _sources() -> dict:
+    return {name: (package, path.read_text(encoding="utf-8"))
+            for name, package, path in module_files()}
+
+
 def test_every_module_keeps_the_rules():
     found = []
-    for name, package, path in module_files():
-        found += violations(name, package, path.read_text(encoding="utf-8"))
+    sources = _sources()
+    for name, (package, source) in sources.items():
+        found += violations(name, package, source)
+        found += private_uses(name, package, source, set(sources))
+    # package __init__ files re-export their modules: a circle through them is not one
+    graph = import_graph({n: v for n, v in sources.items() if not _is_package(n, v[0])})
+    found += [f"import circle: {' -> '.join(cycle)}" for cycle in import_cycles(graph)]
     assert not found, "\n".join(found)
+
+
+def _is_package(name: str, package: str) -> bool:
+    return name == package
+
+
+def test_a_circle_of_imports_inside_a_layer_is_found():
+    sources = {"segstruct.learn.a": ("segstruct.learn", "from segstruct.learn import b\n"),
+               "segstruct.learn.b": ("segstruct.learn",
+                                     "def f():\n    from segstruct.learn.a import x\n"),
+               "segstruct.learn.c": ("segstruct.learn", "from segstruct.learn import a\n")}
+    assert import_cycles(import_graph(sources)) == [["segstruct.learn.a",
+                                                     "segstruct.learn.b"]]
+
+
+def test_a_private_name_used_through_its_module_is_found():
+    modules = {"segstruct.learn.ssvm", "segstruct.learn.stochastic"}
+    source = "from segstruct.learn import stochastic\nstochastic._bcfw(1)\nstochastic.bcfw(2)\n"
+    found = private_uses("segstruct.learn.ssvm", "segstruct.learn", source, modules)
+    assert len(found) == 1 and "stochastic._bcfw" in found[0]
+    relative = "from . import stochastic as s\ns._sgd()\n"
+    assert private_uses("segstruct.learn.ssvm", "segstruct.learn", relative, modules)
 
 
 def test_every_segstruct_module_has_a_layer():

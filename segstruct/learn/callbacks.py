@@ -24,8 +24,8 @@ from tqdm.auto import tqdm
 from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from segstruct.io.files import write_json
 
-if TYPE_CHECKING:                     # ssvm imports this module
-    from segstruct.learn.ssvm import TrainingRun
+if TYPE_CHECKING:
+    from segstruct.learn._problem import TrainingRun
 
 __all__ = ["Callback", "Checkpoint", "JSONLog", "ProgressBar", "TrainingState",
            "training_callbacks"]

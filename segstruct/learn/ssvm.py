@@ -35,20 +35,23 @@ signature of ``segstruct.inference.loss_augmented``:
 from __future__ import annotations
 
 import copy
-import inspect
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from segstruct.inference import loss_augmented, maximize
 from segstruct.inference.highs import SolverError
-from segstruct.inference.losses import AdjustedHammingLoss, Loss, counts, get_loss, totals
+from segstruct.inference.losses import Loss, counts, totals
 
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.io.checkpoint import fingerprint
+from segstruct.learn._problem import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER,
+                                      NODE_WEIGHT_MODES, SCOPES, TrainingError, TrainingRun,
+                                      label_counts, oracle_name, resolve_loss,
+                                      superpixel_loss, svm_C, targets_and_node_weights)
 from segstruct.learn.base import NotFittedError, ParamsMixin
 from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState, without_checkpoints
 from segstruct.learn.linesearch import minimize_model
@@ -61,6 +64,12 @@ from segstruct.model import MRFModel, disjoint_union
 CUTTING_PLANE_SOLVERS = ("nslack", "oneslack")
 STOCHASTIC_SOLVERS = ("subgradient", "sgd", "bcfw")
 SOLVERS = CUTTING_PLANE_SOLVERS + STOCHASTIC_SOLVERS
+
+# the shared problem's names (segstruct.learn._problem) are this module's public API too
+__all__ = ["StructuredSVM", "SOLVERS", "CUTTING_PLANE_SOLVERS", "STOCHASTIC_SOLVERS",
+           "C_UNITS", "DEFAULT_C", "DEFAULT_MAX_ITER", "NODE_WEIGHT_MODES", "SCOPES",
+           "TrainingError", "TrainingRun", "label_counts", "oracle_name", "resolve_loss",
+           "superpixel_loss", "svm_C", "targets_and_node_weights"]
 
 
 @dataclass
@@ -81,217 +90,6 @@ class _Point:
     primal: float
     gs: np.ndarray | None = None
     losses: np.ndarray | None = None
-
-
-@dataclass
-class TrainingRun:
-    """One fit's problem, as the loop and the callbacks see it.
-
-    Callbacks (``segstruct.learn.callbacks``) use ``estimator``, ``qp`` (the
-    working set: ``get_state`` / ``set_state``), ``oracle`` (the fit's own
-    copy, whose ``get_state`` / ``set_state`` hold its warm starts),
-    ``fingerprint()`` (SHA-256 of the training data and settings) and
-    ``seconds()`` (training time so far); the rest is the loop's.
-    """
-
-    estimator: "StructuredSVM"
-    C: float                           # the objective's C (svm_C_), see svm_C
-    superpixel_loss: float | None      # of svm_C (None in paper units)
-    model: MRFModel
-    xs: list
-    ts: list
-    ws: list
-    loss: Loss
-    oracle: Callable
-    qp: WorkingSetQP
-    psi_true: np.ndarray
-    nonpositive: np.ndarray
-    dim: int
-    start: float                       # time.perf_counter() when the fit began
-    warm_key: str | None
-    warm: bool                         # continues the previous fit (warm_start)
-    fingerprint: Callable[[], str]
-    seconds_before: float = 0.0        # training time of earlier processes (resume)
-    # data-set scope with a loss linear in (FP, FN) and the graph cut: the
-    # images' node and edge counts, to split the union for the workers
-    union_parts: tuple | None = None
-
-    def seconds(self) -> float:
-        """Training time so far, earlier processes of a resumed run included."""
-        return self.seconds_before + time.perf_counter() - self.start
-
-
-class TrainingError(RuntimeError):
-    """A solver failed beyond its retries and fallbacks; the message names the
-    iteration and the checkpoint that training can resume from."""
-SCOPES = ("image", "dataset")
-#: What ``C`` is measured in (:func:`svm_C`).
-C_UNITS = ("superpixel", "paper")
-#: The default C, in superpixel units (chosen on held-out data sets:
-#: scripts/lodo.py, results/lodo).
-DEFAULT_C = 1.0
-#: Cutting-plane iterations at most. The stabilised 1-slack loop converged in
-#: 59-529 iterations on the shared data's classes at the defaults; 200, the
-#: old default, stopped bl2 and proposed on three of six classes.
-DEFAULT_MAX_ITER = 1000
-NODE_WEIGHT_MODES = ("count", "area")
-
-
-def label_counts(y_k) -> tuple[np.ndarray, np.ndarray]:
-    """Per-superpixel (fg, bg) pixel counts from a label spec.
-
-    A label spec is either a (N,) array of targets in {0, 1} (each superpixel
-    counts as one unit of its own label) or a (N, 2) array of non-void
-    foreground and background pixel counts.
-    """
-    y_k = np.asarray(y_k)
-    if y_k.ndim == 1:
-        if not np.all((y_k == 0) | (y_k == 1)):
-            raise ValueError("a (N,) label array must hold targets 0 or 1")
-        return y_k.astype(np.int64), (1 - y_k).astype(np.int64)
-    if y_k.ndim == 2 and y_k.shape[1] == 2:
-        if np.any(y_k < 0):
-            raise ValueError("pixel counts must be non-negative")
-        return y_k[:, 0].astype(np.int64), y_k[:, 1].astype(np.int64)
-    raise ValueError(f"labels must have shape (N,) or (N, 2), got {y_k.shape}")
-
-
-def targets_and_node_weights(y_k, mode: str) -> tuple[np.ndarray, np.ndarray]:
-    """Targets t (majority label) and node weights a of one example.
-
-    ``count``: a_i = 1 for a superpixel with a non-void pixel, else 0 (the
-    paper's counts); ``area``: a_i = its number of non-void pixels.
-    """
-    fg, bg = label_counts(y_k)
-    t = (fg > bg).astype(np.uint8)
-    if mode == "count":
-        a = ((fg + bg) > 0).astype(np.float64)
-    elif mode == "area":
-        a = (fg + bg).astype(np.float64)
-    else:
-        raise ValueError(f"unknown node weight mode {mode!r}; use one of {NODE_WEIGHT_MODES}")
-    return t, a
-
-
-def oracle_name(oracle) -> str:
-    """A name for an oracle that is the same in every process.
-
-    Raises ValueError when there is none (a lambda, a nested function, an
-    object whose repr shows a memory address): a checkpoint could then not
-    tell such oracles apart, nor recognise its own after a restart.
-    """
-    if oracle is None:
-        return "graphcut"
-    if inspect.isfunction(oracle):
-        name = f"{oracle.__module__}.{oracle.__qualname__}"
-    else:
-        name = repr(oracle)
-    if "<lambda>" in name or "<locals>" in name or " at 0x" in name:
-        raise ValueError(f"oracle {name} has no name that is stable across processes; "
-                         "use a module-level function or give it a __repr__ that names "
-                         "its settings")
-    return name
-
-
-def resolve_loss(loss, kappa, targets, weights) -> Loss:
-    """The loss a learner trains with: ``get_loss(loss)``, or for
-    "adjusted_hamming" that loss with ``kappa`` (default: the foreground /
-    background ratio of the weighted training targets, Eq. 28).
-
-    Parameters
-    ----------
-    loss : str or Loss or callable, as ``get_loss`` takes it.
-    kappa : float or None.
-    targets, weights : sequences of (N_i,) {0, 1} targets and node weights.
-    """
-    name = loss.lower() if isinstance(loss, str) else None
-    if name == "adjusted_hamming":
-        if kappa is None:
-            n_pos = sum(float(a @ t) for t, a in zip(targets, weights))
-            n_neg = sum(float(a @ (1 - t)) for t, a in zip(targets, weights))
-            if n_pos == 0 or n_neg == 0:
-                raise ValueError(
-                    "cannot set kappa = foreground / background ratio: the training "
-                    f"set has {n_pos:g} foreground and {n_neg:g} background units")
-            kappa = n_pos / n_neg
-        return AdjustedHammingLoss(kappa)
-    if kappa is not None:
-        raise ValueError("kappa applies only to loss='adjusted_hamming'")
-    return get_loss(loss)
-
-
-def superpixel_loss(loss: Loss, targets, weights, n_examples: int) -> float:
-    """The loss of missing one average superpixel of an average example.
-
-    ``Delta(FP=0, FN=abar; Np/n, Nn/n)``, with ``abar`` the mean weight of the
-    non-void nodes and Np, Nn the training set's totals spread over its
-    ``n_examples`` examples (1 at the data-set scope, the images at the
-    image scope). 1 for the Hamming losses with count weights, about 1/Np
-    for IoU and 1/(2 Np) for F1. Where that is 0 (no foreground to miss,
-    or a loss blind to false negatives), the loss of one false positive,
-    ``Delta(abar, 0; Np/n, Nn/n)``, instead.
-
-    Parameters
-    ----------
-    loss : Loss (resolved: kappa filled in).
-    targets, weights : sequences of (N_k,) {0, 1} targets and node weights >= 0.
-    n_examples : int >= 1.
-
-    Returns
-    -------
-    float > 0
-
-    Raises
-    ------
-    ValueError
-        When the training set has no weighted node, or neither a missed nor
-        a false superpixel has a positive loss: superpixel units are then
-        undefined.
-    """
-    a = np.concatenate([np.asarray(w, np.float64) for w in weights])
-    t = np.concatenate([np.asarray(x, np.float64) for x in targets])
-    if not np.any(a > 0):
-        raise ValueError("the training set has no node with a non-void pixel")
-    abar = float(a[a > 0].mean())
-    n_pos, n_neg = float(a @ t) / n_examples, float(a @ (1 - t)) / n_examples
-    missed = float(loss(0.0, min(abar, n_pos), n_pos, n_neg)) if n_pos > 0 else 0.0
-    if np.isfinite(missed) and missed > 0:
-        return missed
-    # no foreground to miss (or a loss blind to it): one false positive instead
-    false = float(loss(min(abar, n_neg), 0.0, n_pos, n_neg)) if n_neg > 0 else 0.0
-    if np.isfinite(false) and false > 0:
-        return false
-    raise ValueError(
-        f"C in superpixel units needs a loss that is positive for one wrong superpixel; "
-        f"{loss!r} gives {missed:g} for a missed one and {false:g} for a false one "
-        f"(foreground weight {n_pos:g} per example): give C in the paper's units "
-        "(C_units='paper')")
-
-
-def svm_C(C: float, C_units: str, loss: Loss, targets, weights,
-          n_examples: int) -> tuple[float, float | None]:
-    """The C of the objective a learner solves, from C as the user gives it.
-
-    Every learner minimises ``1/2 ||w||^2 + C_svm * mean_k H_k(w)`` over its
-    n examples. In ``"superpixel"`` units (the default) the user's C is the
-    weight of the hinge summed over the examples with the loss measured in
-    missed superpixels: ``C_svm = C * n * delta``, delta the loss of one
-    missed superpixel (:func:`superpixel_loss`). So one C means one
-    trade-off for every loss (Hamming counts superpixels; IoU near the
-    truth is about (FP + FN) / Np) and both scopes (for a loss that is a sum
-    over images the two objectives are then equal). In ``"paper"`` units C
-    is the paper's (Eq. 8 writes ||w||^2 + C xi): ``C_svm = C / 2``.
-
-    Returns
-    -------
-    (C_svm, delta) ; delta is None in paper units.
-    """
-    if C_units == "paper":
-        return 0.5 * float(C), None
-    if C_units != "superpixel":
-        raise ValueError(f"unknown C_units {C_units!r}; use one of {C_UNITS}")
-    delta = superpixel_loss(loss, targets, weights, n_examples)
-    return float(C) * n_examples * delta, delta
 
 
 class StructuredSVM(ParamsMixin):
@@ -638,14 +436,14 @@ class StructuredSVM(ParamsMixin):
                 callback.on_fit_start(run, state)
             # every epoch evaluated (eval_every 1): one log entry per epoch
             if self.solver == "subgradient":
-                result = stochastic._subgradient_descent(problem, epochs, keep_iterate,
-                                                         each_epoch)
+                result = stochastic.solve_subgradient(problem, epochs, keep_iterate,
+                                                      each_epoch)
             elif self.solver == "sgd":
-                result = stochastic._sgd(problem, epochs, rng, "weighted", 1, keep_iterate,
-                                         each_epoch)
+                result = stochastic.solve_sgd(problem, epochs, rng, "weighted", 1,
+                                              keep_iterate, each_epoch)
             else:
-                result = stochastic._bcfw(problem, epochs, float(self.tol), rng, "uniform",
-                                          1, keep_iterate, each_epoch)
+                result = stochastic.solve_bcfw(problem, epochs, float(self.tol), rng,
+                                               "uniform", 1, keep_iterate, each_epoch)
             log = self._first_order_log(result.trace)
             certified = result.dual is not None and np.isfinite(result.dual)
             state = TrainingState(

@@ -102,7 +102,7 @@ from threadpoolctl import threadpool_limits
 
 from segstruct.inference import loss_augmented
 from segstruct.inference.losses import Loss
-from segstruct.learn.ssvm import resolve_loss, targets_and_node_weights
+from segstruct.learn._problem import resolve_loss, targets_and_node_weights
 from segstruct.model import MRFModel
 
 AVERAGING = ("weighted", "uniform", "none")
@@ -292,12 +292,14 @@ def subgradient_descent(X, Y, *, max_epochs: int = 200, callback: IterateCallbac
     """
     _check_epochs(max_epochs)
     with threadpool_limits(limits=1, user_api="blas"):
-        return _subgradient_descent(_problem(X, Y, settings), int(max_epochs), callback)
+        return solve_subgradient(_problem(X, Y, settings), int(max_epochs), callback)
 
 
-def _subgradient_descent(problem: ImageScopeProblem, max_epochs: int,
-                         callback: IterateCallback | None,
-                         on_trace: TraceCallback | None = None) -> LearnerResult:
+def solve_subgradient(problem: ImageScopeProblem, max_epochs: int,
+                      callback: IterateCallback | None,
+                      on_trace: TraceCallback | None = None) -> LearnerResult:
+    """:func:`subgradient_descent` on a set-up problem (``on_trace`` sees every
+    trace entry as it is made: the estimator's per-epoch callbacks)."""
     start = time.perf_counter()
     w = np.zeros(problem.dim)
     best_w, best = w, np.inf
@@ -365,13 +367,15 @@ def stochastic_subgradient(X, Y, *, max_epochs: int = 50, seed: int = 0,
     if averaging not in AVERAGING:
         raise ValueError(f"unknown averaging {averaging!r}; use one of {AVERAGING}")
     with threadpool_limits(limits=1, user_api="blas"):
-        return _sgd(_problem(X, Y, settings), int(max_epochs), np.random.default_rng(seed),
+        return solve_sgd(_problem(X, Y, settings), int(max_epochs), np.random.default_rng(seed),
                     averaging, int(eval_every), callback)
 
 
-def _sgd(problem: ImageScopeProblem, max_epochs: int, rng: np.random.Generator,
-         averaging: str, eval_every: int, callback: IterateCallback | None,
-         on_trace: TraceCallback | None = None) -> LearnerResult:
+def solve_sgd(problem: ImageScopeProblem, max_epochs: int, rng: np.random.Generator,
+              averaging: str, eval_every: int, callback: IterateCallback | None,
+              on_trace: TraceCallback | None = None) -> LearnerResult:
+    """:func:`stochastic_subgradient` on a set-up problem (``on_trace``: as
+    :func:`solve_subgradient`)."""
     start = time.perf_counter()
     n, C = problem.n, problem.C
     w = np.zeros(problem.dim)
@@ -504,13 +508,15 @@ def bcfw(X, Y, *, max_epochs: int = 1000, tol: float = 1e-3, seed: int = 0,
     if not tol > 0:
         raise ValueError(f"tol must be > 0, got {tol}")
     with threadpool_limits(limits=1, user_api="blas"):
-        return _bcfw(_problem(X, Y, settings), int(max_epochs), float(tol),
+        return solve_bcfw(_problem(X, Y, settings), int(max_epochs), float(tol),
                      np.random.default_rng(seed), sampling, int(eval_every), callback)
 
 
-def _bcfw(problem: ImageScopeProblem, max_epochs: int, tol: float, rng: np.random.Generator,
-          sampling: str, eval_every: int, callback: IterateCallback | None,
-          on_trace: TraceCallback | None = None) -> LearnerResult:
+def solve_bcfw(problem: ImageScopeProblem, max_epochs: int, tol: float,
+               rng: np.random.Generator, sampling: str, eval_every: int,
+               callback: IterateCallback | None,
+               on_trace: TraceCallback | None = None) -> LearnerResult:
+    """:func:`bcfw` on a set-up problem (``on_trace``: as :func:`solve_subgradient`)."""
     start = time.perf_counter()
     n, scale = problem.n, problem.C / problem.n
     # each block starts at the vertex y = t_i: v_i = 0, l_i = 0

@@ -8,7 +8,6 @@ subcommands through ``_SUBCOMMANDS``.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -27,9 +26,10 @@ from segstruct.io.files import write_json
 from segstruct.io.provenance import code_version
 from segstruct.learn.methods import (DEFAULTS, METHOD_HELP, METHODS, SINGLE_RUN_METHODS,
                                      SINGLE_RUN_SOLVERS, with_workers)
+from segstruct.learn.base import POSITIVE, Options, check_param
 from segstruct.learn.fenchel_young import SETS
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
-from segstruct.learn.ssvm import C_UNITS, NODE_WEIGHT_MODES, SOLVERS, STOCHASTIC_SOLVERS
+from segstruct.learn.ssvm import C_UNITS, NODE_WEIGHT_MODES, SCOPES, SOLVERS, STOCHASTIC_SOLVERS
 
 
 class UsageError(Exception):
@@ -453,8 +453,7 @@ def _check_C_options(args) -> None:
     from segstruct.learn.selection import check_folds, check_grid
     args.C = _parse_C(args.C)
     if args.C != "auto":
-        if not (math.isfinite(args.C) and args.C > 0):
-            raise ValueError(f"--C must be positive and finite, or 'auto', got {args.C:g}")
+        check_param("--C", args.C, [POSITIVE, Options("auto")])
         given = [flag for flag, value in (("--C-grid", args.C_grid), ("--folds", args.folds))
                  if value is not None]
         if given:
@@ -1009,7 +1008,7 @@ def _add_training_options(g) -> None:
                         "model's attractive edges, but seconds per image per step: small "
                         "data only); budget and marginal need --node-weights count "
                         "(default %(default)s)")
-    g.add_argument("--scope", choices=("dataset", "image"), default=DEFAULTS.scope,
+    g.add_argument("--scope", choices=SCOPES, default=DEFAULTS.scope,
                    help="one loss over the whole training set (the paper's setting), or "
                         "one loss per image (default %(default)s)")
     g.add_argument("--node-weights", choices=NODE_WEIGHT_MODES,

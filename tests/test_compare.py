@@ -155,7 +155,7 @@ def test_bad_options_fail_before_training(data_root, tmp_path, capsys):
     base = ["compare", "--data", str(data_root), "--classes", "car", "--out",
             str(tmp_path / "o"), "--cache", str(tmp_path / "c"), *SMALL]
     assert main(base + ["--C", "-1"]) == 2
-    assert "C must be positive" in capsys.readouterr().err
+    assert "C must be a finite number > 0" in capsys.readouterr().err
     assert main(base + ["--weights", "area"]) == 2
     assert "count" in capsys.readouterr().err
     assert main(base + ["--split-eval", "nosuchsplit"]) == 2

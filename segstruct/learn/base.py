@@ -15,13 +15,20 @@ contract needs are written here:
   estimator.
 * :class:`DataConversionWarning` says that input was converted (a column
   vector of labels read as a 1-D array).
+* :class:`Interval` and :class:`Options` are the parameter constraints an
+  estimator declares once, in ``_parameter_constraints`` (scikit-learn's
+  manner), and :meth:`ParamsMixin.validate_params` checks in one place; the
+  command line reads its choices from the same objects.
 """
 from __future__ import annotations
 
 import inspect
+import math
 from collections import defaultdict
+from numbers import Integral, Real
 
-__all__ = ["DataConversionWarning", "NotFittedError", "ParamsMixin"]
+__all__ = ["DataConversionWarning", "NotFittedError", "ParamsMixin", "Interval", "Options",
+           "POSITIVE", "check_param"]
 
 
 class NotFittedError(ValueError, AttributeError, RuntimeError):
@@ -35,6 +42,77 @@ class NotFittedError(ValueError, AttributeError, RuntimeError):
 
 class DataConversionWarning(UserWarning):
     """Input was converted to what the estimator needs (named as scikit-learn's)."""
+
+
+class Interval:
+    """Numbers between two bounds: a parameter constraint.
+
+    Parameters
+    ----------
+    kind : ``numbers.Real`` or ``numbers.Integral`` (booleans are neither).
+    low, high : bounds, None for none.
+    closed : {"both", "left", "right", "neither"}, which bounds are allowed.
+    """
+
+    def __init__(self, kind, low=None, high=None, closed="both"):
+        self.kind, self.low, self.high, self.closed = kind, low, high, closed
+
+    def __contains__(self, value) -> bool:
+        if isinstance(value, bool) or not isinstance(value, self.kind):
+            return False
+        if not math.isfinite(value):
+            return False
+        left = self.closed in ("both", "left")
+        right = self.closed in ("both", "right")
+        if self.low is not None and (value < self.low or (value == self.low and not left)):
+            return False
+        if self.high is not None and (value > self.high or (value == self.high and not right)):
+            return False
+        return True
+
+    def __str__(self) -> str:
+        what = "an integer" if self.kind is Integral else "a finite number"
+        bounds = []
+        if self.low is not None:
+            bounds.append(f"{'>=' if self.closed in ('both', 'left') else '>'} {self.low:g}")
+        if self.high is not None:
+            bounds.append(f"{'<=' if self.closed in ('both', 'right') else '<'} {self.high:g}")
+        return what + (f" {' and '.join(bounds)}" if bounds else "")
+
+
+class Options:
+    """One of a few values (e.g. names): a parameter constraint."""
+
+    def __init__(self, *options):
+        self.options = tuple(options)
+
+    def __contains__(self, value) -> bool:
+        return any(value == option and type(value) is type(option) for option in self.options)
+
+    def __str__(self) -> str:
+        return "one of " + ", ".join(repr(o) for o in self.options)
+
+
+#: C, tol and the like: a finite number above 0 (the one statement of "C > 0").
+POSITIVE = Interval(Real, 0, None, closed="neither")
+
+
+def check_param(name: str, value, constraints) -> None:
+    """Raise ValueError, naming ``name`` and what it must be, unless ``value``
+    satisfies one of ``constraints`` (Interval, Options, a type, or None for
+    None itself)."""
+    for constraint in constraints:
+        if constraint is None:
+            if value is None:
+                return
+        elif isinstance(constraint, type):
+            if isinstance(value, constraint):
+                return
+        elif value in constraint:
+            return
+    wants = " or ".join("None" if c is None else c.__name__ if isinstance(c, type) else str(c)
+                        for c in constraints)
+    raise ValueError(f"{name} must be {wants}, got {value!r}")
 
 
 class ParamsMixin:
@@ -62,6 +140,14 @@ class ParamsMixin:
                                    "parameters must be explicit keyword arguments")
             names.append(p.name)
         return sorted(names)
+
+    #: name -> list of constraints (:func:`check_param`); a subclass declares its own
+    _parameter_constraints: dict = {}
+
+    def validate_params(self) -> None:
+        """Check every declared hyper-parameter (ValueError naming the first bad one)."""
+        for name, constraints in self._parameter_constraints.items():
+            check_param(name, getattr(self, name), constraints)
 
     def get_params(self, deep: bool = True) -> dict:
         """Hyper-parameters, as passed to ``__init__``.

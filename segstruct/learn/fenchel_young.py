@@ -43,8 +43,9 @@ indicator (the gradient with its components zeroed where w_j = 0 is at its
 bound and the gradient pushes past it), and training stops once that bound is
 at most ``tol``.
 
-Only numpy, scipy and ``segstruct.inference`` are used (plain arrays in and
-out), so this solver is tested alone.
+Only numpy, scipy, ``segstruct.inference`` and the parameter check of
+``segstruct.learn.base`` are used (plain arrays in and out), so this solver
+is tested alone.
 """
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ import scipy.optimize
 import scipy.sparse
 
 from segstruct.inference.projection import SETS, project
+from segstruct.learn.base import POSITIVE, check_param
 
 __all__ = ["ProjectionFit", "ProjectionProblem", "fit_lbfgs", "SETS", "SCOPES"]
 
@@ -133,8 +135,7 @@ class ProjectionProblem:
             raise ValueError(f"unknown projection set {kind!r}; use one of {SETS}")
         if scope not in SCOPES:
             raise ValueError(f"unknown loss scope {scope!r}; use one of {SCOPES}")
-        if not (np.isfinite(C) and C > 0):
-            raise ValueError(f"C must be positive and finite, got {C}")
+        check_param("C", C, [POSITIVE])
         if len(unary) == 0 or len(unary) != len(targets):
             raise ValueError(f"{len(unary)} unary arrays and {len(targets)} target arrays")
         self.C, self.kind, self.scope = float(C), kind, scope

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from segstruct.inference.lovasz import lovasz_hinge_dataset, lovasz_hinge_per_image
+from segstruct.learn.base import POSITIVE, check_param
 from segstruct.learn.qp import WorkingSetQP
 
 __all__ = ["LovaszFit", "lovasz_objective", "fit_cutting_plane", "fit_sgd", "SCOPES"]
@@ -97,8 +98,7 @@ def _as_images(X, targets, weights):
 
 
 def _check_hyper(C, scope):
-    if not np.isfinite(C) or C <= 0:
-        raise ValueError(f"C must be finite and > 0, got {C!r}")
+    check_param("C", C, [POSITIVE])
     if scope not in SCOPES:
         raise ValueError(f"unknown loss scope {scope!r}; use one of {SCOPES}")
 

@@ -54,6 +54,7 @@ StructuredSVM that predicts the same.
 from __future__ import annotations
 
 import time
+from numbers import Integral
 
 import numpy as np
 
@@ -61,9 +62,11 @@ from segstruct.inference import maximize
 from segstruct.inference.losses import IoULoss, get_loss
 
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
+from segstruct.learn.base import POSITIVE, Interval, Options
 from segstruct.learn.lovasz import SCOPES, fit_cutting_plane, fit_sgd
 from segstruct.learn.single_run import SingleRun, SingleRunSVM
-from segstruct.learn.ssvm import DEFAULT_C, DEFAULT_MAX_ITER, StructuredSVM, label_counts
+from segstruct.learn.ssvm import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES,
+                                  StructuredSVM, label_counts)
 from segstruct.model import MRFModel
 
 __all__ = ["LovaszSVM"]
@@ -142,6 +145,12 @@ class LovaszSVM(SingleRunSVM):
         self.tol = tol
         self.max_iter = max_iter
 
+    _parameter_constraints = {
+        "C": [POSITIVE], "C_units": [Options(*C_UNITS)], "scope": [Options(*SCOPES)],
+        "node_weights": [Options(*NODE_WEIGHT_MODES)], "pairwise": [bool],
+        "margin_scale": [Options(*MARGIN_SCALES)], "solver": [Options(*SOLVERS)],
+        "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)]}
+
     def check_params(self) -> None:
         """Raise ValueError for a bad hyper-parameter, without fitting."""
         try:
@@ -151,23 +160,18 @@ class LovaszSVM(SingleRunSVM):
         if not isinstance(loss, IoULoss):
             raise ValueError(f"the lovasz method trains the Lovász hinge of the IoU loss "
                              f"only, not {loss!r}")
-        if self.scope not in SCOPES:
-            raise ValueError(f"unknown loss scope {self.scope!r}; use one of {SCOPES}")
-        if self.margin_scale not in self.MARGIN_SCALES:
-            raise ValueError(f"unknown margin_scale {self.margin_scale!r}; use one of "
-                             f"{self.MARGIN_SCALES}")
+        if self.solver not in self.SOLVERS:
+            raise ValueError(f"the lovasz method trains by cutting planes (solver "
+                             f"'oneslack') or SGD ('sgd'), not {self.solver!r}")
+        self.validate_params()
         if self.margin_scale == "unit" and self.C_units == "superpixel":
             raise ValueError("margin_scale='unit' (the published hinge) asks a margin of 1 "
                              "per node, which C in superpixel units does not describe: "
                              "give C in the paper's units (C_units='paper')")
-        if self.solver not in self.SOLVERS:
-            raise ValueError(f"the lovasz method trains by cutting planes (solver "
-                             f"'oneslack') or SGD ('sgd'), not {self.solver!r}")
         if self.solver == "sgd" and self.scope != "image":
             raise ValueError("the lovasz method's SGD needs the per-image loss scope "
                              "(scope='image'): the data-set Jaccard loss is not a sum "
                              "over images, so one image's subgradient does not estimate it")
-        self._check_shared_params()
 
     def _train(self, X: list, Y) -> SingleRun:
         # the same checks and targets as StructuredSVM (its scope-independent part)

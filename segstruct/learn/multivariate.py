@@ -22,7 +22,8 @@ from scipy import sparse
 from segstruct.inference import bl2
 from segstruct.inference.losses import FBetaLoss, IoULoss, Loss, get_loss
 
-from segstruct.learn.base import DataConversionWarning, NotFittedError, ParamsMixin
+from segstruct.learn.base import (POSITIVE, DataConversionWarning, NotFittedError, ParamsMixin,
+                                  check_param)
 from segstruct.learn.ssvm import StructuredSVM
 from segstruct.model import Graph
 
@@ -257,8 +258,7 @@ class MultivariateSVM(ParamsMixin):
         else:
             # one class only: 0 stays the negative class, as 0 / 1 labels were read
             y = np.full(n, 0 if classes[0] == 0 else 1, np.uint8)
-        if isinstance(self.C, (bool, np.bool_)) or not (np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be a positive finite number, got {self.C!r}")
+        check_param("C", self.C, [POSITIVE])
         loss = self._resolve_loss()
         n_pos = int(y.sum())
         if isinstance(loss, _TWO_CLASS_LOSSES) and (n_pos == 0 or n_pos == n):

@@ -35,12 +35,15 @@ that predicts the same.
 from __future__ import annotations
 
 import time
+from numbers import Integral
 
 import numpy as np
 
 from segstruct.learn.fenchel_young import SCOPES, SETS, ProjectionProblem, fit_lbfgs
 from segstruct.learn.single_run import SingleRun, SingleRunSVM
-from segstruct.learn.ssvm import DEFAULT_C, DEFAULT_MAX_ITER, StructuredSVM
+from segstruct.learn.base import POSITIVE, Interval, Options
+from segstruct.learn.ssvm import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES,
+                                  StructuredSVM)
 
 __all__ = ["ProjectionSVM", "SETS"]
 
@@ -96,14 +99,14 @@ class ProjectionSVM(SingleRunSVM):
         self.tol = tol
         self.max_iter = max_iter
 
+    _parameter_constraints = {
+        "C": [POSITIVE], "C_units": [Options(*C_UNITS)], "scope": [Options(*SCOPES)],
+        "projection_set": [Options(*SETS)], "node_weights": [Options(*NODE_WEIGHT_MODES)],
+        "pairwise": [bool], "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)]}
+
     def check_params(self) -> None:
         """Raise ValueError for a bad hyper-parameter, without fitting."""
-        if self.projection_set not in SETS:
-            raise ValueError(f"unknown projection set {self.projection_set!r}; "
-                             f"use one of {SETS}")
-        if self.scope not in SCOPES:
-            raise ValueError(f"unknown loss scope {self.scope!r}; use one of {SCOPES}")
-        self._check_shared_params()
+        self.validate_params()
         if self.node_weights == "area" and self.projection_set != "cube":
             raise ValueError(f"area node weights need the cube projection set, not "
                              f"{self.projection_set!r}: the other sets' projections are "

@@ -28,6 +28,7 @@ import numpy as np
 from segstruct.inference.highs import SolverError, new_highs, run
 
 from segstruct.learn.active_set import refine
+from segstruct.learn.base import POSITIVE, check_param
 
 
 class QPError(RuntimeError):
@@ -86,8 +87,8 @@ class WorkingSetQP:
     def __init__(self, n_features: int, caps, nonpositive=()):
         self.n_features = int(n_features)
         self.caps = np.asarray(caps, np.float64).reshape(-1)
-        if np.any(~np.isfinite(self.caps)) or np.any(self.caps <= 0):
-            raise ValueError(f"slack caps C_g must be positive and finite, got {self.caps}")
+        for cap in self.caps:
+            check_param("every slack cap C_g", float(cap), [POSITIVE])
         self.nonpositive = np.asarray(nonpositive, np.int64).reshape(-1)
         self.G = np.zeros((0, self.n_features))
         self.losses = np.zeros(0)

@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 from segstruct.cluster import on_cluster, parallel_map
 from segstruct.datasets.folds import make_folds as deal_folds
 from segstruct.evaluate.scoring import iou
+from segstruct.learn.base import POSITIVE, check_param
 from segstruct.learn.ssvm import label_counts
 
 #: Default grid of C: 5 values from 0.05 to 50, log-spaced (3 significant
@@ -70,10 +71,8 @@ def check_grid(grid) -> tuple[float, ...]:
     tuple of float, sorted increasingly (the order warm starts walk it).
     """
     values = [float(c) for c in grid]
-    bad = [c for c in values if not (math.isfinite(c) and c > 0)]
-    if bad:
-        raise ValueError(f"every C of the grid must be positive and finite, got "
-                         f"{', '.join(f'{c:g}' for c in bad)}")
+    for c in values:
+        check_param("every C of the grid", c, [POSITIVE])
     if len(values) < 2:
         raise ValueError(f"the grid of C needs at least 2 values to choose from, got "
                          f"{len(values)}; give a fixed --C instead")

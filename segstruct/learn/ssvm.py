@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Sequence
 
 import numpy as np
@@ -52,7 +53,7 @@ from segstruct.learn._problem import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER,
                                       NODE_WEIGHT_MODES, SCOPES, TrainingError, TrainingRun,
                                       label_counts, oracle_name, resolve_loss,
                                       superpixel_loss, svm_C, targets_and_node_weights)
-from segstruct.learn.base import NotFittedError, ParamsMixin
+from segstruct.learn.base import POSITIVE, Interval, NotFittedError, Options, ParamsMixin
 from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState, without_checkpoints
 from segstruct.learn.linesearch import minimize_model
 from segstruct.learn.qp import QPError, WorkingSetQP
@@ -239,34 +240,30 @@ class StructuredSVM(ParamsMixin):
         return tags
 
     # ------------------------------------------------------------------
+    #: The hyper-parameters' constraints, checked in one place
+    #: (:meth:`~segstruct.learn.base.ParamsMixin.validate_params`); the command
+    #: line's choices are the same objects' options.
+    _parameter_constraints = {
+        "kappa": [None, POSITIVE], "C": [POSITIVE], "C_units": [Options(*C_UNITS)],
+        "solver": [Options(*SOLVERS)], "scope": [Options(*SCOPES)],
+        "node_weights": [Options(*NODE_WEIGHT_MODES)], "pairwise": [bool],
+        "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)],
+        "inactive_limit": [Interval(Integral, 1)], "warm_start": [bool],
+        "n_jobs": [Interval(Integral, 1), Interval(Integral, None, -1)],
+    }
+
     def check_params(self) -> None:
         """Raise ValueError for a bad hyper-parameter, without fitting.
 
         ``fit`` runs this check first; the commands run it before they
         compute any feature, so a typo fails in seconds, not after hours.
         """
-        if self.solver not in SOLVERS:
-            raise ValueError(f"unknown solver {self.solver!r}; use one of {SOLVERS}")
-        if self.scope not in SCOPES:
-            raise ValueError(f"unknown loss scope {self.scope!r}; use one of {SCOPES}")
+        self.validate_params()
         if self.solver in STOCHASTIC_SOLVERS and self.scope != "image":
             raise ValueError(f"solver {self.solver!r} needs the per-image loss scope "
                              f"(scope='image'), not {self.scope!r}: the data-set loss is one "
                              "example, so there is nothing to sample or split into blocks; "
                              f"use one of {CUTTING_PLANE_SOLVERS} for the data-set scope")
-        self._check_shared_params()
-
-    def _check_shared_params(self) -> None:
-        """The checks of the hyper-parameters every learner here shares."""
-        if self.node_weights not in NODE_WEIGHT_MODES:
-            raise ValueError(f"unknown node weight mode {self.node_weights!r}; "
-                             f"use one of {NODE_WEIGHT_MODES}")
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be positive and finite, got {self.C}")
-        if self.C_units not in C_UNITS:
-            raise ValueError(f"unknown C_units {self.C_units!r}; use one of {C_UNITS}")
-        if not (self.tol > 0 and self.max_iter >= 1):
-            raise ValueError("tol must be > 0 and max_iter >= 1")
 
     def _resolve_loss(self, targets, weights) -> Loss:
         return resolve_loss(self.loss, self.kappa, targets, weights)

@@ -103,6 +103,7 @@ from threadpoolctl import threadpool_limits
 from segstruct.inference import loss_augmented
 from segstruct.inference.losses import Loss
 from segstruct.learn._problem import resolve_loss, targets_and_node_weights
+from segstruct.learn.base import POSITIVE, check_param
 from segstruct.model import MRFModel
 
 AVERAGING = ("weighted", "uniform", "none")
@@ -157,8 +158,7 @@ class ImageScopeProblem:
         X : sequence of n inputs with ``unary``, ``edges``, ``pairwise``.
         Y : sequence of n (N_i,) targets or (N_i, 2) pixel counts.
         """
-        if not (np.isfinite(C) and C > 0):
-            raise ValueError(f"C must be positive and finite, got {C}")
+        check_param("C", C, [POSITIVE])
         if len(X) != len(Y):
             raise ValueError(f"{len(X)} inputs but {len(Y)} label arrays")
         if len(X) == 0:

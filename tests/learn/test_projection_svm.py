@@ -91,7 +91,7 @@ def test_estimator_fits_a_separable_problem_and_predicts_it():
 
 
 def test_bad_settings_are_refused():
-    with pytest.raises(ValueError, match="projection set"):
+    with pytest.raises(ValueError, match="projection_set must be one of 'cube'"):
         ProjectionSVM(projection_set="ball").check_params()
     with pytest.raises(ValueError, match="cube"):
         ProjectionSVM(projection_set="budget", node_weights="area").check_params()

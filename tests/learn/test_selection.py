@@ -80,7 +80,7 @@ def test_folds_refuse_too_few_images_and_too_few_folds():
 
 def test_grid_checks():
     assert check_grid([5, 0.5, 50]) == (0.5, 5.0, 50.0)       # walked increasing
-    for grid, words in (([0, 1], "positive"), ([-1, 2], "positive"),
+    for grid, words in (([0, 1], "finite number > 0"), ([-1, 2], "finite number > 0"),
                         ([1, float("inf")], "finite"), ([1], "at least 2"),
                         ([1, 1], "twice")):
         with pytest.raises(ValueError, match=words):
@@ -339,8 +339,8 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
 @pytest.mark.parametrize("extra, words", [
     (["--C", "big"], "--C must be a positive number or 'auto', got 'big'"),
     (["--C", "auto", "--folds", "1"], "needs at least 2 folds, got 1"),
-    (["--C", "auto", "--C-grid", "0", "1"], "every C of the grid must be positive and finite"),
-    (["--C", "auto", "--C-grid", "-1", "1"], "every C of the grid must be positive and finite"),
+    (["--C", "auto", "--C-grid", "0", "1"], "every C of the grid must be a finite number > 0"),
+    (["--C", "auto", "--C-grid", "-1", "1"], "every C of the grid must be a finite number > 0"),
     (["--C-grid", "0.1", "1"], "--C-grid applies only to --C auto"),
     (["--folds", "3"], "--folds applies only to --C auto"),
     (["--C", "2", "--folds", "3"], "--folds applies only to --C auto (C is 2)"),
@@ -365,5 +365,5 @@ def test_a_C_that_is_not_positive_is_refused(data_root, cache, tmp_path, capsys)
     for command, target in (("train", "--class"), ("compare", "--classes")):
         assert main([command, "--data", str(data_root), target, "car", "--C", "0",
                      "--out", str(tmp_path / "o"), *cache, *SMALL]) == 2
-        assert "--C must be positive and finite, or 'auto', got 0" in capsys.readouterr().err
+        assert "--C must be a finite number > 0 or one of 'auto', got 0.0" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())

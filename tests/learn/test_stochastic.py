@@ -277,7 +277,7 @@ def test_trace_records_calls_and_times():
     (lambda X, Y: bcfw(X, Y, sampling="cyclic"), "sampling"),
     (lambda X, Y: bcfw(X, Y, tol=0), "tol"),
     (lambda X, Y: subgradient_descent(X, Y, max_epochs=0), "max_epochs"),
-    (lambda X, Y: bcfw(X, Y, C=-1.0), "C must be positive"),
+    (lambda X, Y: bcfw(X, Y, C=-1.0), "C must be a finite number > 0"),
 ])
 def test_bad_settings_are_refused(call, message):
     X, Y = random_problem(8)

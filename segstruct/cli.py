@@ -29,7 +29,7 @@ from segstruct.learn.methods import (DEFAULTS, METHOD_HELP, METHODS, SINGLE_RUN_
 from segstruct.learn.base import POSITIVE, Options, check_param
 from segstruct.learn.fenchel_young import SETS
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
-from segstruct.learn.ssvm import C_UNITS, NODE_WEIGHT_MODES, SCOPES, SOLVERS, STOCHASTIC_SOLVERS
+from segstruct.learn.ssvm import C_UNITS, NODE_WEIGHT_MODES, SCOPES, SOLVERS
 
 
 class UsageError(Exception):
@@ -412,27 +412,35 @@ def _check_loss_options(args, methods) -> None:
 
 
 def _check_solver_options(args, methods) -> None:
-    """Refuse a --solver that the scope, --resume or the methods rule out."""
+    """Refuse a --solver or --projection-set that the methods rule out (the
+    estimators refuse what their own settings rule out: check_params)."""
     if args.solver != DEFAULTS.solver and all(
             args.solver not in SINGLE_RUN_SOLVERS.get(m, SOLVERS) for m in methods):
         raise UsageError(f"--solver {args.solver} does not apply to {' and '.join(methods)}: "
                          "lovasz trains by 1-slack cutting planes (oneslack) or sgd, "
                          "projection by L-BFGS-B")
-    if args.solver in STOCHASTIC_SOLVERS and args.scope != "image":
-        raise UsageError(f"--solver {args.solver} needs --scope image (the scope is "
-                         f"{args.scope}): at the data-set scope the training set is one "
-                         "example, with nothing to sample; use --solver oneslack or nslack")
-    if args.solver in STOCHASTIC_SOLVERS and getattr(args, "resume", False):
-        raise UsageError(f"--resume: --solver {args.solver} keeps no checkpoint to continue "
-                         "from; train without --resume (from the start), or use --solver "
-                         "oneslack or nslack")
     if args.projection_set != DEFAULTS.projection_set and "projection" not in methods:
         raise UsageError(f"--projection-set {args.projection_set} applies to the projection "
                          f"method only, which {' and '.join(methods)} "
                          f"{'is' if len(methods) == 1 else 'are'} not")
-    if getattr(args, "resume", False) and args.method in SINGLE_RUN_METHODS:
-        raise UsageError(f"--resume: the {args.method} method keeps no checkpoint to "
-                         "continue from; train without --resume")
+
+
+def _checked(estimator):
+    """``estimator`` after its own checks (check_params), as usage errors."""
+    try:
+        estimator.check_params()
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    return estimator
+
+
+def _check_resume(args, estimator) -> None:
+    """Refuse --resume for a learner that keeps no checkpoint (``resumable``)."""
+    if args.resume and not estimator.resumable:
+        what = (f"the {args.method} method" if args.method in SINGLE_RUN_METHODS
+                else f"--solver {args.solver}")
+        raise UsageError(f"--resume: {what} keeps no checkpoint to continue from; train "
+                         "without --resume (from the start)")
 
 
 def _check_C_options(args) -> None:
@@ -570,8 +578,8 @@ def cmd_train(args) -> int:
         raise UsageError(f"{model_file} exists: add --force to replace that model, or give "
                          "another --out")
     # every option is checked before any feature is computed
-    estimator = _estimator(args)
-    estimator.check_params()
+    estimator = _checked(_estimator(args))
+    _check_resume(args, estimator)
     if args.resume and not checkpoint.exists():
         print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
     dataset = _dataset(args)
@@ -732,6 +740,10 @@ def cmd_compare(args) -> int:
     _check_loss_options(args, args.methods)
     _check_solver_options(args, args.methods)
     _check_C_options(args)
+    settings = _settings(args)
+    for method in args.methods:          # each method's own checks, before any feature
+        C = args.cv[0][0] if args.cv is not None else args.C
+        _checked(settings.estimator(method, C=C))
     dataset = _dataset(args)
     _check_cv_size(args, dataset, args.split_train)
     extractor = _extractor(args, dataset)
@@ -1200,7 +1212,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted; finished cache entries are kept"
               + ("; continue training with --resume" if args.command == "train"
-                 and args.solver not in STOCHASTIC_SOLVERS and args.method not in SINGLE_RUN_METHODS else "")
+                 and _make_estimator(args).resumable else "")
               + ("; run the same command again to resume" if args.command == "compare"
                  else ""), file=sys.stderr)
         return 130

@@ -385,12 +385,12 @@ def test_every_solver_parses_for_train_and_compare():
 
 
 @pytest.mark.parametrize("extra, words", [
-    (["--solver", "sgd", "--scope", "dataset"], "--solver sgd needs --scope image"),
-    (["--solver", "bcfw"], "--solver bcfw needs --scope image"),    # the default scope
+    (["--solver", "sgd", "--scope", "dataset"], "solver 'sgd' needs the per-image loss scope"),
+    (["--solver", "bcfw"], "solver 'bcfw' needs the per-image loss scope"),  # default scope
     (["--solver", "bcfw", "--scope", "image", "--resume"], "keeps no checkpoint"),
     (["--method", "lovasz", "--resume"], "keeps no checkpoint"),
     (["--method", "lovasz", "--solver", "nslack"], "--solver nslack does not apply to lovasz"),
-    (["--method", "lovasz", "--solver", "sgd"], "--solver sgd needs --scope image"),
+    (["--method", "lovasz", "--solver", "sgd"], "SGD needs the per-image loss scope"),
     (["--method", "projection", "--solver", "sgd", "--scope", "image"],
      "--solver sgd does not apply to projection"),
     (["--projection-set", "budget"], "applies to the projection method only"),
@@ -404,7 +404,7 @@ def test_solver_options_that_cannot_work_are_refused(extra, words, data_root, tm
 
 
 def test_compare_refuses_first_order_solvers_at_the_dataset_scope(data_root, tmp_path, capsys):
-    for extra, words in ((["--solver", "sgd"], "needs --scope image"),
+    for extra, words in ((["--solver", "sgd"], "needs the per-image loss scope"),
                          (["--methods", "lovasz", "--solver", "nslack"], "does not apply")):
         with pytest.raises(SystemExit) as exc:
             main(["compare", "--data", str(data_root), "--classes", "car",
@@ -413,10 +413,11 @@ def test_compare_refuses_first_order_solvers_at_the_dataset_scope(data_root, tmp
 
 
 def test_lovasz_with_another_loss_is_refused(data_root, tmp_path, capsys):
-    assert main(["train", "--data", str(data_root), "--class", "car", "--method", "lovasz",
-                 "--loss", "f1", "--out", str(tmp_path / "m"), "--cache", str(tmp_path / "c"),
-                 *SMALL]) == 2
-    assert "IoU loss only" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--data", str(data_root), "--class", "car", "--method", "lovasz",
+              "--loss", "f1", "--out", str(tmp_path / "m"), "--cache", str(tmp_path / "c"),
+              *SMALL])
+    assert exc.value.code == 2 and "IoU loss only" in capsys.readouterr().err
 
 
 def test_train_bcfw_end_to_end(data_root, tmp_path, capsys):
@@ -514,10 +515,11 @@ def test_train_lovasz_by_sgd_matches_the_library_and_is_not_called_converged(
 
 def test_projection_set_with_area_weights_is_refused_before_features(
         data_root, tmp_path, capsys):
-    assert main(["train", "--data", str(data_root), "--class", "car", "--method", "projection",
-                 "--projection-set", "marginal", "--node-weights", "area", "--out",
-                 str(tmp_path / "m"), "--cache", str(tmp_path / "c"), *SMALL]) == 2
-    assert "area node weights need the cube" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:        # a usage error: with the usage text
+        main(["train", "--data", str(data_root), "--class", "car", "--method", "projection",
+              "--projection-set", "marginal", "--node-weights", "area", "--out",
+              str(tmp_path / "m"), "--cache", str(tmp_path / "c"), *SMALL])
+    assert exc.value.code == 2 and "area node weights need the cube" in capsys.readouterr().err
     assert not (tmp_path / "c").exists()
 
 

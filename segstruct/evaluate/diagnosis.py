@@ -52,9 +52,8 @@ def diagnose(estimator, X, Y, predictions=None) -> dict:
               "relative_gap": gap / primal if primal > 0 else 0.0,
               "target_gap": float(_svm_C(estimator) * estimator.tol), "warnings": []}
     if not estimator.converged_:
-        # only the SSVM's cutting-plane solvers keep a checkpoint to continue from
-        resumable = (getattr(estimator, "solver", None) in ("oneslack", "nslack")
-                     and getattr(estimator, "resumable", True))
+        # only a learner that keeps a checkpoint can continue
+        resumable = getattr(estimator, "resumable", False)
         # a solver may also stop early, when it makes no more progress
         at_max_iter = estimator.n_iter_ >= estimator.max_iter
         stop = (f"stopped at max_iter {estimator.max_iter}" if at_max_iter else

@@ -265,6 +265,13 @@ class StructuredSVM(ParamsMixin):
                              "example, so there is nothing to sample or split into blocks; "
                              f"use one of {CUTTING_PLANE_SOLVERS} for the data-set scope")
 
+    @property
+    def resumable(self) -> bool:
+        """Whether an unfinished fit can continue from a checkpoint (``train
+        --resume``): the cutting-plane solvers keep their whole state in it,
+        the first-order ones none."""
+        return self.solver in CUTTING_PLANE_SOLVERS
+
     def _resolve_loss(self, targets, weights) -> Loss:
         return resolve_loss(self.loss, self.kappa, targets, weights)
 

@@ -1,228 +1,161 @@
-"""The scikit-learn estimator protocol, without scikit-learn.
+"""The base every segmentation learner of segstruct stands on.
 
-segstruct's estimators follow scikit-learn's contract so that ``clone``,
-``GridSearchCV``, ``cross_val_score`` and pipelines work on them. scikit-learn
-is only a test dependency, so the pieces of its ``BaseEstimator`` that the
-contract needs are written here:
+:class:`BaseSSVM` holds what :class:`~segstruct.learn.ssvm.StructuredSVM`
+(cutting planes), :class:`~segstruct.learn.first_order.FirstOrderSVM`,
+:class:`~segstruct.learn.lovasz_svm.LovaszSVM` and
+:class:`~segstruct.learn.projection_svm.ProjectionSVM` share: the joint
+feature map's prediction (one graph cut per input), max-marginal scores, the
+VOC measure, restoring a model from its weights, the examples of a loss
+scope and the C of the objective; each sibling adds its ``__init__``
+(its hyper-parameters), ``_parameter_constraints`` and ``fit``.
 
-* :class:`ParamsMixin` gives ``get_params(deep=True)`` and
-  ``set_params(**params)`` read off the ``__init__`` signature. scikit-learn's
-  rule applies: ``__init__`` stores each argument unchanged under its own
-  name and does nothing else; parameters are checked in ``fit``. It also
-  answers scikit-learn's request for estimator tags (``__sklearn_tags__``,
-  which imports scikit-learn: only scikit-learn calls it).
-* :class:`NotFittedError` is raised by a method that needs a fitted
-  estimator.
-* :class:`DataConversionWarning` says that input was converted (a column
-  vector of labels read as a 1-D array).
-* :class:`Interval` and :class:`Options` are the parameter constraints an
-  estimator declares once, in ``_parameter_constraints`` (scikit-learn's
-  manner), and :meth:`ParamsMixin.validate_params` checks in one place; the
-  command line reads its choices from the same objects.
+The scikit-learn protocol (``get_params`` / ``set_params``) and the
+parameter constraints come from :mod:`segstruct.learn._params` and are
+re-exported here.
 """
 from __future__ import annotations
 
-import inspect
-import math
-from collections import defaultdict
-from numbers import Integral, Real
+import numpy as np
 
-__all__ = ["DataConversionWarning", "NotFittedError", "ParamsMixin", "Interval", "Options",
-           "POSITIVE", "check_param"]
+from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
+from segstruct.inference import maximize
+from segstruct.inference.losses import Loss
+from segstruct.learn._params import (POSITIVE, DataConversionWarning, Interval,
+                                     NotFittedError, Options, ParamsMixin, check_param)
+from segstruct.learn._problem import (label_counts, resolve_loss, svm_C,
+                                      targets_and_node_weights)
+from segstruct.model import MRFModel, disjoint_union
+
+__all__ = ["BaseSSVM", "DataConversionWarning", "NotFittedError", "ParamsMixin", "Interval",
+           "Options", "POSITIVE", "check_param"]
 
 
-class NotFittedError(ValueError, AttributeError, RuntimeError):
-    """A method that needs a fitted estimator was called before ``fit``.
+class BaseSSVM(ParamsMixin):
+    """What the segmentation learners share (module docstring).
 
-    A ValueError and an AttributeError, as scikit-learn's own NotFittedError
-    (its estimator checks expect one of those), and a RuntimeError, which is
-    what segstruct raised here before.
+    A subclass stores, at least, the hyper-parameters ``loss``, ``C``,
+    ``C_units``, ``scope``, ``node_weights``, ``pairwise``, ``tol`` and
+    ``max_iter``. Fitted, it has ``w_``, ``loss_``, ``n_features_in_``
+    (and, after ``fit``, the training run's attributes).
     """
 
+    #: Whether an unfinished fit can continue from a checkpoint (``train
+    #: --resume``); a learner that keeps one says so.
+    resumable = False
 
-class DataConversionWarning(UserWarning):
-    """Input was converted to what the estimator needs (named as scikit-learn's)."""
+    def __sklearn_tags__(self):
+        """Estimator tags for scikit-learn >= 1.6: fit needs Y, and X is a
+        sequence of graphs, not a 2-D array."""
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.two_d_array = False
+        return tags
 
+    def _resolve_loss(self, targets, weights) -> Loss:
+        # kappa is the Hamming learners' (None where the learner has no such parameter)
+        return resolve_loss(self.loss, getattr(self, "kappa", None), targets, weights)
 
-class Interval:
-    """Numbers between two bounds: a parameter constraint.
+    def _examples(self, X, Y):
+        """(inputs, targets, node weights) per training example for the scope."""
+        if len(X) != len(Y):
+            raise ValueError(f"{len(X)} inputs but {len(Y)} label arrays")
+        if len(X) == 0:
+            raise ValueError("no training examples")
+        ts, ws = zip(*(targets_and_node_weights(y, self.node_weights) for y in Y))
+        for k, (x, t) in enumerate(zip(X, ts)):
+            for name in ("unary", "pairwise"):
+                values = getattr(x, name, None)
+                if values is not None and not np.all(np.isfinite(values)):
+                    raise ValueError(f"input {k} ({getattr(x, 'image_id', 'no id')}) has "
+                                     f"non-finite {name} features")
+            if np.shape(x.unary)[0] != t.size:
+                raise ValueError(f"an input has {np.shape(x.unary)[0]} nodes but its "
+                                 f"labels have {t.size}")
+        if self.scope == "dataset":
+            return [disjoint_union(X)], [np.concatenate(ts)], [np.concatenate(ws)], ts, ws
+        return list(X), list(ts), list(ws), ts, ws
 
-    Parameters
-    ----------
-    kind : ``numbers.Real`` or ``numbers.Integral`` (booleans are neither).
-    low, high : bounds, None for none.
-    closed : {"both", "left", "right", "neither"}, which bounds are allowed.
-    """
+    def _check_fitted(self):
+        if not hasattr(self, "w_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit "
+                                 "first")
 
-    def __init__(self, kind, low=None, high=None, closed="both"):
-        self.kind, self.low, self.high, self.closed = kind, low, high, closed
-
-    def __contains__(self, value) -> bool:
-        if isinstance(value, bool) or not isinstance(value, self.kind):
-            return False
-        if not math.isfinite(value):
-            return False
-        left = self.closed in ("both", "left")
-        right = self.closed in ("both", "right")
-        if self.low is not None and (value < self.low or (value == self.low and not left)):
-            return False
-        if self.high is not None and (value > self.high or (value == self.high and not right)):
-            return False
-        return True
-
-    def __str__(self) -> str:
-        what = "an integer" if self.kind is Integral else "a finite number"
-        bounds = []
-        if self.low is not None:
-            bounds.append(f"{'>=' if self.closed in ('both', 'left') else '>'} {self.low:g}")
-        if self.high is not None:
-            bounds.append(f"{'<=' if self.closed in ('both', 'right') else '<'} {self.high:g}")
-        return what + (f" {' and '.join(bounds)}" if bounds else "")
-
-
-class Options:
-    """One of a few values (e.g. names): a parameter constraint."""
-
-    def __init__(self, *options):
-        self.options = tuple(options)
-
-    def __contains__(self, value) -> bool:
-        return any(value == option and type(value) is type(option) for option in self.options)
-
-    def __str__(self) -> str:
-        return "one of " + ", ".join(repr(o) for o in self.options)
-
-
-#: C, tol and the like: a finite number above 0 (the one statement of "C > 0").
-POSITIVE = Interval(Real, 0, None, closed="neither")
-
-
-def check_param(name: str, value, constraints) -> None:
-    """Raise ValueError, naming ``name`` and what it must be, unless ``value``
-    satisfies one of ``constraints`` (Interval, Options, a type, or None for
-    None itself)."""
-    for constraint in constraints:
-        if constraint is None:
-            if value is None:
-                return
-        elif isinstance(constraint, type):
-            if isinstance(value, constraint):
-                return
-        elif value in constraint:
-            return
-    wants = " or ".join("None" if c is None else c.__name__ if isinstance(c, type) else str(c)
-                        for c in constraints)
-    raise ValueError(f"{name} must be {wants}, got {value!r}")
-
-
-class ParamsMixin:
-    """``get_params`` / ``set_params`` from the ``__init__`` signature.
-
-    A subclass's ``__init__`` takes every hyper-parameter as an explicit
-    argument (no ``*args`` / ``**kwargs``) and stores it unchanged as an
-    attribute of the same name: ``clone`` rebuilds an estimator as
-    ``type(est)(**est.get_params(deep=False))`` and checks that each value
-    comes back as the same object.
-    """
+    def objective_C(self, X, Y) -> float:
+        """The C of the objective a fit on (X, Y) solves (``svm_C_``), without fitting."""
+        _, _, _, all_t, all_w = self._examples(X, Y)
+        n = 1 if self.scope == "dataset" else len(X)
+        return svm_C(self.C, self.C_units, self._resolve_loss(all_t, all_w), all_t, all_w,
+                     n)[0]
 
     @classmethod
-    def _get_param_names(cls) -> list[str]:
-        """The hyper-parameters' names, sorted (scikit-learn's order)."""
-        init = cls.__init__
-        if init is object.__init__:
-            return []
-        names = []
-        for p in inspect.signature(init).parameters.values():
-            if p.name == "self" or p.kind == p.VAR_KEYWORD:
-                continue
-            if p.kind == p.VAR_POSITIONAL:
-                raise RuntimeError(f"{cls.__name__}.__init__ takes *{p.name}: an estimator's "
-                                   "parameters must be explicit keyword arguments")
-            names.append(p.name)
-        return sorted(names)
-
-    #: name -> list of constraints (:func:`check_param`); a subclass declares its own
-    _parameter_constraints: dict = {}
-
-    def validate_params(self) -> None:
-        """Check every declared hyper-parameter (ValueError naming the first bad one)."""
-        for name, constraints in self._parameter_constraints.items():
-            check_param(name, getattr(self, name), constraints)
-
-    def get_params(self, deep: bool = True) -> dict:
-        """Hyper-parameters, as passed to ``__init__``.
+    def from_weights(cls, w, loss: Loss, **params) -> "BaseSSVM":
+        """An estimator restored from saved weights, ready to predict.
 
         Parameters
         ----------
-        deep : bool, default True
-            Also list the parameters of parameters that are estimators
-            themselves (anything with ``get_params``), as ``name__key``.
+        w : (D,) learnt weights.
+        loss : Loss, the resolved loss the weights were trained for (kappa
+            filled in): both the ``loss`` parameter and ``loss_``.
+        **params : the other hyper-parameters (``__init__``'s).
 
         Returns
         -------
-        dict
-            Parameter name -> value.
+        An estimator with ``w_``, ``loss_`` and ``n_features_in_`` set; the
+        attributes of a training run (``log_``, ``primal_``, ...) are absent.
         """
-        out = {}
-        for name in self._get_param_names():
-            value = getattr(self, name)
-            if deep and hasattr(value, "get_params") and not isinstance(value, type):
-                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
-            out[name] = value
+        est = cls(loss=loss, **params)
+        est.w_ = np.asarray(w, np.float64)
+        est.loss_ = loss
+        est.n_features_in_ = est.w_.size
+        return est
+
+    def predict(self, X) -> list[np.ndarray]:
+        """argmax_y w . Psi(x, y) for each input, by one graph cut each.
+
+        Returns
+        -------
+        list of (N_k,) uint8 labellings.
+        """
+        self._check_fitted()
+        model = MRFModel(pairwise=self.pairwise)
+        out = []
+        for x in X:
+            u, p = model.potentials(x, self.w_)
+            out.append(maximize(u, x.edges, p)[0])
         return out
 
-    def set_params(self, **params):
-        """Set hyper-parameters; ``name__key`` sets ``key`` of parameter ``name``.
+    def decision_function(self, X) -> list[np.ndarray]:
+        """Per-superpixel confidence: the max-marginal differences
+        ``max score with y_i = 1 - max score with y_i = 0``, by one graph cut
+        per node (``segstruct.inference.maxmarginals``).
+
+        ``decision_function(X)[k] > 0`` is ``predict(X)[k]``; the size says
+        how much score the model would give up to flip the node, in its own
+        units (what ``segstruct predict`` compares across class models).
 
         Returns
         -------
-        self
-
-        Raises
-        ------
-        ValueError
-            A name that is not a parameter.
+        list of (N_k,) float64 arrays.
         """
-        valid = self.get_params(deep=True)
-        nested = defaultdict(dict)
-        for key, value in params.items():
-            name, nest, sub = key.partition("__")
-            if name not in valid:
-                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; "
-                                 f"valid parameters are {sorted(self._get_param_names())}")
-            if nest:
-                nested[name][sub] = value
-            else:
-                setattr(self, name, value)
-                valid[name] = value
-        for name, sub_params in nested.items():
-            if not hasattr(valid[name], "set_params"):
-                raise ValueError(f"invalid parameters {sorted(sub_params)} of {name!r}: "
-                                 f"{valid[name]!r} has no parameters to set")
-            valid[name].set_params(**sub_params)
-        return self
+        from segstruct.inference.maxmarginals import max_marginals
+        self._check_fitted()
+        model = MRFModel(pairwise=self.pairwise)
+        out = []
+        for x in X:
+            u, p = model.potentials(x, self.w_)
+            out.append(max_marginals(u, x.edges, p))
+        return out
 
-    def __sklearn_tags__(self):
-        """scikit-learn's default estimator tags (scikit-learn >= 1.6 asks for them).
+    def voc_score(self, X, Y, predictions=None) -> VOCScore:
+        """The VOC measure of the predictions (pixel level when Y holds counts).
 
-        Subclasses change what differs (``super().__sklearn_tags__()``).
+        ``predictions``: ``predict(X)``, when the caller has it already.
         """
-        # Imported here: only scikit-learn calls this method, so it is
-        # installed then; the library itself must run without it.
-        from sklearn.utils import Tags, TargetTags
-        return Tags(estimator_type=None, target_tags=TargetTags(required=False))
+        score = VOCScore()
+        for y_hat, y in zip(self.predict(X) if predictions is None else predictions, Y):
+            score.add(*superpixel_confusion(y_hat, *label_counts(y)))
+        return score
 
-    def __repr__(self) -> str:
-        # the parameters that differ from their defaults, as scikit-learn shows them
-        defaults = {p.name: p.default for p in
-                    inspect.signature(type(self).__init__).parameters.values()}
-        shown = []
-        for name, value in self.get_params(deep=False).items():
-            default = defaults.get(name, inspect.Parameter.empty)
-            try:
-                same = value is default or bool(value == default)
-            except (TypeError, ValueError):       # e.g. arrays: ambiguous truth value
-                same = False
-            if not same:
-                shown.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(shown)})"
+    def score(self, X, Y) -> float:
+        """VOC IoU of the predictions, as a fraction in [0, 1]."""
+        return self.voc_score(X, Y).iou

@@ -57,7 +57,7 @@ import scipy.optimize
 import scipy.sparse
 
 from segstruct.inference.projection import SETS, project
-from segstruct.learn.base import POSITIVE, check_param
+from segstruct.learn._params import POSITIVE, check_param
 
 __all__ = ["ProjectionFit", "ProjectionProblem", "fit_lbfgs", "SETS", "SCOPES"]
 

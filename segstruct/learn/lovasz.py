@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from segstruct.inference.lovasz import lovasz_hinge_dataset, lovasz_hinge_per_image
-from segstruct.learn.base import POSITIVE, check_param
+from segstruct.learn._params import POSITIVE, check_param
 from segstruct.learn.qp import WorkingSetQP
 
 __all__ = ["LovaszFit", "lovasz_objective", "fit_cutting_plane", "fit_sgd", "SCOPES"]

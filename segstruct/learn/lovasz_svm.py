@@ -62,7 +62,7 @@ from segstruct.inference import maximize
 from segstruct.inference.losses import IoULoss, get_loss
 
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
-from segstruct.learn.base import POSITIVE, Interval, Options
+from segstruct.learn._params import POSITIVE, Interval, Options
 from segstruct.learn.lovasz import SCOPES, fit_cutting_plane, fit_sgd
 from segstruct.learn.single_run import SingleRun, SingleRunSVM
 from segstruct.learn.ssvm import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES,

@@ -22,7 +22,7 @@ from scipy import sparse
 from segstruct.inference import bl2
 from segstruct.inference.losses import FBetaLoss, IoULoss, Loss, get_loss
 
-from segstruct.learn.base import (POSITIVE, DataConversionWarning, NotFittedError, ParamsMixin,
+from segstruct.learn._params import (POSITIVE, DataConversionWarning, NotFittedError, ParamsMixin,
                                   check_param)
 from segstruct.learn.ssvm import StructuredSVM
 from segstruct.model import Graph

@@ -41,7 +41,7 @@ import numpy as np
 
 from segstruct.learn.fenchel_young import SCOPES, SETS, ProjectionProblem, fit_lbfgs
 from segstruct.learn.single_run import SingleRun, SingleRunSVM
-from segstruct.learn.base import POSITIVE, Interval, Options
+from segstruct.learn._params import POSITIVE, Interval, Options
 from segstruct.learn.ssvm import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES,
                                   StructuredSVM)
 

@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from segstruct.cluster import on_cluster, parallel_map
 from segstruct.datasets.folds import make_folds as deal_folds
 from segstruct.evaluate.scoring import iou
-from segstruct.learn.base import POSITIVE, check_param
+from segstruct.learn._params import POSITIVE, check_param
 from segstruct.learn.ssvm import label_counts
 
 #: Default grid of C: 5 values from 0.05 to 50, log-spaced (3 significant

@@ -43,22 +43,22 @@ from typing import Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from segstruct.inference import loss_augmented, maximize
+from segstruct.inference import loss_augmented
 from segstruct.inference.highs import SolverError
 from segstruct.inference.losses import Loss, counts, totals
 
-from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.io.checkpoint import fingerprint
 from segstruct.learn._problem import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER,
                                       NODE_WEIGHT_MODES, SCOPES, TrainingError, TrainingRun,
                                       label_counts, oracle_name, resolve_loss,
                                       superpixel_loss, svm_C, targets_and_node_weights)
-from segstruct.learn.base import POSITIVE, Interval, NotFittedError, Options, ParamsMixin
+from segstruct.learn._params import POSITIVE, Interval, Options
+from segstruct.learn.base import BaseSSVM
 from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState, without_checkpoints
 from segstruct.learn.linesearch import minimize_model
 from segstruct.learn.qp import QPError, WorkingSetQP
 from segstruct.learn.workers import InferencePool, split_union
-from segstruct.model import MRFModel, disjoint_union
+from segstruct.model import MRFModel
 
 #: The cutting-plane solvers, then the first-order ones of
 #: ``segstruct.learn.stochastic`` (per-image scope only).
@@ -93,7 +93,7 @@ class _Point:
     losses: np.ndarray | None = None
 
 
-class StructuredSVM(ParamsMixin):
+class StructuredSVM(BaseSSVM):
     """Structural SVM for binary MRF segmentation (scikit-learn style).
 
     The constructor only stores the hyper-parameters (scikit-learn's
@@ -231,14 +231,6 @@ class StructuredSVM(ParamsMixin):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
 
-    def __sklearn_tags__(self):
-        """Estimator tags for scikit-learn >= 1.6: fit needs Y, and X is a
-        sequence of graphs, not a 2-D array."""
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        tags.input_tags.two_d_array = False
-        return tags
-
     # ------------------------------------------------------------------
     #: The hyper-parameters' constraints, checked in one place
     #: (:meth:`~segstruct.learn.base.ParamsMixin.validate_params`); the command
@@ -271,29 +263,6 @@ class StructuredSVM(ParamsMixin):
         --resume``): the cutting-plane solvers keep their whole state in it,
         the first-order ones none."""
         return self.solver in CUTTING_PLANE_SOLVERS
-
-    def _resolve_loss(self, targets, weights) -> Loss:
-        return resolve_loss(self.loss, self.kappa, targets, weights)
-
-    def _examples(self, X, Y):
-        """(inputs, targets, node weights) per training example for the scope."""
-        if len(X) != len(Y):
-            raise ValueError(f"{len(X)} inputs but {len(Y)} label arrays")
-        if len(X) == 0:
-            raise ValueError("no training examples")
-        ts, ws = zip(*(targets_and_node_weights(y, self.node_weights) for y in Y))
-        for k, (x, t) in enumerate(zip(X, ts)):
-            for name in ("unary", "pairwise"):
-                values = getattr(x, name, None)
-                if values is not None and not np.all(np.isfinite(values)):
-                    raise ValueError(f"input {k} ({getattr(x, 'image_id', 'no id')}) has "
-                                     f"non-finite {name} features")
-            if np.shape(x.unary)[0] != t.size:
-                raise ValueError(f"an input has {np.shape(x.unary)[0]} nodes but its "
-                                 f"labels have {t.size}")
-        if self.scope == "dataset":
-            return [disjoint_union(X)], [np.concatenate(ts)], [np.concatenate(ws)], ts, ws
-        return list(X), list(ts), list(ws), ts, ws
 
     # ------------------------------------------------------------------
     def fit(self, X, Y, callbacks: Sequence[Callback] | None = None) -> "StructuredSVM":
@@ -767,86 +736,3 @@ class StructuredSVM(ParamsMixin):
         return fingerprint(arrays + list(ts) + list(ws), settings)
 
     # ------------------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "w_"):
-            raise NotFittedError("this StructuredSVM is not fitted yet; call fit first")
-
-    def objective_C(self, X, Y) -> float:
-        """The C of the objective a fit on (X, Y) solves (``svm_C_``), without fitting."""
-        _, _, _, all_t, all_w = self._examples(X, Y)
-        n = 1 if self.scope == "dataset" else len(X)
-        return svm_C(self.C, self.C_units, self._resolve_loss(all_t, all_w), all_t, all_w,
-                     n)[0]
-
-    @classmethod
-    def from_weights(cls, w, loss: Loss, **params) -> "StructuredSVM":
-        """An estimator restored from saved weights, ready to predict.
-
-        Parameters
-        ----------
-        w : (D,) learnt weights.
-        loss : Loss, the resolved loss the weights were trained for (kappa
-            filled in): both the ``loss`` parameter and ``loss_``.
-        **params : the other hyper-parameters (``__init__``'s).
-
-        Returns
-        -------
-        StructuredSVM with ``w_``, ``loss_`` and ``n_features_in_`` set; the
-        attributes of a training run (``log_``, ``primal_``, ...) are absent.
-        """
-        est = cls(loss=loss, **params)
-        est.w_ = np.asarray(w, np.float64)
-        est.loss_ = loss
-        est.n_features_in_ = est.w_.size
-        return est
-
-    def predict(self, X) -> list[np.ndarray]:
-        """argmax_y w . Psi(x, y) for each input, by one graph cut each.
-
-        Returns
-        -------
-        list of (N_k,) uint8 labellings.
-        """
-        self._check_fitted()
-        model = MRFModel(pairwise=self.pairwise)
-        out = []
-        for x in X:
-            u, p = model.potentials(x, self.w_)
-            out.append(maximize(u, x.edges, p)[0])
-        return out
-
-    def decision_function(self, X) -> list[np.ndarray]:
-        """Per-superpixel confidence: the max-marginal differences
-        ``max score with y_i = 1 - max score with y_i = 0``, by one graph cut
-        per node (``segstruct.inference.maxmarginals``).
-
-        ``decision_function(X)[k] > 0`` is ``predict(X)[k]``; the size says
-        how much score the model would give up to flip the node, in its own
-        units (what ``segstruct predict`` compares across class models).
-
-        Returns
-        -------
-        list of (N_k,) float64 arrays.
-        """
-        from segstruct.inference.maxmarginals import max_marginals
-        self._check_fitted()
-        model = MRFModel(pairwise=self.pairwise)
-        out = []
-        for x in X:
-            u, p = model.potentials(x, self.w_)
-            out.append(max_marginals(u, x.edges, p))
-        return out
-
-    def voc_score(self, X, Y, predictions=None) -> VOCScore:
-        """The VOC measure of the predictions (pixel level when Y holds counts).
-
-        ``predictions``: ``predict(X)``, when the caller has it already.
-        """
-        score = VOCScore()
-        for y_hat, y in zip(self.predict(X) if predictions is None else predictions, Y):
-            score.add(*superpixel_confusion(y_hat, *label_counts(y)))
-        return score
-
-    def score(self, X, Y) -> float:
-        """VOC IoU of the predictions, as a fraction in [0, 1]."""
-        return self.voc_score(X, Y).iou

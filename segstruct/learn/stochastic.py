@@ -103,7 +103,7 @@ from threadpoolctl import threadpool_limits
 from segstruct.inference import loss_augmented
 from segstruct.inference.losses import Loss
 from segstruct.learn._problem import resolve_loss, targets_and_node_weights
-from segstruct.learn.base import POSITIVE, check_param
+from segstruct.learn._params import POSITIVE, check_param
 from segstruct.model import MRFModel
 
 AVERAGING = ("weighted", "uniform", "none")

@@ -1,0 +1,228 @@
+"""The scikit-learn estimator protocol and parameter constraints, without scikit-learn.
+
+segstruct's estimators follow scikit-learn's contract so that ``clone``,
+``GridSearchCV``, ``cross_val_score`` and pipelines work on them. scikit-learn
+is only a test dependency, so the pieces of its ``BaseEstimator`` that the
+contract needs are written here:
+
+* :class:`ParamsMixin` gives ``get_params(deep=True)`` and
+  ``set_params(**params)`` read off the ``__init__`` signature. scikit-learn's
+  rule applies: ``__init__`` stores each argument unchanged under its own
+  name and does nothing else; parameters are checked in ``fit``. It also
+  answers scikit-learn's request for estimator tags (``__sklearn_tags__``,
+  which imports scikit-learn: only scikit-learn calls it).
+* :class:`NotFittedError` is raised by a method that needs a fitted
+  estimator.
+* :class:`DataConversionWarning` says that input was converted (a column
+  vector of labels read as a 1-D array).
+* :class:`Interval` and :class:`Options` are the parameter constraints an
+  estimator declares once, in ``_parameter_constraints`` (scikit-learn's
+  manner), and :meth:`ParamsMixin.validate_params` checks in one place; the
+  command line reads its choices from the same objects.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from collections import defaultdict
+from numbers import Integral, Real
+
+__all__ = ["DataConversionWarning", "NotFittedError", "ParamsMixin", "Interval", "Options",
+           "POSITIVE", "check_param"]
+
+
+class NotFittedError(ValueError, AttributeError, RuntimeError):
+    """A method that needs a fitted estimator was called before ``fit``.
+
+    A ValueError and an AttributeError, as scikit-learn's own NotFittedError
+    (its estimator checks expect one of those), and a RuntimeError, which is
+    what segstruct raised here before.
+    """
+
+
+class DataConversionWarning(UserWarning):
+    """Input was converted to what the estimator needs (named as scikit-learn's)."""
+
+
+class Interval:
+    """Numbers between two bounds: a parameter constraint.
+
+    Parameters
+    ----------
+    kind : ``numbers.Real`` or ``numbers.Integral`` (booleans are neither).
+    low, high : bounds, None for none.
+    closed : {"both", "left", "right", "neither"}, which bounds are allowed.
+    """
+
+    def __init__(self, kind, low=None, high=None, closed="both"):
+        self.kind, self.low, self.high, self.closed = kind, low, high, closed
+
+    def __contains__(self, value) -> bool:
+        if isinstance(value, bool) or not isinstance(value, self.kind):
+            return False
+        if not math.isfinite(value):
+            return False
+        left = self.closed in ("both", "left")
+        right = self.closed in ("both", "right")
+        if self.low is not None and (value < self.low or (value == self.low and not left)):
+            return False
+        if self.high is not None and (value > self.high or (value == self.high and not right)):
+            return False
+        return True
+
+    def __str__(self) -> str:
+        what = "an integer" if self.kind is Integral else "a finite number"
+        bounds = []
+        if self.low is not None:
+            bounds.append(f"{'>=' if self.closed in ('both', 'left') else '>'} {self.low:g}")
+        if self.high is not None:
+            bounds.append(f"{'<=' if self.closed in ('both', 'right') else '<'} {self.high:g}")
+        return what + (f" {' and '.join(bounds)}" if bounds else "")
+
+
+class Options:
+    """One of a few values (e.g. names): a parameter constraint."""
+
+    def __init__(self, *options):
+        self.options = tuple(options)
+
+    def __contains__(self, value) -> bool:
+        return any(value == option and type(value) is type(option) for option in self.options)
+
+    def __str__(self) -> str:
+        return "one of " + ", ".join(repr(o) for o in self.options)
+
+
+#: C, tol and the like: a finite number above 0 (the one statement of "C > 0").
+POSITIVE = Interval(Real, 0, None, closed="neither")
+
+
+def check_param(name: str, value, constraints) -> None:
+    """Raise ValueError, naming ``name`` and what it must be, unless ``value``
+    satisfies one of ``constraints`` (Interval, Options, a type, or None for
+    None itself)."""
+    for constraint in constraints:
+        if constraint is None:
+            if value is None:
+                return
+        elif isinstance(constraint, type):
+            if isinstance(value, constraint):
+                return
+        elif value in constraint:
+            return
+    wants = " or ".join("None" if c is None else c.__name__ if isinstance(c, type) else str(c)
+                        for c in constraints)
+    raise ValueError(f"{name} must be {wants}, got {value!r}")
+
+
+class ParamsMixin:
+    """``get_params`` / ``set_params`` from the ``__init__`` signature.
+
+    A subclass's ``__init__`` takes every hyper-parameter as an explicit
+    argument (no ``*args`` / ``**kwargs``) and stores it unchanged as an
+    attribute of the same name: ``clone`` rebuilds an estimator as
+    ``type(est)(**est.get_params(deep=False))`` and checks that each value
+    comes back as the same object.
+    """
+
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """The hyper-parameters' names, sorted (scikit-learn's order)."""
+        init = cls.__init__
+        if init is object.__init__:
+            return []
+        names = []
+        for p in inspect.signature(init).parameters.values():
+            if p.name == "self" or p.kind == p.VAR_KEYWORD:
+                continue
+            if p.kind == p.VAR_POSITIONAL:
+                raise RuntimeError(f"{cls.__name__}.__init__ takes *{p.name}: an estimator's "
+                                   "parameters must be explicit keyword arguments")
+            names.append(p.name)
+        return sorted(names)
+
+    #: name -> list of constraints (:func:`check_param`); a subclass declares its own
+    _parameter_constraints: dict = {}
+
+    def validate_params(self) -> None:
+        """Check every declared hyper-parameter (ValueError naming the first bad one)."""
+        for name, constraints in self._parameter_constraints.items():
+            check_param(name, getattr(self, name), constraints)
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Hyper-parameters, as passed to ``__init__``.
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Also list the parameters of parameters that are estimators
+            themselves (anything with ``get_params``), as ``name__key``.
+
+        Returns
+        -------
+        dict
+            Parameter name -> value.
+        """
+        out = {}
+        for name in self._get_param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+            out[name] = value
+        return out
+
+    def set_params(self, **params):
+        """Set hyper-parameters; ``name__key`` sets ``key`` of parameter ``name``.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            A name that is not a parameter.
+        """
+        valid = self.get_params(deep=True)
+        nested = defaultdict(dict)
+        for key, value in params.items():
+            name, nest, sub = key.partition("__")
+            if name not in valid:
+                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; "
+                                 f"valid parameters are {sorted(self._get_param_names())}")
+            if nest:
+                nested[name][sub] = value
+            else:
+                setattr(self, name, value)
+                valid[name] = value
+        for name, sub_params in nested.items():
+            if not hasattr(valid[name], "set_params"):
+                raise ValueError(f"invalid parameters {sorted(sub_params)} of {name!r}: "
+                                 f"{valid[name]!r} has no parameters to set")
+            valid[name].set_params(**sub_params)
+        return self
+
+    def __sklearn_tags__(self):
+        """scikit-learn's default estimator tags (scikit-learn >= 1.6 asks for them).
+
+        Subclasses change what differs (``super().__sklearn_tags__()``).
+        """
+        # Imported here: only scikit-learn calls this method, so it is
+        # installed then; the library itself must run without it.
+        from sklearn.utils import Tags, TargetTags
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False))
+
+    def __repr__(self) -> str:
+        # the parameters that differ from their defaults, as scikit-learn shows them
+        defaults = {p.name: p.default for p in
+                    inspect.signature(type(self).__init__).parameters.values()}
+        shown = []
+        for name, value in self.get_params(deep=False).items():
+            default = defaults.get(name, inspect.Parameter.empty)
+            try:
+                same = value is default or bool(value == default)
+            except (TypeError, ValueError):       # e.g. arrays: ambiguous truth value
+                same = False
+            if not same:
+                shown.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"

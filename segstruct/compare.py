@@ -396,7 +396,7 @@ class Comparison:
                          "converged": estimator.converged_, "primal": estimator.primal_,
                          "dual": estimator.dual_, "gap": estimator.gap_,
                          "svm_C": getattr(estimator, "svm_C_", None),
-                         "oracle": oracle_name(estimator.oracle)},
+                         "oracle": oracle_name(getattr(estimator, "oracle", None))},
             "n_train_images": len(train), "n_eval_images": len(evaluation),
             "train_score": train_score, "eval_score": eval_score, "diagnosis": diagnosis,
             "eval_seconds": time.perf_counter() - start,

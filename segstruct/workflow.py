@@ -127,7 +127,7 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     dataset = extractor.dataset
     save_model(out, estimator, config, codebook, {
         "class": class_name, "method": method, "dataset": dataset.name,
-        "oracle": oracle_name(estimator.oracle),
+        "oracle": oracle_name(getattr(estimator, "oracle", None)),
         "data_root": str(dataset.root), "train_split": split,
         "n_train_images": len(X), "train_score": train_score,
         "diagnosis": diagnosis, "training_log": log_file.name, **val_meta,

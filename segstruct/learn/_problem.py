@@ -20,18 +20,36 @@ from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
 from segstruct.learn.qp import WorkingSetQP
 from segstruct.model import MRFModel
 
-@dataclass
-class TrainingRun:
-    """One fit's problem, as the loop and the callbacks see it.
+@dataclass(kw_only=True)
+class FitRun:
+    """What a fit shows its callbacks (``segstruct.learn.callbacks``).
 
-    Callbacks (``segstruct.learn.callbacks``) use ``estimator``, ``qp`` (the
-    working set: ``get_state`` / ``set_state``), ``oracle`` (the fit's own
-    copy, whose ``get_state`` / ``set_state`` hold its warm starts),
-    ``fingerprint()`` (SHA-256 of the training data and settings) and
-    ``seconds()`` (training time so far); the rest is the loop's.
+    ``estimator`` (the learner: its settings, e.g. ``max_iter``),
+    ``seconds()`` (training time so far, earlier processes of a resumed run
+    included), and, for a learner that keeps a resumable state, ``qp`` (the
+    working set: ``get_state`` / ``set_state``, ``n_constraints``),
+    ``oracle`` (the fit's own copy, whose ``get_state`` / ``set_state`` hold
+    its warm starts) and ``fingerprint()`` (SHA-256 of the training data and
+    settings); None for a learner that keeps none.
     """
 
-    estimator: object                  # the learner: its settings (max_iter, solver, ...)
+    estimator: object
+    start: float                       # time.perf_counter() when the fit began
+    qp: WorkingSetQP | None = None
+    oracle: Callable | None = None
+    fingerprint: Callable[[], str] | None = None
+    seconds_before: float = 0.0        # training time of earlier processes (resume)
+
+    def seconds(self) -> float:
+        """Training time so far, earlier processes of a resumed run included."""
+        return self.seconds_before + time.perf_counter() - self.start
+
+
+@dataclass(kw_only=True)
+class TrainingRun(FitRun):
+    """One cutting-plane or first-order fit's problem, as the loop sees it
+    (the callbacks read the fields of :class:`FitRun`)."""
+
     C: float                           # the objective's C (svm_C_), see svm_C
     superpixel_loss: float | None      # of svm_C (None in paper units)
     model: MRFModel
@@ -39,23 +57,14 @@ class TrainingRun:
     ts: list
     ws: list
     loss: Loss
-    oracle: Callable
-    qp: WorkingSetQP
     psi_true: np.ndarray
     nonpositive: np.ndarray
     dim: int
-    start: float                       # time.perf_counter() when the fit began
-    warm_key: str | None
-    warm: bool                         # continues the previous fit (warm_start)
-    fingerprint: Callable[[], str]
-    seconds_before: float = 0.0        # training time of earlier processes (resume)
+    warm_key: str | None = None
+    warm: bool = False                 # continues the previous fit (warm_start)
     # data-set scope with a loss linear in (FP, FN) and the graph cut: the
     # images' node and edge counts, to split the union for the workers
     union_parts: tuple | None = None
-
-    def seconds(self) -> float:
-        """Training time so far, earlier processes of a resumed run included."""
-        return self.seconds_before + time.perf_counter() - self.start
 
 
 class TrainingError(RuntimeError):

@@ -25,7 +25,7 @@ from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_check
 from segstruct.io.files import write_json
 
 if TYPE_CHECKING:
-    from segstruct.learn._problem import TrainingRun
+    from segstruct.learn._problem import FitRun
 
 __all__ = ["Callback", "Checkpoint", "JSONLog", "ProgressBar", "TrainingState",
            "training_callbacks"]
@@ -36,7 +36,7 @@ class TrainingState:
     """The state of the cutting-plane loop after ``iteration`` iterations.
 
     With the QP's working set and the oracle's warm-start state (both in the
-    :class:`~segstruct.learn.ssvm.TrainingRun`), it is everything a run needs to
+    :class:`~segstruct.learn._problem.FitRun`), it is everything a run needs to
     continue exactly where it stopped.
 
     Attributes
@@ -82,21 +82,21 @@ class Callback:
     ``fit`` calls every callback's :meth:`restore`, then :meth:`on_fit_start`,
     :meth:`on_iteration` after each iteration and :meth:`on_fit_end` (also
     when training fails), in the order the callbacks were given. ``run`` is
-    the :class:`~segstruct.learn.ssvm.TrainingRun`: the estimator, the working-set
+    the :class:`~segstruct.learn._problem.FitRun`: the estimator, the working-set
     QP, the oracle in use and the data's fingerprint.
     """
 
-    def restore(self, run: "TrainingRun") -> TrainingState | None:
+    def restore(self, run: "FitRun") -> TrainingState | None:
         """A state to continue from instead of the start, or None."""
         return None
 
-    def on_fit_start(self, run: "TrainingRun", state: TrainingState) -> None:
+    def on_fit_start(self, run: "FitRun", state: TrainingState) -> None:
         """Before the first iteration of this fit (``state`` may be restored)."""
 
-    def on_iteration(self, run: "TrainingRun", state: TrainingState) -> None:
+    def on_iteration(self, run: "FitRun", state: TrainingState) -> None:
         """After iteration ``state.iteration``; its entry is ``state.log[-1]``."""
 
-    def on_fit_end(self, run: "TrainingRun", state: TrainingState) -> None:
+    def on_fit_end(self, run: "FitRun", state: TrainingState) -> None:
         """After the last iteration, or when training failed."""
 
 
@@ -214,7 +214,7 @@ class ProgressBar(Callback):
         self._bar.update(max(0, min(state.iteration, self._bar.total) - self._bar.n))
         gap = state.log[-1].get("gap") if state.log else None   # SGD has none
         postfix = {"gap": "-" if gap is None else f"{gap:.3g}"}
-        if run.qp.n_constraints:
+        if run.qp is not None and run.qp.n_constraints:
             postfix["cons"] = run.qp.n_constraints
         self._bar.set_postfix(**postfix)
 

@@ -46,10 +46,10 @@ and the r with the highest training VOC IoU wins (ties: the smaller r).
 ``pairwise_selection_`` records the curve. With ``pairwise=False`` the model
 is unary only, as bl2's.
 
-The fitted estimator is a :class:`~segstruct.learn.ssvm.StructuredSVM` for
-everything but ``fit``: it predicts by graph cut with ``w_``, and its saved
-hyper-parameters are StructuredSVM's, so ``load_model`` gives back a
-StructuredSVM that predicts the same.
+The fitted estimator predicts as every learner on
+:class:`~segstruct.learn.base.BaseSSVM` does, by graph cut with ``w_``, and
+its saved hyper-parameters are StructuredSVM's (``margin_scale`` aside), so
+``load_model`` gives back a StructuredSVM that predicts the same.
 """
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.learn._params import POSITIVE, Interval, Options
 from segstruct.learn.lovasz import SCOPES, fit_cutting_plane, fit_sgd
 from segstruct.learn.single_run import SingleRun, SingleRunSVM
-from segstruct.learn.ssvm import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES,
-                                  StructuredSVM, label_counts)
+from segstruct.learn._problem import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER,
+                                      NODE_WEIGHT_MODES, label_counts)
 from segstruct.model import MRFModel
 
 __all__ = ["LovaszSVM"]
@@ -174,9 +174,8 @@ class LovaszSVM(SingleRunSVM):
                              "over images, so one image's subgradient does not estimate it")
 
     def _train(self, X: list, Y) -> SingleRun:
-        # the same checks and targets as StructuredSVM (its scope-independent part)
-        _, _, _, ts, ws = StructuredSVM(node_weights=self.node_weights,
-                                        scope="image")._examples(X, Y)
+        # the checks, and each image's targets and node weights (any scope)
+        _, _, _, ts, ws = self._examples(X, Y)
         start = time.perf_counter()
         scales = self.margin_scales(ts, ws)
         unary = [s * np.asarray(x.unary, np.float64) for s, x in zip(scales, X)]

@@ -27,10 +27,10 @@ uses the learnt pairwise terms, and leaves a plain StructuredSVM that
 ``predict``, ``evaluate`` and the saved model files handle like every
 other method's.
 
-The fitted estimator is a :class:`~segstruct.learn.ssvm.StructuredSVM` for
-everything but ``fit``; its ``loss_`` is the Hamming loss (the error count
-that its decoding targets), and ``load_model`` gives back a StructuredSVM
-that predicts the same.
+The fitted estimator predicts as every learner on
+:class:`~segstruct.learn.base.BaseSSVM` does; its ``loss_`` is the Hamming
+loss (the error count that its decoding targets), and ``load_model`` gives
+back a StructuredSVM that predicts the same.
 """
 from __future__ import annotations
 
@@ -42,8 +42,7 @@ import numpy as np
 from segstruct.learn.fenchel_young import SCOPES, SETS, ProjectionProblem, fit_lbfgs
 from segstruct.learn.single_run import SingleRun, SingleRunSVM
 from segstruct.learn._params import POSITIVE, Interval, Options
-from segstruct.learn.ssvm import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES,
-                                  StructuredSVM)
+from segstruct.learn._problem import C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES
 
 __all__ = ["ProjectionSVM", "SETS"]
 
@@ -114,9 +113,8 @@ class ProjectionSVM(SingleRunSVM):
                              "give the loss of a projection")
 
     def _train(self, X: list, Y) -> SingleRun:
-        # the same checks and targets as StructuredSVM (its scope-independent part)
-        _, _, _, ts, ws = StructuredSVM(node_weights=self.node_weights,
-                                        scope="image")._examples(X, Y)
+        # the checks, and each image's targets and node weights (any scope)
+        _, _, _, ts, ws = self._examples(X, Y)
         start = time.perf_counter()
         objective = self._objective_C(ts, ws)
         C = objective["svm_C_"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Sequence
 
 import numpy as np
@@ -20,7 +19,8 @@ from threadpoolctl import threadpool_limits
 
 from segstruct.inference.losses import get_loss
 from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoints
-from segstruct.learn.ssvm import StructuredSVM, svm_C
+from segstruct.learn._problem import FitRun, svm_C
+from segstruct.learn.base import BaseSSVM
 from segstruct.model import MRFModel
 
 __all__ = ["SingleRun", "SingleRunSVM"]
@@ -48,21 +48,14 @@ class SingleRun:
     attributes: dict = field(default_factory=dict)
 
 
-class SingleRunSVM(StructuredSVM):
-    """A StructuredSVM whose ``fit`` is one call of :meth:`_train` (module docstring).
+class SingleRunSVM(BaseSSVM):
+    """A learner whose ``fit`` is one call of :meth:`_train` (module docstring).
 
     Subclasses set ``method`` (the name said in errors) and implement
     ``_train(X, Y) -> SingleRun`` and ``check_params``.
     """
 
     method = "?"
-    # StructuredSVM's hyper-parameters that these methods do not have, read by
-    # code that handles every method alike (records, diagnosis): the fixed values.
-    oracle = None
-    kappa = None
-    warm_start = False
-    #: whether ``train --resume`` can continue an unconverged run (never here)
-    resumable = False
 
     def fit(self, X, Y, callbacks: Sequence[Callback] | None = None):
         """Train on inputs X (graphs) and labels Y (targets or pixel counts).
@@ -78,13 +71,12 @@ class SingleRunSVM(StructuredSVM):
         X = list(X)
         dim = MRFModel(pairwise=self.pairwise).n_features(X[0])
         state = TrainingState.start(dim, 1)
-        run = SimpleNamespace(estimator=self, qp=SimpleNamespace(n_constraints=0))
+        run = FitRun(estimator=self, start=start)          # no working set, no checkpoint
         with threadpool_limits(limits=1, user_api="blas"):
             try:
                 for callback in callbacks:
                     callback.on_fit_start(run, state)
                 result = self._train(X, Y)
-                run.qp.n_constraints = result.n_iter
                 state = TrainingState(
                     iteration=len(result.log), w=result.w, xi=np.zeros(1),
                     dual=float(result.dual), best_w=result.w, best_g=np.zeros(dim),

@@ -377,11 +377,11 @@ class StructuredSVM(BaseSSVM):
             model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle, psi_true=psi_true,
             nonpositive=nonpositive, C=C)
         # what the callbacks read (the estimator, an empty working set, times)
+        # no working set, no checkpoint: the run the callbacks see has no QP
         run = TrainingRun(
             estimator=self, C=C, superpixel_loss=delta, model=model, xs=xs, ts=ts, ws=ws,
-            loss=loss, oracle=oracle, qp=WorkingSetQP(dim, [C / len(xs)] * len(xs), nonpositive),
-            psi_true=psi_true, nonpositive=nonpositive, dim=dim, start=start,
-            warm_key=None, warm=False, fingerprint=lambda: "")
+            loss=loss, oracle=oracle, psi_true=psi_true, nonpositive=nonpositive, dim=dim,
+            start=start)
         state = TrainingState.start(dim, len(xs))
         epochs, rng = int(self.max_iter), np.random.default_rng(self.SAMPLING_SEED)
         iterate = {"w": np.zeros(dim)}
@@ -497,9 +497,9 @@ class StructuredSVM(BaseSSVM):
                 and loss.linear_coefficients is not None):
             union_parts = ([np.shape(x.unary)[0] for x in X], [np.shape(x.edges)[0] for x in X])
         return TrainingRun(
-            estimator=self, C=C, superpixel_loss=delta, model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle,
-            qp=qp, psi_true=psi_true, nonpositive=nonpositive, dim=dim, start=start,
-            warm_key=warm_key, warm=warm,
+            estimator=self, C=C, superpixel_loss=delta, model=model, xs=xs, ts=ts, ws=ws,
+            loss=loss, oracle=oracle, qp=qp, psi_true=psi_true, nonpositive=nonpositive,
+            dim=dim, start=start, warm_key=warm_key, warm=warm,
             fingerprint=lambda: self._fingerprint(xs, ts, ws, loss), union_parts=union_parts)
 
     def _warm_state(self, run: "TrainingRun", state: TrainingState) -> None:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from segstruct.io.checkpoint import CheckpointError
+from segstruct.learn.base import BaseSSVM
 from segstruct.learn.callbacks import Checkpoint, JSONLog, ProgressBar
 from segstruct.learn.lovasz import fit_cutting_plane, fit_sgd
 from segstruct.learn.lovasz_svm import LovaszSVM
@@ -181,7 +182,7 @@ def test_sgd_solver_gives_fit_sgds_weights_and_only_at_the_image_scope():
 
 def test_method_entry_and_defaults():
     est = estimator_for("lovasz", C=0.25, scope="image", solver="oneslack", tol=1e-4)
-    assert isinstance(est, LovaszSVM) and isinstance(est, StructuredSVM)
+    assert isinstance(est, LovaszSVM) and isinstance(est, BaseSSVM)
     assert (est.C, est.scope, est.tol, est.pairwise) == (0.25, "image", 1e-4, True)
     # its own SGD for "sgd", its cutting planes for any other SSVM solver
     assert estimator_for("lovasz", scope="image", solver="sgd").solver == "sgd"

@@ -259,18 +259,17 @@ def test_line_search_never_leaves_the_pairwise_bound():
     # of the hinge falls steeply along the ray, so its minimum lies far past
     # t = 2, where the pairwise weight (index 1) reaches 0: the search must
     # stop there.
-    from segstruct.learn.ssvm import _Point
-    svm = StructuredSVM(tol=1e-3)
+    from segstruct.learn._cutting_planes import Point, line_search
     g = np.array([10.0, 0.0])
-    best = _Point(np.array([0.0, -1.0]), g, 5.0, None, 3.0)
-    at = _Point(np.array([1.0, -0.5]), g, 5.0, None, 2.0)
+    best = Point(np.array([0.0, -1.0]), g, 5.0, None, 3.0)
+    at = Point(np.array([1.0, -0.5]), g, 5.0, None, 2.0)
     evaluated = []
 
     def evaluate(w):
         evaluated.append(w.copy())
-        return _Point(w, g, 5.0, None, 1.0)
-    step = svm._line_search(best, at, evaluate, dual=-100.0, nonpositive=np.array([1]),
-                            C=1.0)
+        return Point(w, g, 5.0, None, 1.0)
+    step = line_search(best, at, evaluate, dual=-100.0, nonpositive=np.array([1]), C=1.0,
+                       tol=1e-3)
     assert evaluated, "the model's minimum is not at an end: the search evaluates"
     assert all(w[1] <= 0.0 for w in evaluated)
     assert step == pytest.approx(2.0)

@@ -148,13 +148,15 @@ def load_model(path):
 
     Returns
     -------
-    estimator : StructuredSVM with ``w_``, ``loss_`` and ``n_features_in_``
-        set (ready to predict; see ``StructuredSVM.from_weights``).
+    estimator : StructuredSVM (FirstOrderSVM for the first-order solvers)
+        with ``w_``, ``loss_`` and ``n_features_in_`` set (ready to predict;
+        see ``BaseSSVM.from_weights``).
     feature_config : FeatureConfig
     codebook : (n_words, 384) float32 array or None
     doc : dict, the whole JSON document.
     """
-    from segstruct.learn.ssvm import StructuredSVM
+    from segstruct.learn.first_order import FirstOrderSVM
+    from segstruct.learn.ssvm import STOCHASTIC_SOLVERS, StructuredSVM
 
     json_path, npz_path = model_paths(path)
     for p in (json_path, npz_path):
@@ -206,9 +208,11 @@ def load_model(path):
     # Files made before C_units hold the objective's own C: the paper's is twice it.
     if "C_units" not in params and isinstance(params.get("C"), (int, float)):
         params.update(C=2.0 * params["C"], C_units="paper")
-    # The saved loss is the resolved one (kappa filled in), so kappa is None.
+    # The saved loss is the resolved one (kappa filled in), so kappa is None;
+    # a first-order learner's model is its own class (it has no working set).
+    learner = FirstOrderSVM if params.get("solver") in STOCHASTIC_SOLVERS else StructuredSVM
     try:
-        estimator = StructuredSVM.from_weights(w, loss, **{**params, "kappa": None})
+        estimator = learner.from_weights(w, loss, **{**params, "kappa": None})
     except (TypeError, ValueError) as err:
         raise ModelFileError(f"{json_path} has invalid estimator settings ({err})") from err
     # Checked after the specific checks above, whose messages say more.

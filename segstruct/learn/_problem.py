@@ -73,6 +73,11 @@ class TrainingError(RuntimeError):
 
 
 SCOPES = ("image", "dataset")
+#: The cutting-plane solvers (StructuredSVM), then the first-order ones
+#: (FirstOrderSVM, per-image scope only).
+CUTTING_PLANE_SOLVERS = ("nslack", "oneslack")
+STOCHASTIC_SOLVERS = ("subgradient", "sgd", "bcfw")
+SOLVERS = CUTTING_PLANE_SOLVERS + STOCHASTIC_SOLVERS
 #: What ``C`` is measured in (:func:`svm_C`).
 C_UNITS = ("superpixel", "paper")
 #: The default C, in superpixel units (chosen on held-out data sets:

@@ -21,7 +21,9 @@ from segstruct.inference.triangulation import N_TRIANGLES
 from segstruct.learn.lovasz_svm import LovaszSVM
 from segstruct.learn.projection_svm import ProjectionSVM
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID, check_folds, check_grid
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.base import BaseSSVM
+from segstruct.learn.first_order import FirstOrderSVM
+from segstruct.learn.ssvm import STOCHASTIC_SOLVERS, StructuredSVM
 
 # loss None = the loss asked for (IoU by default).
 METHODS = {
@@ -188,12 +190,14 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
                   n_triangles: int = DEFAULTS.n_triangles,
                   inference: str = DEFAULTS.inference, polish: bool = DEFAULTS.polish,
                   node_weights: str = DEFAULTS.node_weights,
-                  projection_set: str = DEFAULTS.projection_set, **params) -> StructuredSVM:
-    """A ``StructuredSVM`` set up for ``method`` (for "lovasz" a
+                  projection_set: str = DEFAULTS.projection_set, **params) -> BaseSSVM:
+    """The learner of ``method``: a ``StructuredSVM`` (a
+    :class:`~segstruct.learn.first_order.FirstOrderSVM` for the solvers
+    subgradient, sgd and bcfw), for "lovasz" a
     :class:`~segstruct.learn.lovasz_svm.LovaszSVM`, for "projection" a
     :class:`~segstruct.learn.projection_svm.ProjectionSVM`, which ignores
     ``solver``; lovasz takes "sgd" and trains by its cutting planes for any
-    other solver).
+    other solver.
 
     Parameters
     ----------
@@ -228,6 +232,11 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
     if spec["oracle"] != "graphcut":
         oracle = make_oracle(spec["oracle"], n_triangles=n_triangles, inference=inference,
                              polish=polish)
+    if params.get("solver") in STOCHASTIC_SOLVERS:      # the first-order learners
+        for name in ("inactive_limit", "warm_start", "n_jobs"):
+            params.pop(name, None)          # cutting-plane settings they do not have
+        return FirstOrderSVM(loss=method_loss(method, loss, beta), pairwise=spec["pairwise"],
+                             oracle=oracle, node_weights=node_weights, **params)
     return StructuredSVM(loss=method_loss(method, loss, beta), pairwise=spec["pairwise"],
                          oracle=oracle, node_weights=node_weights, **params)
 

@@ -1,27 +1,15 @@
 """Margin-rescaled structural SVM trained by cutting planes (n-slack and 1-slack).
 
-Objective (SVM-struct's convention; the paper's Eq. 8 writes ||w||^2 + C xi,
-so its C = 1 is our C = 0.5):
+Objective, with ``C_svm`` the objective's own C (:func:`svm_C`: the user's C
+in superpixel units, or the paper's C / 2):
 
-    min_w  1/2 ||w||^2 + (C / n) sum_{i=1..n} max(0, H_i(w)),
+    min_w  1/2 ||w||^2 + (C_svm / n) sum_{i=1..n} max(0, H_i(w)),
     H_i(w) = max_y  Delta(t_i, y) + w . Psi(x_i, y) - w . Psi(x_i, t_i)
 
-* n-slack: one slack per training example, each weighted C / n (the *mean*
-  of the slacks, so C means the same whatever n is);
+* n-slack: one slack per training example, each weighted C_svm / n;
 * 1-slack (Joachims, Finley & Yu 2009): one slack for the mean of the
-  examples' constraints; at its optimum it equals the n-slack problem.
-
-The 1-slack solver is stabilised as OCAS is (Franc & Sonnenburg, JMLR 2009):
-it keeps the best point evaluated, searches the objective on the line from
-it to the working-set QP's solution (``segstruct.learn.linesearch``), and takes
-the next cut near the best point rather than at the QP's solution. Plain
-cutting planes jump far from the optimum while the working set is small:
-at the data-set scope the constraint vectors sum over thousands of
-superpixels while the loss stays in [0, 1], so the first QP solutions
-overshoot by orders of magnitude (measured: objective 22.9 at the second
-iteration against an optimum near 0.2), and bl2 and proposed stopped at 200
-iterations with gaps of 10-15 % on real data. Every point evaluated adds
-its cut to the working set.
+  examples' constraints; at its optimum it equals the n-slack problem. It
+  is stabilised as OCAS is (``segstruct.learn._cutting_planes``).
 
 The "examples" depend on the loss scope: per image, each image is one
 example; for the data-set scope, all training images form one example (the
@@ -30,7 +18,11 @@ set, as in the paper and the VOC measure), so n = 1.
 
 The learner sees inference only through an oracle with the plain-array
 signature of ``segstruct.inference.loss_augmented``:
-``oracle(u, edges, p, t, a, loss) -> InferenceResult``.
+``oracle(u, edges, p, t, a, loss) -> InferenceResult``. Its siblings on
+:class:`~segstruct.learn.base.BaseSSVM` are the first-order learners
+(:mod:`segstruct.learn.first_order`), the Lovász hinge
+(:mod:`segstruct.learn.lovasz_svm`) and the projection loss
+(:mod:`segstruct.learn.projection_svm`).
 """
 from __future__ import annotations
 
@@ -46,23 +38,19 @@ from segstruct.inference import loss_augmented
 from segstruct.inference.highs import SolverError
 
 from segstruct.io.checkpoint import fingerprint
-from segstruct.learn._problem import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER,
-                                      NODE_WEIGHT_MODES, SCOPES, TrainingError, TrainingRun,
+from segstruct.learn._problem import (C_UNITS, CUTTING_PLANE_SOLVERS, DEFAULT_C,
+                                      DEFAULT_MAX_ITER, NODE_WEIGHT_MODES, SCOPES, SOLVERS,
+                                      STOCHASTIC_SOLVERS, TrainingError, TrainingRun,
                                       label_counts, oracle_name, resolve_loss,
                                       superpixel_loss, svm_C, targets_and_node_weights)
 from segstruct.learn._cutting_planes import cutting_planes
 from segstruct.learn._params import POSITIVE, Interval, Options
 from segstruct.learn.base import BaseSSVM
-from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState, without_checkpoints
+from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
 from segstruct.learn.qp import QPError, WorkingSetQP
 from segstruct.learn.workers import InferencePool
 from segstruct.model import MRFModel
 
-#: The cutting-plane solvers, then the first-order ones of
-#: ``segstruct.learn.stochastic`` (per-image scope only).
-CUTTING_PLANE_SOLVERS = ("nslack", "oneslack")
-STOCHASTIC_SOLVERS = ("subgradient", "sgd", "bcfw")
-SOLVERS = CUTTING_PLANE_SOLVERS + STOCHASTIC_SOLVERS
 
 # the shared problem's names (segstruct.learn._problem) are this module's public API too
 __all__ = ["StructuredSVM", "SOLVERS", "CUTTING_PLANE_SOLVERS", "STOCHASTIC_SOLVERS",
@@ -96,25 +84,15 @@ class StructuredSVM(BaseSSVM):
         C suits every loss and both scopes (cross-validation on the shared
         data sets chose about the same C for bl1, bl2 and proposed). "paper":
         the C of the paper's Eq. 8 (its C = 1 is an objective weight of 0.5).
-    solver : {"oneslack", "nslack", "subgradient", "sgd", "bcfw"}, default "oneslack"
-        The cutting-plane loops (1-slack, stabilised as OCAS; n-slack), or a
-        first-order learner of :mod:`segstruct.learn.stochastic` on the same
-        objective, which needs ``scope="image"``: projected subgradient
-        descent, projected SGD over images with weighted averaging, or
-        block-coordinate Frank-Wolfe on the dual. For those, an iteration
-        (``max_iter``, ``log_``) is an epoch (n oracle calls, plus n more
-        to evaluate the objective), the image sampling is seeded with 0, and
-        only BCFW has a stopping test (its duality gap <= C tol); subgradient
-        descent stops early only when a step leaves w in place, and SGD runs
-        all ``max_iter`` epochs. They cannot resume from a checkpoint and
-        ignore ``warm_start`` and ``inactive_limit``.
+    solver : {"oneslack", "nslack"}, default "oneslack"
+        The cutting-plane loops (``segstruct.learn._cutting_planes``):
+        1-slack, stabilised as OCAS, or n-slack. The first-order learners of
+        the same objective (subgradient, sgd, bcfw) are
+        :class:`~segstruct.learn.first_order.FirstOrderSVM`.
     scope : {"dataset", "image"}
         One loss over the whole training set (the paper's multivariate
-        formulation, and the VOC measure), or one loss per image. The loss
-        is summed over the training set in the first and averaged over
-        images in the second, so the same C regularises far more strongly
-        per image (measured: BL1 with C = 0.5 per image predicted no
-        foreground at all on camvid car and horse).
+        formulation, and the VOC measure), or one loss per image; with C in
+        superpixel units the hinges are summed over the examples either way.
     node_weights : {"count", "area"}
         Node weights a_i: superpixel counts (paper) or non-void pixel areas.
     pairwise : bool, default True
@@ -145,28 +123,19 @@ class StructuredSVM(BaseSSVM):
         image scope, or at the data-set scope the images of the union when
         the loss is linear in (FP, FN) and the oracle is the default graph
         cut (``segstruct.learn.workers``). The workers persist for the fit.
-        It changes no result, only the time; the first-order solvers and the
-        data-set scope's IoU and F-beta losses (which couple the images) run
-        in this process.
+        It changes no result, only the time; the data-set scope's IoU and
+        F-beta losses (which couple the images) run in this process.
 
     Attributes
     ----------
     w_ : (D,) learnt weights, with the pairwise block <= 0: those with the
-        lowest objective evaluated (the last ones when training converged;
-        SGD: the weighted average of the iterates; BCFW: the last iterate).
+        lowest objective evaluated (the last ones when training converged).
     loss_ : the resolved Loss (kappa filled in).
     log_ : list of dict, one per iteration: primal and dual objective, gap,
-        number of constraints, violated examples, times. The first-order
-        solvers log one entry per epoch: ``iteration`` (the epoch),
-        ``updates``, ``primal``, ``best_primal`` (the objective of the
-        weights they would return then), ``oracle_calls`` (the epoch's,
-        evaluation included), ``seconds``, ``solver``; BCFW adds ``dual``
-        and ``gap``.
+        number of constraints, violated examples, times.
     primal_ : the objective at ``w_``, an upper bound of the optimum (exact
         when the oracle is; with an approximate oracle, up to its gap).
-    dual_ : the last working-set QP value (BCFW: the dual objective), a
-        lower bound of the optimum; 0, the trivial bound, for subgradient
-        descent and SGD, which certify nothing.
+    dual_ : the last working-set QP value, a lower bound of the optimum.
     n_iter_, converged_, gap_ (= primal_ - dual_), fit_seconds_.
     svm_C_ : float, the C of the objective solved,
         ``1/2 ||w||^2 + svm_C_ * mean_k H_k(w)`` (:func:`svm_C`); ``primal_``,
@@ -174,8 +143,7 @@ class StructuredSVM(BaseSSVM):
         stops at a gap of ``svm_C_ * tol``. The paper's C is twice it.
     superpixel_loss_ : float or None, the loss of one missed superpixel
         (:func:`superpixel_loss`); None with ``C_units="paper"``.
-    working_set_ : dict of arrays, the final cutting planes (for
-        warm_start; cutting-plane solvers only).
+    working_set_ : dict of arrays, the final cutting planes (for warm_start).
     oracle_ : the oracle this fit used: a deep copy of ``oracle`` (or the
         graph cut), so that its warm-start state (e.g. a ``ProposedOracle``'s
         labellings) belongs to the fit and ``oracle`` itself never changes;
@@ -215,7 +183,7 @@ class StructuredSVM(BaseSSVM):
     #: line's choices are the same objects' options.
     _parameter_constraints = {
         "kappa": [None, POSITIVE], "C": [POSITIVE], "C_units": [Options(*C_UNITS)],
-        "solver": [Options(*SOLVERS)], "scope": [Options(*SCOPES)],
+        "solver": [Options(*CUTTING_PLANE_SOLVERS)], "scope": [Options(*SCOPES)],
         "node_weights": [Options(*NODE_WEIGHT_MODES)], "pairwise": [bool],
         "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)],
         "inactive_limit": [Interval(Integral, 1)], "warm_start": [bool],
@@ -228,19 +196,15 @@ class StructuredSVM(BaseSSVM):
         ``fit`` runs this check first; the commands run it before they
         compute any feature, so a typo fails in seconds, not after hours.
         """
+        if self.solver in STOCHASTIC_SOLVERS:
+            raise ValueError(f"solver {self.solver!r} is a first-order learner: "
+                             "segstruct.learn.first_order.FirstOrderSVM trains it (at the "
+                             "per-image scope); StructuredSVM's cutting planes are "
+                             f"{CUTTING_PLANE_SOLVERS}")
         self.validate_params()
-        if self.solver in STOCHASTIC_SOLVERS and self.scope != "image":
-            raise ValueError(f"solver {self.solver!r} needs the per-image loss scope "
-                             f"(scope='image'), not {self.scope!r}: the data-set loss is one "
-                             "example, so there is nothing to sample or split into blocks; "
-                             f"use one of {CUTTING_PLANE_SOLVERS} for the data-set scope")
 
-    @property
-    def resumable(self) -> bool:
-        """Whether an unfinished fit can continue from a checkpoint (``train
-        --resume``): the cutting-plane solvers keep their whole state in it,
-        the first-order ones none."""
-        return self.solver in CUTTING_PLANE_SOLVERS
+    #: Its checkpoints hold the whole state: an unfinished fit continues.
+    resumable = True
 
     # ------------------------------------------------------------------
     def fit(self, X, Y, callbacks: Sequence[Callback] | None = None) -> "StructuredSVM":
@@ -278,8 +242,6 @@ class StructuredSVM(BaseSSVM):
     def _fit(self, X, Y, callbacks: list) -> "StructuredSVM":
         """Set the problem up, start from a checkpoint, a warm start or the
         origin, run the loop with the callbacks around it, keep the result."""
-        if self.solver in STOCHASTIC_SOLVERS:
-            return self._fit_first_order(X, Y, callbacks)
         run = self._training_run(X, Y)
         state = TrainingState.start(run.dim, len(run.qp.caps))
         for callback in callbacks:
@@ -321,131 +283,6 @@ class StructuredSVM(BaseSSVM):
         self.n_features_in_ = run.dim
         self.fit_seconds_ = run.seconds()
         return self
-
-    #: Seed of the image sampling of SGD and BCFW (fixed: a fit is deterministic).
-    SAMPLING_SEED = 0
-
-    def _fit_first_order(self, X, Y, callbacks: list) -> "StructuredSVM":
-        """Fit with one of ``STOCHASTIC_SOLVERS`` (``segstruct.learn.stochastic``).
-
-        The callbacks see one ``on_iteration`` per epoch (the log so far,
-        the current iterate as ``w``; the JSON log and the progress bar
-        follow the run), and a last one with the returned weights and
-        whether the run converged. The learners keep no resumable state: a
-        :class:`Checkpoint` writes nothing, and one asked to resume from an
-        existing file is refused (CheckpointError) rather than silently
-        started afresh.
-        """
-        from segstruct.learn import stochastic
-
-        callbacks = without_checkpoints(
-            callbacks, f"solver {self.solver!r}",
-            f"only the cutting-plane solvers {CUTTING_PLANE_SOLVERS} do; delete the "
-            "checkpoint to train from the start, or resume with the solver that wrote it")
-        start = time.perf_counter()
-        model = MRFModel(pairwise=self.pairwise)
-        xs, ts, ws, all_t, all_w = self._examples(X, Y)
-        loss = self._resolve_loss(all_t, all_w)
-        dim = model.n_features(xs[0])
-        nonpositive = np.flatnonzero(model.upper_bounds(xs[0]) == 0)
-        psi_true = np.stack([model.joint_feature(x, t) for x, t in zip(xs, ts)])
-        oracle = copy.deepcopy(self.oracle or loss_augmented)
-        C, delta = svm_C(self.C, self.C_units, loss, all_t, all_w, len(xs))
-        problem = stochastic.ImageScopeProblem(
-            model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle, psi_true=psi_true,
-            nonpositive=nonpositive, C=C)
-        # what the callbacks read (the estimator, an empty working set, times)
-        # no working set, no checkpoint: the run the callbacks see has no QP
-        run = TrainingRun(
-            estimator=self, C=C, superpixel_loss=delta, model=model, xs=xs, ts=ts, ws=ws,
-            loss=loss, oracle=oracle, psi_true=psi_true, nonpositive=nonpositive, dim=dim,
-            start=start)
-        state = TrainingState.start(dim, len(xs))
-        epochs, rng = int(self.max_iter), np.random.default_rng(self.SAMPLING_SEED)
-        iterate = {"w": np.zeros(dim)}
-
-        def keep_iterate(_, w):
-            iterate["w"] = w
-
-        epochs_log = []         # grows by one entry an epoch, not rebuilt
-
-        def each_epoch(trace):
-            epochs_log.append(self._first_order_entry(trace, len(trace)))
-            log = list(epochs_log)
-            gap = log[-1].get("gap")
-            epoch_state = TrainingState(
-                iteration=len(log), w=np.array(iterate["w"]), xi=np.zeros(len(xs)),
-                dual=float(log[-1]["dual"]) if gap is not None else 0.0,
-                best_w=np.array(iterate["w"]), best_g=np.zeros(dim), best_l=0.0,
-                best_primal=float(log[-1]["best_primal"]), log=log, converged=False,
-                seconds=run.seconds())
-            for callback in callbacks:
-                callback.on_iteration(run, epoch_state)
-
-        try:
-            for callback in callbacks:
-                callback.on_fit_start(run, state)
-            # every epoch evaluated (eval_every 1): one log entry per epoch
-            if self.solver == "subgradient":
-                result = stochastic.solve_subgradient(problem, epochs, keep_iterate,
-                                                      each_epoch)
-            elif self.solver == "sgd":
-                result = stochastic.solve_sgd(problem, epochs, rng, "weighted", 1,
-                                              keep_iterate, each_epoch)
-            else:
-                result = stochastic.solve_bcfw(problem, epochs, float(self.tol), rng,
-                                               "uniform", 1, keep_iterate, each_epoch)
-            log = self._first_order_log(result.trace)
-            certified = result.dual is not None and np.isfinite(result.dual)
-            state = TrainingState(
-                iteration=len(log), w=result.w, xi=np.zeros(len(xs)),
-                dual=float(result.dual) if certified else 0.0, best_w=result.w,
-                best_g=np.zeros(dim), best_l=0.0, best_primal=float(result.primal), log=log,
-                converged=bool(result.converged), seconds=run.seconds())
-            for callback in callbacks:
-                callback.on_iteration(run, state)
-        except (SolverError, QPError) as err:
-            raise TrainingError(f"training ({self.solver}) failed: {err}. This solver keeps "
-                                "no checkpoint: train again from the start") from err
-        finally:
-            for callback in callbacks:
-                callback.on_fit_end(run, state)
-        for name in ("working_set_", "_best_cut"):       # a previous cutting-plane fit's
-            self.__dict__.pop(name, None)
-        self._warm = None
-        self.oracle_ = oracle
-        self.svm_C_, self.superpixel_loss_ = C, delta
-        self.w_ = result.w
-        self.loss_ = loss
-        self.log_ = log
-        self.n_iter_ = len(log)
-        self.converged_ = state.converged
-        self.primal_ = state.best_primal
-        self.dual_ = state.dual
-        self.gap_ = state.best_primal - state.dual
-        self.n_features_in_ = dim
-        self.fit_seconds_ = run.seconds()
-        return self
-
-    def _first_order_log(self, trace: list) -> list:
-        """``log_`` entries (one per epoch) from a first-order learner's trace."""
-        return [self._first_order_entry(trace, k) for k in range(1, len(trace) + 1)]
-
-    def _first_order_entry(self, trace: list, k: int) -> dict:
-        """The ``log_`` entry of the trace's k-th record (1-based)."""
-        def calls(entry):
-            return entry["oracle_calls"] + entry["eval_calls"]
-        entry = trace[k - 1]
-        out = {"iteration": k, "solver": self.solver, "epoch": entry["epoch"],
-               "updates": entry["iteration"], "primal": entry["primal"],
-               # the objective of the weights the learner returns at this point:
-               # the best iterate for subgradient descent, the current one else
-               "best_primal": entry.get("best_primal", entry["primal"]),
-               "oracle_calls": calls(entry) - (calls(trace[k - 2]) if k > 1 else 0),
-               "seconds": entry["seconds"]}
-        if "dual" in entry:
-            out.update(dual=entry["dual"], gap=entry["gap"])
-        return out
 
     def _training_run(self, X, Y) -> "TrainingRun":
         """The problem of one fit: examples, loss, model, QP and oracle."""

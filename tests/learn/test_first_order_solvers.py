@@ -1,5 +1,6 @@
-"""StructuredSVM(solver="subgradient" | "sgd" | "bcfw"): the learners of
-segstruct.learn.stochastic behind the estimator's interface."""
+"""FirstOrderSVM(solver="subgradient" | "sgd" | "bcfw"): the learners of
+segstruct.learn.stochastic behind the estimator's interface, a sibling of the
+cutting-plane StructuredSVM."""
 import json
 
 import numpy as np
@@ -7,6 +8,8 @@ import pytest
 
 from segstruct.io.checkpoint import CheckpointError
 from segstruct.learn.callbacks import Checkpoint, JSONLog, ProgressBar
+from segstruct.learn.first_order import FirstOrderSVM
+from segstruct.learn.methods import estimator_for
 from segstruct.learn.ssvm import STOCHASTIC_SOLVERS, StructuredSVM
 from segstruct.learn.stochastic import ImageScopeProblem
 from segstruct.report.figures import training_figure
@@ -30,7 +33,7 @@ def reference(problem):
 
 def test_bcfw_reaches_the_nslack_optimum(problem, reference):
     X, Y = problem
-    est = StructuredSVM(solver="bcfw", scope="image", C=C, tol=TOL, max_iter=3000).fit(X, Y)
+    est = FirstOrderSVM(solver="bcfw", C=C, tol=TOL, max_iter=3000).fit(X, Y)
     assert est.converged_ and est.gap_ <= est.svm_C_ * TOL
     # weak duality both ways: each learner's bound lies below the other's objective
     assert est.dual_ <= reference.primal_ + 1e-9
@@ -55,7 +58,7 @@ def test_bcfw_reaches_the_nslack_optimum(problem, reference):
 @pytest.mark.parametrize("solver, epochs, rel", [("sgd", 300, 0.03), ("subgradient", 300, 0.01)])
 def test_subgradient_solvers_approach_the_optimum(solver, epochs, rel, problem, reference):
     X, Y = problem
-    est = StructuredSVM(solver=solver, scope="image", C=C, max_iter=epochs).fit(X, Y)
+    est = FirstOrderSVM(solver=solver, C=C, max_iter=epochs).fit(X, Y)
     assert reference.dual_ - 1e-9 <= est.primal_ <= reference.primal_ * (1 + rel)
     # no certificate: the trivial lower bound 0
     assert est.dual_ == 0.0 and est.gap_ == est.primal_
@@ -70,21 +73,28 @@ def test_subgradient_solvers_approach_the_optimum(solver, epochs, rel, problem, 
 def test_first_order_solvers_refuse_the_dataset_scope(solver, problem):
     X, Y = problem
     with pytest.raises(ValueError, match="needs the per-image loss scope"):
-        StructuredSVM(solver=solver, scope="dataset").fit(X, Y)
-    with pytest.raises(ValueError, match="needs the per-image loss scope"):
-        StructuredSVM(solver=solver).check_params()
-    StructuredSVM(solver=solver, scope="image").check_params()
+        FirstOrderSVM(solver=solver, scope="dataset").fit(X, Y)
+    FirstOrderSVM(solver=solver).check_params()
+    # StructuredSVM trains by cutting planes only, and says who trains the others
+    with pytest.raises(ValueError, match="FirstOrderSVM trains it"):
+        StructuredSVM(solver=solver, scope="image").check_params()
+    # the methods give the right learner for each solver
+    assert type(estimator_for("bl1", solver=solver, scope="image")) is FirstOrderSVM
+    assert type(estimator_for("bl1", solver="nslack", scope="image")) is StructuredSVM
 
 
 def test_unknown_solver_is_refused():
-    with pytest.raises(ValueError, match="solver must be one of 'nslack', .*, got 'adam'"):
+    with pytest.raises(ValueError, match="solver must be one of 'nslack', 'oneslack', got "
+                                         "'adam'"):
         StructuredSVM(solver="adam").check_params()
+    with pytest.raises(ValueError, match="solver must be one of 'subgradient'"):
+        FirstOrderSVM(solver="oneslack").check_params()
 
 
 def test_resume_is_refused_and_no_checkpoint_is_written(problem, tmp_path):
     X, Y = problem
     ckpt, log = tmp_path / "m.ckpt.npz", tmp_path / "m.log.json"
-    est = StructuredSVM(solver="bcfw", scope="image", C=C, max_iter=20)
+    est = FirstOrderSVM(solver="bcfw", C=C, max_iter=20)
     est.fit(X, Y, callbacks=[Checkpoint(ckpt, resume=True), JSONLog(log), ProgressBar()])
     assert not ckpt.exists()                         # nothing it could resume from
     assert json.loads(log.read_text()) == json.loads(json.dumps(est.log_))
@@ -107,7 +117,7 @@ def test_callbacks_follow_every_epoch_and_an_interruption_keeps_the_log(
         def on_iteration(self, run, state):
             seen.append((state.iteration, len(state.log), state.converged))
 
-    est = StructuredSVM(solver=solver, scope="image", C=C, max_iter=6, tol=1e-9)
+    est = FirstOrderSVM(solver=solver, C=C, max_iter=6, tol=1e-9)
     est.fit(X, Y, callbacks=[Recorder(), ProgressBar()])
     n = len(est.log_)
     # one call per epoch, the log growing by one entry each, then the final state
@@ -121,25 +131,22 @@ def test_callbacks_follow_every_epoch_and_an_interruption_keeps_the_log(
 
     log = tmp_path / "m.log.json"
     with pytest.raises(KeyboardInterrupt):
-        StructuredSVM(solver=solver, scope="image", C=C, max_iter=6).fit(
+        FirstOrderSVM(solver=solver, C=C, max_iter=6).fit(
             X, Y, callbacks=[JSONLog(log), StopAtEpoch3()])
     # the epochs done before the interruption are on disk
     assert [e["epoch"] for e in json.loads(log.read_text())] == [1, 2, 3]
 
 
-def test_refit_with_another_solver_drops_the_cutting_plane_state(problem):
+def test_the_first_order_learner_keeps_no_working_set(problem):
     X, Y = problem
-    est = StructuredSVM(solver="nslack", scope="image", C=C, warm_start=True).fit(X, Y)
-    assert hasattr(est, "working_set_")
-    est.set_params(solver="bcfw").fit(X, Y)
-    assert not hasattr(est, "working_set_")
-    est.set_params(solver="nslack").fit(X, Y)          # no warm start from BCFW
-    assert est.converged_ and hasattr(est, "working_set_")
+    est = FirstOrderSVM(solver="bcfw", C=C).fit(X, Y)
+    assert not hasattr(est, "working_set_") and est.resumable is False
+    assert StructuredSVM().resumable is True
 
 
 def test_the_training_figure_draws_first_order_logs(problem):
     X, Y = problem
-    logs = {s: StructuredSVM(solver=s, scope="image", C=C, max_iter=30).fit(X, Y).log_
+    logs = {s: FirstOrderSVM(solver=s, C=C, max_iter=30).fit(X, Y).log_
             for s in ("bcfw", "sgd")}
     fig = training_figure(logs)
     ax_obj, ax_gap = fig.axes[:2]

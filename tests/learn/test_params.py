@@ -68,7 +68,9 @@ def test_the_command_line_offers_the_declared_choices():
     train = parser._subparsers._group_actions[0].choices["train"]
     choices = {a.dest: a.choices for a in train._actions if a.choices}
     declared = StructuredSVM._parameter_constraints
-    assert tuple(choices["solver"]) == SOLVERS == declared["solver"][0].options
+    from segstruct.learn.first_order import FirstOrderSVM
+    first_order = FirstOrderSVM._parameter_constraints["solver"][0].options
+    assert tuple(choices["solver"]) == SOLVERS == declared["solver"][0].options + first_order
     assert tuple(choices["C_units"]) == declared["C_units"][0].options
     assert tuple(choices["node_weights"]) == declared["node_weights"][0].options
     assert tuple(choices["scope"]) == declared["scope"][0].options

@@ -40,6 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from joblib import Parallel, delayed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -317,13 +318,19 @@ def run(args) -> None:
     tasks.sort(key=lambda t: (METHODS.index(t[2]) > 2, t[2] != "proposed",
                               t[0].name != "camvid_voc"))
     start = time.perf_counter()
+    # each walk's records are written as soon as it ends (in any order), so a
+    # run stopped by a time limit keeps every finished walk
+    runner = Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")
     with runs.open("a") as f:
-        for k, records in enumerate(parallel_map(walk_task, tasks, args.n_jobs)):
+        for k, records in enumerate(runner(delayed(walk_task)(*t) for t in tasks)):
             for r in records:
                 if _key(r) not in done:
                     f.write(json.dumps(r) + "\n")
             f.flush()
-            print(f"[{k + 1}/{len(tasks)}] {time.perf_counter() - start:.0f} s", flush=True)
+            last = records[-1]
+            print(f"[{k + 1}/{len(tasks)}] {time.perf_counter() - start:.0f} s: "
+                  f"{last['dataset']} {last['class']} {last['method']} {last['top_down']} "
+                  f"{last['sift_norm']} {last['scope']}", flush=True)
 
 
 # ----------------------------------------------------------------------------- cv

@@ -36,7 +36,6 @@ import os
 import platform
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np

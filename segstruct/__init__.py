@@ -10,8 +10,9 @@ PyMaxflow):
   (a superpixel labelling back to a pixel mask);
 - learning: :class:`StructuredSVM`, :class:`MultivariateSVM`,
   :func:`estimator_for` (the paper's methods by name), :func:`get_loss`;
-- files: :func:`save_model`, :func:`load_model`, :func:`load_shape_detectors`
-  (a model's top-down detectors; ``load_shape_detector`` is its old name).
+- models: :class:`SegmentationModel` (``load``, ``predict`` images, ``save``);
+  the files underneath: :func:`save_model`, :func:`load_model`,
+  :func:`load_shape_detectors` (``load_shape_detector`` is its old name).
 
 The data flow, folder by folder: ``datasets`` (images and masks) ->
 ``features`` (superpixel graphs, descriptors, cache) -> ``model`` (joint
@@ -35,6 +36,7 @@ _EXPORTS = {
     "MultivariateSVM": "segstruct.learn.multivariate",
     "estimator_for": "segstruct.learn.methods",
     "get_loss": "segstruct.inference.losses",
+    "SegmentationModel": "segstruct.segmentation_model",
     "save_model": "segstruct.io.persistence",
     "load_model": "segstruct.io.persistence",
     "load_shape_detectors": "segstruct.io.persistence",

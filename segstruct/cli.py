@@ -221,15 +221,28 @@ def _extractor(args, dataset, config=None, codebook=None, detectors=None) -> Fea
                             detectors=detectors, from_model=True)
 
 
-def _model_detectors(paths, doc) -> dict:
-    """{class: [ShapeDetector, ...]} of saved models with a top-down block (one class)."""
+def _model_detectors(models) -> dict:
+    """{class: [ShapeDetector, ...]} of SegmentationModels with a top-down block
+    (models of one class must share their detectors)."""
     from segstruct.features.detection import detectors_digest
-    from segstruct.io.persistence import load_shape_detectors
-    found = [sds for sds in map(load_shape_detectors, paths) if sds is not None]
-    if len({detectors_digest(sds) for sds in found}) > 1:
-        raise UsageError(f"{', '.join(map(str, paths))} have different {doc['class']} "
-                         "detectors: draw them in separate figures")
-    return {doc["class"]: found[0]} if found else {}
+    found = {}
+    for m in models:
+        if m.detectors is None:
+            continue
+        if m.class_name in found and \
+                detectors_digest(found[m.class_name]) != detectors_digest(m.detectors):
+            raise UsageError(f"{', '.join(str(x.path) for x in models)} have different "
+                             f"{m.class_name} detectors: draw them in separate figures")
+        found[m.class_name] = m.detectors
+    return found
+
+
+def _load_models(paths) -> list:
+    """The SegmentationModels of ``paths`` (each once)."""
+    from segstruct.segmentation_model import SegmentationModel
+    if len(set(paths)) < len(paths):
+        raise UsageError("a --model is given twice")
+    return [SegmentationModel.load(path) for path in paths]
 
 
 def _codebook_split(args) -> str:
@@ -270,21 +283,15 @@ def _check_model_data(args, dataset: VOCDataset, paths, docs) -> None:
 
 
 def _class_models(paths) -> tuple[list, dict]:
-    """Saved models to label images together (``segstruct.predict.ClassModel``),
-    checked, and their detectors by class."""
-    from segstruct.io.persistence import load_model
-    from segstruct.predict import ClassModel, check_models
-    if len(set(paths)) < len(paths):
-        raise UsageError("a --model is given twice")
-    models = [ClassModel(path, *load_model(path)) for path in paths]
+    """Saved models (SegmentationModels) to label images together, checked,
+    and their detectors by class."""
+    from segstruct.predict import check_models
+    models = _load_models(paths)
     try:
         check_models(models)
     except ValueError as err:
         raise UsageError(str(err)) from None
-    detectors = {}
-    for m in models:
-        detectors.update(_model_detectors([m.path], m.doc))
-    return models, detectors
+    return models, _model_detectors(models)
 
 
 def _provenance(dataset: VOCDataset, extractor: FeatureExtractor) -> dict:
@@ -566,7 +573,7 @@ def _choose_C_for_train(args, dataset, X, Y) -> dict:
 
 
 def cmd_train(args) -> int:
-    from segstruct.io.persistence import checkpoint_path, model_paths
+    from segstruct.io.persistence import checkpoint_path, log_path, model_paths
     from segstruct.workflow import check_training_set, train_model
     checkpoint = checkpoint_path(args.out)
     if checkpoint.exists() and not args.resume:
@@ -606,19 +613,20 @@ def cmd_train(args) -> int:
     trained = train_model(estimator, X, Y, args.out, extractor, split=args.split,
                           class_name=args.class_name, method=args.method, metadata=extra,
                           progress=show_progress(args), resume=args.resume, val=val)
-    train_score, diagnosis = trained.train_score, trained.diagnosis
+    train_score, diagnosis = trained.doc["train_score"], trained.doc["diagnosis"]
+    val_score = trained.doc.get("val_score")
     status = "converged" if estimator.converged_ else "stopped at --max-iter"
     print(f"{args.method} on {dataset.name}/{args.split}, class {args.class_name}: "
           f"{status} after {estimator.n_iter_} iterations in {estimator.fit_seconds_:.1f} s; "
           f"primal {estimator.primal_:.6g}, dual {estimator.dual_:.6g}, "
           f"gap {estimator.gap_:.3g}; {estimator.loss_!r}")
     scores = f"VOC IoU {_fmt(train_score['voc_iou_percent'], '.2f')} % on {args.split}"
-    if trained.val_score is not None:
-        scores += f", {_fmt(trained.val_score['voc_iou_percent'], '.2f')} % on {val_split}"
+    if val_score is not None:
+        scores += f", {_fmt(val_score['voc_iou_percent'], '.2f')} % on {val_split}"
     print(scores)
     for warning in diagnosis["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"wrote {trained.path} (+ .npz) and {trained.log_path}")
+    print(f"wrote {model_paths(trained.path)[0]} (+ .npz) and {log_path(trained.path)}")
     if checkpoint.exists():
         print(f"kept {checkpoint}: rerun with --resume and a higher --max-iter to continue")
     return 0
@@ -641,7 +649,6 @@ def _val_split(args, dataset) -> str | None:
 
 
 def cmd_evaluate(args) -> int:
-    from segstruct.io.persistence import load_model
     if args.multiclass:
         return _evaluate_multiclass(args)
     if len(args.model) > 1:
@@ -649,11 +656,12 @@ def cmd_evaluate(args) -> int:
                          "(one per class), or evaluate them one at a time")
     args.model = args.model[0]
     _refuse_overwriting(args.json, [args.model])
-    estimator, config, codebook, doc = load_model(args.model)
+    model, = _load_models([args.model])
+    estimator, doc = model.estimator, model.doc
     dataset = _dataset(args)
     _check_model_data(args, dataset, [args.model], [doc])
-    extractor = _extractor(args, dataset, config, codebook,
-                           _model_detectors([args.model], doc))
+    extractor = _extractor(args, dataset, model.config, model.codebook,
+                           _model_detectors([model]))
     examples = extractor.examples(args.split, doc["class"])
     voc = estimator.voc_score([ex.graph for ex in examples], [ex.pixel_counts for ex in examples])
     score = voc.to_dict()
@@ -769,43 +777,40 @@ def cmd_visualize(args) -> int:
     import numpy as np
 
     from segstruct.compare import pick_images, save_qualitative
-    from segstruct.io.persistence import load_model
-    if len(set(args.model)) < len(args.model):
-        raise UsageError("a --model is given twice")
     if args.images and len(set(args.images)) < len(args.images):
         raise UsageError("an image id is given twice in --images")
     if not args.images and args.random < 1:
         raise UsageError("--random must be at least 1")
     _refuse_overwriting(args.out, args.model)
-    loaded = [load_model(path) for path in args.model]
-    _, config, codebook, first = loaded[0]
-    for path, (_, cfg, cb, doc) in zip(args.model[1:], loaded[1:]):
-        if doc["class"] != first["class"]:
-            raise UsageError(f"{path} segments {doc['class']!r} but {args.model[0]} "
+    loaded = _load_models(args.model)
+    config, codebook, first = loaded[0].config, loaded[0].codebook, loaded[0].doc
+    for path, m in zip(args.model[1:], loaded[1:]):
+        if m.class_name != first["class"]:
+            raise UsageError(f"{path} segments {m.class_name!r} but {args.model[0]} "
                              f"segments {first['class']!r}; give models of one class")
-        same_codebook = (cb is None) == (codebook is None) and (
-            cb is None or np.array_equal(cb, codebook))
-        if cfg.to_dict() != config.to_dict() or not same_codebook:
+        same_codebook = (m.codebook is None) == (codebook is None) and (
+            m.codebook is None or np.array_equal(m.codebook, codebook))
+        if m.config.to_dict() != config.to_dict() or not same_codebook:
             raise UsageError(f"{path} was trained on other features than {args.model[0]}; "
                              "draw them in separate figures")
-    names = [doc["method"] for _, _, _, doc in loaded]
+    names = [m.method for m in loaded]
     if len(set(names)) < len(names):       # e.g. two bl1 models: tell them apart by file
         names = [Path(path).name for path in args.model]
     dataset = _dataset(args)
-    _check_model_data(args, dataset, args.model, [doc for _, _, _, doc in loaded])
-    extractor = _extractor(args, dataset, config, codebook, _model_detectors(args.model, first))
+    _check_model_data(args, dataset, args.model, [m.doc for m in loaded])
+    extractor = _extractor(args, dataset, config, codebook, _model_detectors(loaded))
     ids = args.images or pick_images(dataset, args.split, first["class"], args.random,
                                      args.seed)
     missing = sorted(set(ids) - set(dataset.ids(args.split)))
     if missing:
         raise DatasetError(f"image id(s) {', '.join(missing)} are not in split "
                            f"{args.split!r} of {dataset.root}")
-    versions = sorted({doc["code_version"] for _, _, _, doc in loaded})
+    versions = sorted({m.doc["code_version"] for m in loaded})
     caption = (f"data {dataset.name}/{args.split}; class {first['class']}; models "
                f"{', '.join(f'{n} ({p})' for n, p in zip(names, args.model))}; trained with "
                f"code {', '.join(versions)}; drawn with code {code_version()}")
     path = save_qualitative(extractor, first["class"], args.split, ids,
-                            {n: est for n, (est, _, _, _) in zip(names, loaded)},
+                            {n: m.estimator for n, m in zip(names, loaded)},
                             args.out, caption)
     print(f"wrote {path} ({len(ids)} images: {', '.join(ids)})")
     return 0

@@ -45,7 +45,7 @@ from segstruct.features.topdown.training import TooFewObjects
 from segstruct.features.superpixels import paint
 from segstruct.inference.losses import totals
 from segstruct.io.files import write_json, write_text
-from segstruct.io.persistence import checkpoint_path, load_model, model_paths
+from segstruct.io.persistence import checkpoint_path, load_model, log_path, model_paths
 from segstruct.io.provenance import code_version, machine
 from segstruct.learn.methods import METHODS, TrainingSettings, method_loss, with_workers
 from segstruct.learn.selection import format_curve, select_C
@@ -370,8 +370,8 @@ class Comparison:
                               self.extractor, split=self.train_split, class_name=class_name,
                               method=method, metadata=extra, progress=self.progress,
                               keep_checkpoint=True)
-        estimator, train_score, diagnosis = (trained.estimator, trained.train_score,
-                                             trained.diagnosis)
+        estimator, train_score, diagnosis = (trained.estimator, trained.doc["train_score"],
+                                             trained.doc["diagnosis"])
         for warning in diagnosis["warnings"]:
             self.say(f"      warning: {class_name}/{method}: {warning}")
         start = time.perf_counter()
@@ -401,12 +401,13 @@ class Comparison:
             "train_score": train_score, "eval_score": eval_score, "diagnosis": diagnosis,
             "eval_seconds": time.perf_counter() - start,
             "detector": self._detector_digest(class_name),
-            "model": str(trained.path.relative_to(self.out_dir)),
-            "training_log": str(trained.log_path.relative_to(self.out_dir)),
+            "model": str(model_paths(trained.path)[0].relative_to(self.out_dir)),
+            "training_log": str(log_path(trained.path).relative_to(self.out_dir)),
             "identity": self.identity(),
         }
         write_json(self.record_path(class_name, method), record)
-        trained.checkpoint.unlink(missing_ok=True)  # the record is written: nothing to resume
+        # the record is written: nothing to resume
+        checkpoint_path(trained.path).unlink(missing_ok=True)
         return record
 
     def _choose_C(self, class_name, method, X, Y) -> tuple[float, dict]:
@@ -467,12 +468,12 @@ class Comparison:
         beside each class model scored alone. Writes DIR/multiclass.json and
         DIR/multiclass.md; returns the JSON document."""
         from segstruct.datasets.voc import VOC_CLASSES
-        from segstruct.predict import COMBINATION, ClassModel, multiclass_confusion
+        from segstruct.predict import COMBINATION, multiclass_confusion
+        from segstruct.segmentation_model import SegmentationModel
         classes, ids = self.compared_classes, self.dataset.ids(self.eval_split)
         combined, alone = {}, {}
         for method in self.methods:
-            models = [ClassModel(self.model_path(c, method),
-                                 *load_model(self.model_path(c, method))) for c in classes]
+            models = [SegmentationModel.load(self.model_path(c, method)) for c in classes]
             combined[method] = multiclass_confusion(models, self.extractor, ids).to_dict()
             alone[method] = {c: self._load_record(c, method)["eval_score"]["voc_iou_percent"]
                              for c in classes}

@@ -18,18 +18,18 @@ as its chunk is done, so an interrupted run keeps the images it finished.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from PIL import Image
 
-from segstruct.datasets.voc import class_index, voc_colormap
+from segstruct.datasets.voc import voc_colormap
 from segstruct.features.superpixels import paint
 from segstruct.io.files import atomic_write_bytes
+from segstruct.segmentation_model import SegmentationModel
 
-__all__ = ["ClassModel", "check_models", "label_superpixels", "label_images",
+__all__ = ["check_models", "label_superpixels", "label_images",
            "multiclass_confusion", "predict_to_folder", "write_label_png", "write_overlay",
            "CHUNK", "COMBINATION"]
 
@@ -41,34 +41,7 @@ COMBINATION = ("per superpixel, the class with the largest positive max-marginal
                "difference, else background")
 
 
-@dataclass
-class ClassModel:
-    """A trained model and what it segments.
-
-    Attributes
-    ----------
-    path : the model file (as given).
-    estimator : the fitted StructuredSVM.
-    config : its FeatureConfig; codebook : its (n_words, 384) array or None.
-    doc : the model document (``load_model``'s fourth value).
-    """
-
-    path: Path
-    estimator: object
-    config: object
-    codebook: np.ndarray | None
-    doc: dict
-
-    @property
-    def class_name(self) -> str:
-        return self.doc["class"]
-
-    @property
-    def label(self) -> int:
-        return class_index(self.class_name)
-
-
-def check_models(models: Sequence[ClassModel]) -> None:
+def check_models(models: Sequence[SegmentationModel]) -> None:
     """Refuse models that cannot label images together.
 
     Raises
@@ -97,7 +70,7 @@ def check_models(models: Sequence[ClassModel]) -> None:
                              "separately")
 
 
-def label_superpixels(models: Sequence[ClassModel], graphs: Sequence) -> np.ndarray:
+def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence) -> np.ndarray:
     """VOC class index per superpixel of one image.
 
     Parameters
@@ -120,7 +93,7 @@ def label_superpixels(models: Sequence[ClassModel], graphs: Sequence) -> np.ndar
     return np.where(scores.max(axis=0) > 0, labels[best], 0).astype(np.uint8)
 
 
-def label_images(models: Sequence[ClassModel], extractor, ids: Sequence[str],
+def label_images(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
                  chunk: int = CHUNK) -> Iterator[tuple[str, np.ndarray]]:
     """Yield (image id, (H, W) uint8 label image) for every id, in order.
 
@@ -165,7 +138,7 @@ def write_overlay(path: Path, rgb: np.ndarray, labels: np.ndarray, alpha: float 
     atomic_write_bytes(Path(path), lambda f: image.save(f, format="JPEG", quality=90))
 
 
-def predict_to_folder(models: Sequence[ClassModel], extractor, ids: Sequence[str],
+def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
                       out_dir: Path, overlay: bool = False,
                       bar: Callable[[int], object] | None = None) -> list[dict]:
     """Label every image, write ``OUT/<id>.png`` (and ``<id>.jpg`` with
@@ -201,7 +174,7 @@ def predict_to_folder(models: Sequence[ClassModel], extractor, ids: Sequence[str
     return entries
 
 
-def multiclass_confusion(models: Sequence[ClassModel], extractor, ids: Sequence[str]):
+def multiclass_confusion(models: Sequence[SegmentationModel], extractor, ids: Sequence[str]):
     """The 21-label confusion of the models' combined labels against the
     masks of a VOC data set (``extractor.dataset``), void ignored.
 

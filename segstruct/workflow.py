@@ -16,8 +16,7 @@ diagnose and save in one way:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+import json
 
 from segstruct.datasets import DatasetError
 from segstruct.evaluate.diagnosis import diagnose, generalisation
@@ -27,34 +26,9 @@ from segstruct.io.persistence import checkpoint_path, log_path, model_paths, sav
 from segstruct.learn.callbacks import training_callbacks
 from segstruct.learn.selection import check_cv_data
 from segstruct.learn.ssvm import oracle_name
+from segstruct.segmentation_model import SegmentationModel
 
-__all__ = ["TrainedModel", "check_training_set", "train_model"]
-
-
-@dataclass
-class TrainedModel:
-    """What :func:`train_model` made.
-
-    Attributes
-    ----------
-    estimator : the fitted StructuredSVM.
-    path : the model's JSON file (its arrays are beside it, ``.npz``).
-    log_path : the training log (JSON).
-    checkpoint : the checkpoint path; the file exists if the run did not
-        converge, or if it was kept (``keep_checkpoint``).
-    train_score : the VOC score on the training split, as a dict.
-    diagnosis : :func:`segstruct.evaluate.diagnosis.diagnose`'s report (its
-        warnings include over-fitting when a validation split was scored).
-    val_score : the VOC score on the validation split, or None.
-    """
-
-    estimator: object
-    path: Path
-    log_path: Path
-    checkpoint: Path
-    train_score: dict
-    diagnosis: dict
-    val_score: dict | None = None
+__all__ = ["check_training_set", "train_model"]
 
 
 def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
@@ -80,7 +54,7 @@ def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
 def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str,
                 class_name: str, method: str, metadata: dict | None = None,
                 progress: bool = False, resume: bool = True,
-                keep_checkpoint: bool = False, val=None) -> TrainedModel:
+                keep_checkpoint: bool = False, val=None) -> SegmentationModel:
     """Fit ``estimator`` on one split's examples and save it as model ``out``.
 
     Parameters
@@ -103,7 +77,14 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
 
     Returns
     -------
-    TrainedModel
+    SegmentationModel
+        The model as saved, with the fitted learner itself (its training
+        run's attributes: ``n_iter_``, ``log_``, ...) as ``estimator``; the
+        document holds ``train_score``, ``diagnosis`` (its warnings include
+        over-fitting when a validation split was scored) and ``val_score``.
+        The log and the checkpoint are ``log_path(model.path)`` and
+        ``checkpoint_path(model.path)`` (``segstruct.io.persistence``); the
+        checkpoint exists if the run did not converge, or was kept.
     """
     json_path, _ = model_paths(out)
     log_file, checkpoint = log_path(out), checkpoint_path(out)
@@ -113,7 +94,7 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     train_score = estimator.voc_score(X, Y, predictions).to_dict()
     diagnosis = diagnose(estimator, X, Y, predictions)
     config = extractor.config
-    val_score, val_meta = None, {}
+    val_meta = {}
     if val is not None:
         val_split, X_val, Y_val = val
         val_score = estimator.voc_score(X_val, Y_val).to_dict()
@@ -125,16 +106,17 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
             diagnosis["warnings"].append(warning)
     codebook = extractor.codebook()[0] if config.sift else None
     dataset = extractor.dataset
+    detectors = extractor.block_detectors(class_name) if config.detector is not None else None
     save_model(out, estimator, config, codebook, {
         "class": class_name, "method": method, "dataset": dataset.name,
         "oracle": oracle_name(getattr(estimator, "oracle", None)),
         "data_root": str(dataset.root), "train_split": split,
         "n_train_images": len(X), "train_score": train_score,
         "diagnosis": diagnosis, "training_log": log_file.name, **val_meta,
-        **(metadata or {})},
-        shape_detectors=(extractor.block_detectors(class_name)
-                         if config.detector is not None else None))
+        **(metadata or {})}, shape_detectors=detectors)
     if estimator.converged_ and not keep_checkpoint:
         checkpoint.unlink(missing_ok=True)  # the model is safe: the checkpoint is spent
-    return TrainedModel(estimator, json_path, log_file, checkpoint, train_score, diagnosis,
-                        val_score)
+    # the fitted learner itself (with its training run's attributes), and the
+    # document as written
+    return SegmentationModel(estimator, config, codebook, detectors,
+                             json.loads(json_path.read_text()), json_path.with_suffix(""))

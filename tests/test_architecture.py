@@ -43,7 +43,7 @@ LAYERS = (
     ("features", "io.checkpoint"),
     ("model", "learn", "evaluate"),
     ("io.persistence", "report"),
-    ("compare", "workflow", "predict"),
+    ("compare", "workflow", "predict", "segmentation_model"),
     ("cli", "__main__"),
 )
 

@@ -70,7 +70,7 @@ def checkpoint_path(path) -> Path:
 
 
 def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadata: dict,
-               shape_detectors=None) -> Path:
+               shape_detectors=None, training: dict | None = None) -> Path:
     """Write a fitted StructuredSVM and what is needed to use it.
 
     Parameters
@@ -84,6 +84,10 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
         block new images get (``FeatureExtractor.block_detectors``; one per
         fold with cross-fitting); needed when ``feature_config.detector`` is
         set (the top-down block).
+
+    training : dict, the training run's summary (iterations, convergence,
+        objective, ...); default: read off the fitted ``estimator`` (one
+        restored by ``from_weights`` has none: give its file's).
 
     Returns
     -------
@@ -129,12 +133,12 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
         "features": feature_config.to_dict(),
         "n_features": int(arrays["w"].size),
         **({"top_down": top_down} if top_down is not None else {}),
-        "training": {"n_iter": estimator.n_iter_, "converged": estimator.converged_,
-                     "primal": estimator.primal_, "dual": estimator.dual_,
-                     "gap": estimator.gap_, "fit_seconds": estimator.fit_seconds_,
-                     # the objective's C, which primal, dual and gap are values of
-                     **({"svm_C": estimator.svm_C_} if hasattr(estimator, "svm_C_")
-                        else {})},
+        "training": training if training is not None else {
+            "n_iter": estimator.n_iter_, "converged": estimator.converged_,
+            "primal": estimator.primal_, "dual": estimator.dual_, "gap": estimator.gap_,
+            "fit_seconds": estimator.fit_seconds_,
+            # the objective's C, which primal, dual and gap are values of
+            **({"svm_C": estimator.svm_C_} if hasattr(estimator, "svm_C_") else {})},
         **metadata,
     }
     doc[DOC_DIGEST] = _doc_digest(doc)

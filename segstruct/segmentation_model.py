@@ -1,0 +1,156 @@
+"""A trained segmentation model: the one object that labels new images.
+
+A :class:`SegmentationModel` holds what a model file (``MODEL.json`` +
+``MODEL.npz``, :mod:`segstruct.io.persistence`) holds: the fitted learner,
+the feature settings, the codebook and the top-down block's detectors, and
+the file's document (class, method, data set, scores). It is what
+``segstruct train`` writes and ``predict``, ``evaluate`` and ``visualize``
+read; in Python::
+
+    from segstruct import SegmentationModel
+    model = SegmentationModel.load("runs/horse_prop")
+    masks = model.predict(["a.jpg", "b.png"])       # (H, W) uint8 arrays, 1 = horse
+
+Glossary (one word per concept): the *model* is this object (and its files);
+the *joint feature map* is :class:`segstruct.model.MRFModel`; the *learner*
+(estimator) is what ``fit`` trains (:mod:`segstruct.learn`).
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from PIL import Image
+
+from segstruct.datasets import ImageFiles, class_index
+from segstruct.features.cache import ArrayCache
+from segstruct.features.descriptors import FeatureConfig
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.superpixels import paint
+from segstruct.io.persistence import load_model, load_shape_detectors, model_paths, save_model
+
+__all__ = ["SegmentationModel"]
+
+
+@dataclass
+class SegmentationModel:
+    """A trained model of one class and everything that applies it.
+
+    Attributes
+    ----------
+    estimator : the fitted learner (``segstruct.learn``; it predicts by graph cut).
+    config : FeatureConfig, the features it was trained on.
+    codebook : (n_words, 384) float32 array, or None without the SIFT block.
+    detectors : list of ShapeDetector (the top-down block's: their mean block
+        is a new image's), or None without the block.
+    doc : dict, the model file's document: ``class``, ``method``,
+        ``dataset``, ``train_score``, ``val_score``, settings, code version.
+    path : the model's path (without suffix), when it came from a file.
+    """
+
+    estimator: object
+    config: FeatureConfig
+    codebook: np.ndarray | None
+    detectors: list | None
+    doc: dict
+    path: Path | None = None
+
+    # -- what it segments ----------------------------------------------------
+    @property
+    def class_name(self) -> str:
+        """The VOC class it segments."""
+        return self.doc["class"]
+
+    @property
+    def label(self) -> int:
+        """The VOC index of :attr:`class_name`."""
+        return class_index(self.class_name)
+
+    @property
+    def method(self) -> str:
+        """The training method (bl1, bl2, proposed, ...)."""
+        return self.doc.get("method", "?")
+
+    # -- files ----------------------------------------------------------------
+    @classmethod
+    def load(cls, path) -> "SegmentationModel":
+        """Read a model saved by ``segstruct train`` (or :meth:`save`).
+
+        Parameters
+        ----------
+        path : the model path, with or without ``.json`` / ``.npz``.
+
+        Raises
+        ------
+        ModelFileError
+            A missing, corrupted or inconsistent file (the message says which).
+        """
+        estimator, config, codebook, doc = load_model(path)
+        json_path, _ = model_paths(path)
+        return cls(estimator, config, codebook, load_shape_detectors(path), doc,
+                   json_path.with_suffix(""))
+
+    def save(self, path) -> Path:
+        """Write the model as ``PATH.json`` + ``PATH.npz`` (atomically); returns
+        the JSON path. The document's own entries (class, method, scores) are
+        kept; the file format's are written anew."""
+        own = {k: v for k, v in self.doc.items()
+               if k not in ("format", "format_version", "code_version", "arrays_file",
+                            "arrays_sha256", "estimator", "features", "n_features",
+                            "top_down", "training", "json_sha256")}
+        # a learner restored from a file has no training run: the file's summary
+        training = None if hasattr(self.estimator, "n_iter_") else self.doc.get("training")
+        json_path = save_model(path, self.estimator, self.config, self.codebook, own,
+                               shape_detectors=self.detectors, training=training)
+        self.path = json_path.with_suffix("")
+        return json_path
+
+    # -- applying it ----------------------------------------------------------
+    def extractor(self, dataset, cache: ArrayCache | None = None, n_jobs: int = 1,
+                  progress: bool = False) -> FeatureExtractor:
+        """The features this model was trained on, over ``dataset`` (a
+        VOCDataset or ImageFiles): its codebook and detectors, never new ones."""
+        detectors = {self.class_name: self.detectors} if self.detectors else None
+        return FeatureExtractor(dataset, self.config, cache, n_jobs=n_jobs, progress=progress,
+                                codebook=self.codebook, detectors=detectors, from_model=True)
+
+    def predict(self, images: Sequence, cache: ArrayCache | None = None, n_jobs: int = 1,
+                progress: bool = False) -> list[np.ndarray]:
+        """Label images: one mask per image, at the image's own size.
+
+        Parameters
+        ----------
+        images : sequence of image files (str or Path), PIL images or
+            (H, W[, C]) uint8 arrays, mixed as wished; every image mode is
+            converted to RGB as ``segstruct predict`` does.
+        cache : ArrayCache, optional (default: the user's cache folder);
+            ``ArrayCache(enabled=False)`` keeps nothing.
+        n_jobs : worker processes of the feature extraction.
+        progress : show progress bars.
+
+        Returns
+        -------
+        list of (H, W) uint8 arrays: 1 where the model labels the class, 0 elsewhere.
+        """
+        images = list(images)
+        with tempfile.TemporaryDirectory(prefix="segstruct-") as folder:
+            files = []
+            for k, image in enumerate(images):
+                if isinstance(image, (str, Path)):
+                    files.append(Path(image))
+                    continue
+                # arrays and PIL images go through a lossless file: the features
+                # (and their cache) are keyed by a file's bytes
+                pil = image if isinstance(image, Image.Image) else Image.fromarray(
+                    np.asarray(image))
+                files.append(Path(folder) / f"segstruct-image-{k}.png")
+                pil.save(files[-1])
+            source = ImageFiles(files)
+            ids = [Path(f).resolve().stem for f in files]
+            graphs = self.extractor(source, cache, n_jobs, progress).graphs(
+                ids=ids, class_name=self.class_name if self.config.detector else None)
+            labels = self.estimator.predict(graphs)
+        return [paint(g.segments, y).astype(np.uint8) for g, y in zip(graphs, labels)]

@@ -37,6 +37,16 @@ def horse_root() -> Path:
     return _shared_root("weizmann_horse_voc")
 
 
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory, request) -> Path:
+    """A small generated VOC-layout data set, one per test module: 6 training
+    and 3 val images, or the module's ``DATA_SIZE = (n_train, n_val)``."""
+    from segstruct.datasets import make_synthetic_voc
+    n_train, n_val = getattr(request.module, "DATA_SIZE", (6, 3))
+    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=n_train,
+                              n_val=n_val)
+
+
 @pytest.fixture(scope="session")
 def load_script():
     """``load_script(name)``: scripts/<name>.py imported as the module ``name``.

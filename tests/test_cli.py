@@ -8,17 +8,12 @@ import numpy as np
 import pytest
 
 from segstruct.cli import build_parser, inspect_report, main
-from segstruct.datasets import VOCDataset, make_synthetic_voc
+from segstruct.datasets import VOCDataset
 
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
          "--fz-min-size", "400", "-q"]
-
-
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
 
 
 def test_help_for_every_subcommand(capsys):

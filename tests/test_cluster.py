@@ -18,7 +18,7 @@ distributed = pytest.importorskip("distributed")
 
 from segstruct.cli import main  # noqa: E402
 from segstruct.cluster import on_cluster, parallel_map, use_scheduler  # noqa: E402
-from segstruct.datasets import VOCDataset, make_synthetic_voc  # noqa: E402
+from segstruct.datasets import VOCDataset  # noqa: E402
 from segstruct.features.cache import ArrayCache  # noqa: E402
 from segstruct.features.descriptors import FeatureConfig  # noqa: E402
 from segstruct.features.extraction import FeatureExtractor  # noqa: E402
@@ -98,11 +98,6 @@ def cluster(tasks):
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                      dashboard_address=":0", silence_logs=40) as c:
         yield c.scheduler_address
-
-
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
 
 
 def test_tasks_run_on_the_workers_in_order(cluster, tasks):

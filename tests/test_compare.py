@@ -7,7 +7,7 @@ import pytest
 
 from segstruct.cli import main
 from segstruct.learn.methods import DEFAULTS
-from segstruct.datasets import VOCDataset, make_synthetic_voc
+from segstruct.datasets import VOCDataset
 
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
@@ -15,11 +15,6 @@ SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
          "--fz-min-size", "400", "-q"]
 METHODS = ["bl1", "bl2", "proposed"]
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
 
 
 @pytest.fixture(scope="module")

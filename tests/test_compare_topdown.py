@@ -9,7 +9,7 @@ import pytest
 
 from segstruct import compare as compare_module
 from segstruct.compare import Comparison
-from segstruct.datasets import VOCDataset, make_synthetic_voc
+from segstruct.datasets import VOCDataset
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache
 from segstruct.features.detection import ShapeDetector
@@ -28,9 +28,8 @@ SETTINGS = TrainingSettings(max_iter=30)
 TOO_FEW = "too few objects of class 15 to train a detector: 1 positive boxes"
 
 
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=8, n_val=3)
+# the generated data set of the data_root fixture (tests/conftest.py)
+DATA_SIZE = (8, 3)
 
 
 @pytest.fixture(scope="module")

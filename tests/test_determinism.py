@@ -3,10 +3,8 @@ the seed is written into every result file."""
 import json
 
 import numpy as np
-import pytest
 
 from segstruct.cli import main
-from segstruct.datasets import make_synthetic_voc
 
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
@@ -14,9 +12,8 @@ SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
          "--fz-min-size", "400", "-q"]
 
 
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=5, n_val=2)
+# the generated data set of the data_root fixture (tests/conftest.py)
+DATA_SIZE = (5, 2)
 
 
 def test_features_are_bit_identical_without_cache(data_root):

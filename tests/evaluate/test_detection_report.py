@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from segstruct.datasets import VOCDataset, class_index, make_synthetic_voc
+from segstruct.datasets import VOCDataset, class_index
 from segstruct.evaluate.detection import best_images, detector_report
 from segstruct.features.detection import ShapeDetector
 from segstruct.features.topdown.boxes import boxes_from_mask
@@ -10,9 +10,8 @@ from segstruct.features.topdown.detector import DetectorParams
 from segstruct.features.topdown.shapes import AverageShapes
 
 
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=4, n_val=6)
+# the generated data set of the data_root fixture (tests/conftest.py)
+DATA_SIZE = (4, 6)
 
 
 class Oracle:

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from segstruct.cli import main, show_progress
-from segstruct.datasets import make_synthetic_voc
 from segstruct.evaluate.diagnosis import diagnose, foreground_share
 from segstruct.inference import bl2
 from segstruct.learn.ssvm import StructuredSVM
@@ -75,11 +74,6 @@ def test_an_unconverged_run_says_how_far_it_is():
     text = " ".join(diagnose(est, X, Y)["warnings"])
     assert "stopped making progress after 2 iterations" in text
     assert "raise max_iter" not in text
-
-
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
 
 
 def test_train_warns_and_records_the_collapse(data_root, tmp_path, capsys):

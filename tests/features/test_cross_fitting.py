@@ -4,7 +4,7 @@ detectors, and a model carries those detectors."""
 import numpy as np
 import pytest
 
-from segstruct.datasets import VOCDataset, class_index, make_synthetic_voc
+from segstruct.datasets import VOCDataset, class_index
 from segstruct.features import descriptors as F
 from segstruct.features import detection
 from segstruct.features.cache import ArrayCache
@@ -22,9 +22,8 @@ CONFIG = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=
                          detector=FAST, top_down_folds=K)
 
 
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=10, n_val=3)
+# the generated data set of the data_root fixture (tests/conftest.py)
+DATA_SIZE = (10, 3)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from segstruct.datasets import VOCDataset, make_synthetic_voc
+from segstruct.datasets import VOCDataset
 from segstruct.features import descriptors as F
 from segstruct.features import detection
 from segstruct.features.cache import ArrayCache, key_digest
@@ -24,9 +24,8 @@ BOTTOM_UP = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_imag
 TOP_DOWN = F.FeatureConfig(**{**BOTTOM_UP.__dict__, "detector": FAST, "top_down_folds": 1})
 
 
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=8, n_val=3)
+# the generated data set of the data_root fixture (tests/conftest.py)
+DATA_SIZE = (8, 3)
 
 
 @pytest.fixture(scope="module")

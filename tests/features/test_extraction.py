@@ -1,10 +1,9 @@
 import shutil
 
 import numpy as np
-import pytest
 from PIL import Image
 
-from segstruct.datasets import VOCDataset, make_synthetic_voc
+from segstruct.datasets import VOCDataset
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache
 from segstruct.features.extraction import FeatureExtractor
@@ -12,11 +11,6 @@ from segstruct.features.superpixels import SuperpixelParams, adjacency, pixel_co
 
 SMALL = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=6,
                         kmeans_iterations=5, superpixels=SuperpixelParams(min_size=400))
-
-
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
 
 
 def _extractor(root, cache_dir, config=SMALL, n_jobs=1):

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from segstruct.cli import main
-from segstruct.datasets import make_synthetic_voc
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.inference import maximize
 from segstruct.learn.methods import DEFAULTS, estimator_for
@@ -247,11 +246,6 @@ def test_settings_of_a_fixed_C_are_recorded_as_before():
 
 # --------------------------------------------------------------------------
 # the commands
-
-
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    return make_synthetic_voc(tmp_path_factory.mktemp("syn") / "voc", n_train=6, n_val=3)
 
 
 @pytest.fixture(scope="module")

@@ -445,7 +445,8 @@ def counts(y, t, a=None):
     a = _weights(a, t.size)
     y = np.asarray(y, dtype=np.float64)
     if y.ndim not in (1, 2) or y.shape[-1] != t.size:
-        raise ValueError(f"labellings y must have shape ({t.size},) or (K, {t.size}), got {y.shape}")
+        raise ValueError(f"labellings y must have shape ({t.size},) or (K, {t.size}), "
+                         f"got {y.shape}")
     if not np.all((y >= 0) & (y <= 1)):
         raise ValueError("labellings y must lie in [0, 1]")
     fp = y @ (a * (1.0 - t))

@@ -121,7 +121,8 @@ def jaccard_set_loss(mispredicted, t, a=None):
     t, a = _check_targets_weights(t, a)
     m = np.asarray(mispredicted)
     if m.ndim not in (1, 2) or m.shape[-1] != t.size:
-        raise ValueError(f"mispredicted must have shape ({t.size},) or (K, {t.size}), got {m.shape}")
+        raise ValueError(f"mispredicted must have shape ({t.size},) or (K, {t.size}), "
+                         f"got {m.shape}")
     if not np.all((m == 0) | (m == 1)):
         raise ValueError("mispredicted must be 0/1 (a set indicator)")
     m = m.astype(np.float64)

@@ -95,7 +95,8 @@ def milp_oracle(u, edges, p, t, a, loss, max_lattice: int = MAX_LATTICE,
         add_rows([d_col, yi, yj], [1.0, -1.0, 1.0], np.zeros(e), np.full(e, inf))   # d >= yi - yj
         add_rows([d_col, yi, yj], [1.0, 1.0, -1.0], np.zeros(e), np.full(e, inf))   # d >= yj - yi
         add_rows([d_col, yi, yj], [1.0, -1.0, -1.0], np.full(e, -inf), np.zeros(e))  # d <= yi + yj
-        add_rows([d_col, yi, yj], [1.0, 1.0, 1.0], np.full(e, -inf), np.full(e, 2.0))  # d <= 2-yi-yj
+        # d <= 2 - yi - yj
+        add_rows([d_col, yi, yj], [1.0, 1.0, 1.0], np.full(e, -inf), np.full(e, 2.0))
     # sum x = 1; sum j x - FP(y) = 0; sum k x + sum a t y = Np
     rows.append(np.full(lattice, len(lo)))
     cols.append(x_col)

@@ -526,7 +526,8 @@ class Comparison:
     def figures(self, n_images=4, ids=None) -> list[Path]:
         """Training curves, qualitative grids and loss surfaces, one set per class;
         with ``C = "auto"``, the cross-validation curves too."""
-        from segstruct.report.figures import cv_figure, loss_surface_figure, save_figure, training_figure
+        from segstruct.report.figures import (cv_figure, loss_surface_figure, save_figure,
+                                              training_figure)
         fig_dir = self.out_dir / "figures"
         written = []
         for class_name in self.compared_classes:

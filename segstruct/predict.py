@@ -18,8 +18,8 @@ as its chunk is done, so an interrupted run keeps the images it finished.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from PIL import Image
@@ -27,11 +27,12 @@ from PIL import Image
 from segstruct.datasets.voc import voc_colormap
 from segstruct.features.superpixels import paint
 from segstruct.io.files import atomic_write_bytes
+from segstruct.io.provenance import code_version
 from segstruct.segmentation_model import SegmentationModel
 
-__all__ = ["check_models", "label_superpixels", "label_images",
-           "multiclass_confusion", "predict_to_folder", "write_label_png", "write_overlay",
-           "CHUNK", "COMBINATION"]
+__all__ = ["CHUNK", "COMBINATION", "check_models", "label_images", "label_superpixels",
+           "multiclass_confusion", "predict_to_folder", "prediction_index", "write_label_png",
+           "write_overlay"]
 
 #: Images whose features are held in memory at once.
 CHUNK = 32
@@ -172,6 +173,29 @@ def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Seque
         if progress is not None:
             progress.close()
     return entries
+
+
+def prediction_index(models: Sequence[SegmentationModel], source: dict, entries: list[dict],
+                     seconds: float) -> dict:
+    """``index.json`` of a folder of predictions.
+
+    Parameters
+    ----------
+    models : the class models that labelled the images.
+    source : where the images came from: {"images": [paths]}, or
+        {"data_root": ..., "split": ...}.
+    entries : :func:`predict_to_folder`'s, one per image.
+    seconds : wall-clock seconds of the labelling.
+    """
+    return {
+        "format": "segstruct-predictions", "format_version": 1, **source,
+        "models": [{"path": str(m.path), "class": m.class_name, "class_index": m.label,
+                    "method": m.doc["method"], "dataset": m.doc.get("dataset"),
+                    "train_split": m.doc.get("train_split"),
+                    "code_version": m.doc.get("code_version")} for m in models],
+        "combination": "the model's graph cut" if len(models) == 1 else COMBINATION,
+        "features": models[0].config.to_dict(), "code_version": code_version(),
+        "seconds": seconds, "images": entries}
 
 
 def multiclass_confusion(models: Sequence[SegmentationModel], extractor, ids: Sequence[str]):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from segstruct.cli import build_parser, inspect_report, main
+from segstruct.cli.common import EarlierName
 from segstruct.datasets import VOCDataset
 
 # the top-down block (on by default) costs a detector per class; these tests are
@@ -54,9 +55,7 @@ def test_every_option_has_help_that_shows_its_default():
             if not action.option_strings:
                 continue                        # positionals: the subcommand name
             name = f"{prog} {'/'.join(action.option_strings)}"
-            if action.help == argparse.SUPPRESS and any(
-                    other.dest == action.dest and other.help != argparse.SUPPRESS
-                    for other in parser._actions if other is not action):
+            if isinstance(action, EarlierName):
                 continue                        # an option's earlier name, hidden
             if not action.help or action.help == argparse.SUPPRESS:
                 problems.append(f"{name}: no help")
@@ -217,7 +216,7 @@ def test_conflicting_training_options(data_root, tmp_path, capsys):
     base = ["train", "--data", str(data_root), "--class", "car", "--out", str(tmp_path / "m"),
             "--cache", str(tmp_path / "c"), *SMALL]
     for extra, words in ((["--method", "bl1", "--loss", "iou"], "does not apply"),
-                         (["--method", "bl2", "--weights", "area"], "count")):
+                         (["--method", "bl2", "--node-weights", "area"], "count")):
         with pytest.raises(SystemExit) as exc:
             main(base + extra)
         assert exc.value.code == 2 and words in capsys.readouterr().err
@@ -266,25 +265,31 @@ def test_no_polish_gives_the_papers_oracle(data_root, tmp_path):
     assert "polish=False" in load_model(model)[3]["oracle"]
 
 
-def test_earlier_option_names_still_parse():
-    """Recorded commands use --lp-solver and --weights, the options' earlier names."""
+def test_earlier_option_names_still_parse_with_a_warning():
+    """Recorded commands use --lp-solver, --weights and --top-down, the options'
+    earlier names: they still parse, and say what to give instead."""
     required = ["train", "--class", "car", "--out", "m"]
-    args = build_parser().parse_args([*required, "--lp-solver", "lp", "--weights", "area"])
-    assert (args.inference, args.node_weights) == ("lp", "area")
+    with pytest.warns(FutureWarning) as caught:
+        args = build_parser().parse_args([*required, "--lp-solver", "lp", "--weights", "area",
+                                          "--top-down"])
+    assert (args.inference, args.node_weights, args.top_down) == ("lp", "area", True)
+    said = " ".join(str(w.message) for w in caught)
+    assert "--inference" in said and "--node-weights" in said and "on by default" in said
     args = build_parser().parse_args(required)
     assert (args.inference, args.node_weights) == (None, "count")
 
 
 def test_top_down_block_is_on_by_default(data_root, tmp_path, capsys):
-    from segstruct.cli import _feature_config
+    from segstruct.cli.settings import feature_config
     from segstruct.features.descriptors import FeatureConfig
     from segstruct.features.topdown.detector import DetectorParams
     train = ["train", "--class", "car", "--out", "m", "--seed", "4"]
     parse = build_parser().parse_args
-    assert _feature_config(parse(train)).detector == DetectorParams(seed=4)
-    assert _feature_config(parse([*train, "--no-top-down"])).detector is None
+    assert feature_config(parse(train)).detector == DetectorParams(seed=4)
+    assert feature_config(parse([*train, "--no-top-down"])).detector is None
     # the switch of the days it was off by default still parses (and changes nothing)
-    assert _feature_config(parse([*train, "--top-down"])).detector == DetectorParams(seed=4)
+    with pytest.warns(FutureWarning):
+        assert feature_config(parse([*train, "--top-down"])).detector == DetectorParams(seed=4)
     # features without a class: the bottom-up blocks only, said so, no detector
     cache = ["--cache", str(tmp_path / "c")]
     assert main(["features", "--data", str(data_root), *cache,
@@ -304,7 +309,7 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
     did, and detector reports the AP."""
     import json
 
-    from segstruct import cli
+    from segstruct.cli import settings as cli
     from segstruct.features.topdown.detector import DetectorParams
     from segstruct.io.persistence import load_model, load_shape_detector
 
@@ -312,7 +317,7 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
         n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=seed))
     cache = ["--cache", str(tmp_path / "c")]
     small = [a for a in SMALL if a != "--no-top-down"]    # the block is on by default
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit), pytest.warns(FutureWarning):
         main(["features", "--data", str(data_root), "--top-down", *cache, *small])
     assert "give --class" in capsys.readouterr().err
     model = tmp_path / "m"

@@ -20,7 +20,7 @@ SMALL = ["--words", "16", "--codebook-descriptors", "2000", "--fz-min-size", "40
 def trained(tmp_path_factory):
     """A generated data set, and a bl1 car model with the top-down block,
     cross-fitted on 2 folds (cheap detectors) and one without it."""
-    from segstruct import cli
+    from segstruct.cli import settings as cli
     from segstruct.features.topdown.detector import DetectorParams
     base = tmp_path_factory.mktemp("segmodel")
     root = make_synthetic_voc(base / "voc", n_train=6, n_val=3)

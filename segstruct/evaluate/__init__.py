@@ -1,1 +1,2 @@
-"""Scores (the VOC measure), the paired bootstrap, data checks and the diagnosis of a trained model."""
+"""Scores (the VOC measure), the paired bootstrap, data checks and the diagnosis
+of a trained model."""

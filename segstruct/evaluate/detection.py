@@ -76,6 +76,26 @@ def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: s
                           for i, d, t, j in zip(ids, detections, truths, ignored)}}
 
 
+def detectors_report(dataset: VOCDataset, detectors, split: str, n_jobs: int = 1,
+                     progress: bool = False) -> dict:
+    """:func:`detector_report` of each of a class's detectors (the folds' of the
+    cross-fitted block, or the one), and their mean average precision.
+
+    Returns
+    -------
+    dict
+        The first detector's report (its "per_image" for figures), with
+        "average_precision" the mean over the detectors that have one (None
+        when none has) and "detector_average_precision" the list of each's.
+    """
+    reports = [detector_report(dataset, sd, split, n_jobs=n_jobs, progress=progress)
+               for sd in detectors]
+    aps = [r["average_precision"] for r in reports]
+    known = [a for a in aps if a is not None]
+    return {**reports[0], "average_precision": float(np.mean(known)) if known else None,
+            "detector_average_precision": aps}
+
+
 def best_images(report: dict, n: int) -> list[str]:
     """Up to ``n`` image ids with objects, those with the most confident detection first."""
     scored = [(-(float(v["detections"][0, 4]) if len(v["detections"]) else -np.inf), i)

@@ -1,1 +1,2 @@
-"""Images to graphs: superpixels, their descriptors and pairwise features, extraction in parallel, and the feature cache."""
+"""Images to graphs: superpixels, their descriptors and pairwise features,
+extraction in parallel, and the feature cache."""

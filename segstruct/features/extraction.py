@@ -199,7 +199,7 @@ def _top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enab
         for sd in detectors:
             key = top_down_key(digest, segments, sd.digest)
 
-            def compute():
+            def compute(sd=sd):
                 block = topdown_features(sd.detector, sd.shapes, image(), segments)
                 # before caching: a non-finite block must never be stored
                 check_finite_features(image_id, {"top_down": block},
@@ -455,7 +455,7 @@ class FeatureExtractor:
         done = parallel_map(_detector_or_error, args, min(self._cores(), len(jobs)),
                             self.progress and len(jobs) > 1, "detectors", unit="detector")
         folds = {}
-        for (name, f, ids), (detector, error) in zip(jobs, done):
+        for (name, f, _), (detector, error) in zip(jobs, done):
             if error is not None:
                 errors.setdefault(name, error)
             elif f is None:

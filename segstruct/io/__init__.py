@@ -1,1 +1,2 @@
-"""Files: atomic writes, model files, training checkpoints and the code version that made a result."""
+"""Files: atomic writes, model files, training checkpoints and the code version
+that made a result."""

@@ -257,7 +257,8 @@ class StructuredSVM(BaseSSVM):
             # workers only where there are several problems to deal out
             split = self.scope == "image" or run.union_parts is not None
             with InferencePool(run.oracle, self.n_jobs if split else 1) as pool:
-                for state in cutting_planes(run, state, pool):
+                # each state the loop yields is the next one's start
+                for state in cutting_planes(run, state, pool):  # noqa: B020
                     for callback in callbacks:
                         callback.on_iteration(run, state)
         except (SolverError, QPError) as err:

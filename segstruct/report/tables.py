@@ -12,7 +12,7 @@ import io
 from segstruct.features.descriptors import FeatureConfig
 from segstruct.learn.methods import c_text
 
-__all__ = ["fmt", "table_markdown", "table_csv"]
+__all__ = ["fmt", "inspection_text", "multiclass_markdown", "table_csv", "table_markdown"]
 
 
 def fmt(v, spec=".2f") -> str:
@@ -134,3 +134,72 @@ def table_csv(results: dict) -> str:
                                           _table_rows(results, "train_iou_percent")):
         writer.writerow([name, *("" if v is None else f"{v:.4f}" for v in [*values, *train])])
     return out.getvalue()
+
+
+def inspection_text(report: dict) -> str:
+    """``segstruct inspect``'s table: a row per split and class.
+
+    Parameters
+    ----------
+    report : dict
+        ``segstruct.cli.inspect.inspect_report``'s: provenance ("dataset",
+        "data_root", "code_version"), "splits" ({split: {class: summary}}, as
+        ``segstruct.evaluate.inspection.inspect_dataset`` gives) and "problems".
+
+    Returns
+    -------
+    str
+        Fixed-width text, the problems (or "no problems found") below it.
+    """
+    lines = [f"data set {report['dataset']} ({report['data_root']}), code "
+             f"{report['code_version']}"]
+    header = (f"{'split':<10} {'class':<12} {'images':>6} {'with':>6} {'fg px %':>8} "
+              f"{'void %':>7} {'sp/img':>7} {'fg sp':>6} {'bg sp':>6} {'kappa':>7} "
+              f"{'oracle IoU %':>12}")
+    lines += [header, "-" * len(header)]
+    for split, per_class in report["splits"].items():
+        for name, s in per_class.items():
+            sp = s["superpixels_per_image"]
+            lines.append(
+                f"{split:<10} {name:<12} {s['images']:>6} {s['images_with_class']:>6} "
+                f"{100 * s['foreground_pixel_share']:>8.2f} "
+                f"{100 * s['void_pixel_share']:>7.2f} "
+                f"{sp['mean']:>7.1f} {s['foreground_superpixels']:>6} "
+                f"{s['background_superpixels']:>6} "
+                f"{fmt(s['kappa_fg_bg_superpixel_ratio'], '7.4f'):>7} "
+                f"{fmt(s['oracle_voc_iou_percent'], '12.2f'):>12}")
+    if report["problems"]:
+        lines.append(f"\n{len(report['problems'])} problem(s):")
+        lines += [f"  - {msg}" for msg in report["problems"]]
+    else:
+        lines.append("\nno problems found")
+    return "\n".join(lines)
+
+
+def multiclass_markdown(scores: dict, alone: dict) -> str:
+    """``evaluate --multiclass``'s table: IoU % per label, combined and alone.
+
+    Parameters
+    ----------
+    scores : dict
+        ``ConfusionMatrix.to_dict()`` of the combined labels ("iou_percent"
+        per label name, "mean_iou_percent").
+    alone : dict
+        {class: ``VOCScore.to_dict()``} of each class model scored alone.
+
+    Returns
+    -------
+    str
+        A Markdown table: a row per label that the masks or the labels hold,
+        then the mean.
+    """
+    from segstruct.datasets.voc import VOC_CLASSES
+    lines = ["| label | combined | alone |", "|---|---|---|"]
+    for name in VOC_CLASSES:
+        value = scores["iou_percent"][name]
+        if value is None and name not in alone:
+            continue                          # in neither the masks nor the labels
+        single = alone.get(name, {}).get("voc_iou_percent")
+        lines.append(f"| {name} | {fmt(value, '.2f')} | {fmt(single, '.2f')} |")
+    lines.append(f"| **mean** | **{fmt(scores['mean_iou_percent'], '.2f')}** | |")
+    return "\n".join(lines)

@@ -10,7 +10,8 @@ Public API::
     boxes_from_mask(mask, class_index, min_area, max_void_fraction) -> (K, 4)
     DetectorParams(...); train_detector(images, masks, class_index, params) -> Detector
         (TooFewObjects, a ValueError, when a component would get no positive)
-    Detector.detect(image) -> (K, 6); .confidence_maps(image); .to_arrays(); Detector.from_arrays(...)
+    Detector.detect(image) -> (K, 6); .confidence_maps(image); .to_arrays();
+    Detector.from_arrays(...)
     average_shapes(detector, images, masks, class_index) -> AverageShapes
     topdown_features(detector, shapes, image, superpixels) -> (N, n_components * (1 + n_parts))
     average_precision(detections, truths, ignored) -> float

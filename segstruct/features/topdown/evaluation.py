@@ -40,7 +40,8 @@ def match_detections(detections: Sequence[np.ndarray], truths: Sequence[np.ndarr
         raise ValueError("detections, truths and ignored need one entry per image")
     all_scores, all_hits, n_truths = [], [], 0
     for dets, gt, ign in zip(detections, truths, ignored):
-        dets = np.asarray(dets, np.float64).reshape(-1, np.asarray(dets).shape[-1] if np.size(dets) else 5)
+        width = np.asarray(dets).shape[-1] if np.size(dets) else 5
+        dets = np.asarray(dets, np.float64).reshape(-1, width)
         gt = np.asarray(gt, np.float64).reshape(-1, 4)
         ign = np.asarray(ign, np.float64).reshape(-1, 4)
         n_truths += len(gt)

@@ -262,7 +262,8 @@ def negative_features(detector: Detector, image, objects: np.ndarray,
     levels = detector.root_levels(pyramid)
     maps = {}
     for lv in levels:
-        part_map = detector.part_level(pyramid, lv) if p.n_parts and detector.components[0].n_parts else None
+        with_parts = p.n_parts and detector.components[0].n_parts
+        part_map = detector.part_level(pyramid, lv) if with_parts else None
         scores = detector.score_maps(pyramid.levels[lv], part_map)
         maps[lv] = (part_map, scores)
         for k, ls in enumerate(scores):
@@ -443,11 +444,13 @@ def train_detector(images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
                     new[k].append(rows)
             comps_now = []
             for k, comp in enumerate(detector.components):
-                fresh_neg = np.concatenate(new[k]) if new[k] else np.zeros((0, pos[k].shape[1]), np.float32)
+                fresh_neg = (np.concatenate(new[k]) if new[k] else
+                             np.zeros((0, pos[k].shape[1]), np.float32))
                 if negatives[k] is not None and not first:
                     old = negatives[k]
                     # keep the old negatives the current model still gets wrong
-                    hard = old @ pack(comp, detector.params).astype(np.float32) > -params.hard_margin
+                    w = pack(comp, detector.params).astype(np.float32)
+                    hard = old @ w > -params.hard_margin
                     fresh_neg = np.concatenate([old[hard], fresh_neg])
                 fresh_neg = fresh_neg[:params.negative_cache]
                 negatives[k] = fresh_neg

@@ -1,0 +1,13 @@
+"""The ``segstruct`` command line.
+
+Commands: ``inspect`` (check a data root and summarise it), ``features``
+(extract and cache features), ``train``, ``evaluate``, ``compare``,
+``visualize``, ``predict`` and ``detector``, one module each; ``settings``
+maps their options to ``FeatureConfig`` and ``TrainingSettings``; ``main``
+holds the parser and the entry point.
+"""
+from segstruct.cli.common import UsageError, show_progress
+from segstruct.cli.inspect import inspect_report
+from segstruct.cli.main import build_parser, main
+
+__all__ = ["UsageError", "build_parser", "inspect_report", "main", "show_progress"]

@@ -1,0 +1,90 @@
+"""``segstruct compare``: train several methods for several classes and compare
+them by VOC IoU (Table 1 of the paper), with figures."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from segstruct.cli.common import UsageError, add_scheduler_option, open_dataset, show_progress
+from segstruct.cli.settings import (add_training_options, check_C_options, check_cv_size,
+                                    check_loss_options, check_solver_options, checked,
+                                    codebook_split, make_extractor, training_settings)
+from segstruct.learn.methods import METHOD_HELP, METHODS
+
+HELP = ("train several methods for several classes and compare them by VOC IoU (Table 1 "
+        "of the paper), with figures")
+FEATURES = True
+
+
+def add_arguments(p) -> None:
+    add_scheduler_option(p)
+    g = p.add_argument_group("comparison")
+    g.add_argument("--classes", nargs="+", metavar="CLASS",
+                   help="VOC class names; one the training split cannot teach stops the "
+                        "run (default: every class in the training masks, leaving out, with "
+                        "the reason, those it cannot teach, e.g. too few objects for a "
+                        "detector)")
+    g.add_argument("--methods", nargs="+", choices=sorted(METHODS), metavar="METHOD",
+                   default=["bl1", "bl2", "proposed"],
+                   help=f"methods to train (default: bl1 bl2 proposed). {METHOD_HELP}")
+    add_training_options(g)
+    g.add_argument("--split-train", default="train",
+                   help="training split (default %(default)s)")
+    g.add_argument("--split-eval", default="val",
+                   help="split the table scores (default %(default)s)")
+    g.add_argument("--out", type=Path, default=Path("segstruct-compare"), metavar="DIR",
+                   help="output folder; a second run resumes there (default: "
+                        "./%(default)s)")
+    g.add_argument("--figure-images", type=int, default=4, metavar="N",
+                   help="images per qualitative figure, drawn with --seed from the "
+                        "evaluation split, preferring ones that show the class (default "
+                        "%(default)s)")
+    g.add_argument("--figure-ids", nargs="+", metavar="ID",
+                   help="draw these evaluation image ids instead (default: the "
+                        "--figure-images draw)")
+    g.add_argument("--no-figures", action="store_true", help="write the tables only")
+    g.add_argument("--multiclass", action="store_true",
+                   help="also combine each method's class models into one labelling per "
+                        "image (by max-marginals) and score it over all 21 labels, the "
+                        "VOC challenge measure: DIR/multiclass.json and multiclass.md")
+
+
+def run(args) -> int:
+    from segstruct.compare import Comparison, classes_in
+    if not args.no_figures and args.figure_images < 1 and not args.figure_ids:
+        raise UsageError("--figure-images must be at least 1 (or give --no-figures)")
+    if args.no_figures and args.figure_ids:
+        raise UsageError("--figure-ids and --no-figures contradict each other; give one")
+    if args.split_train == args.split_eval:
+        raise UsageError(f"--split-train and --split-eval are both {args.split_train!r}: "
+                         "the table would score the models on their own training data")
+    if codebook_split(args) == args.split_eval:
+        raise UsageError(f"--codebook-split {args.split_eval!r} is the evaluation split: "
+                         "the codebook must be learnt on training data only")
+    check_loss_options(args, args.methods)
+    check_solver_options(args, args.methods)
+    check_C_options(args)
+    settings = training_settings(args)
+    for method in args.methods:          # each method's own checks, before any feature
+        C = args.cv[0][0] if args.cv is not None else args.C
+        checked(settings.estimator(method, C=C))
+    dataset = open_dataset(args)
+    check_cv_size(args, dataset, args.split_train)
+    extractor = make_extractor(args, dataset)
+    classes = args.classes or classes_in(dataset, args.split_train)
+    # "every class" leaves out a class too small for a detector; a class asked
+    # for by name stops the run instead
+    comparison = Comparison(extractor, classes, args.methods, training_settings(args), args.out,
+                            train_split=args.split_train, eval_split=args.split_eval,
+                            seed=args.seed, progress=show_progress(args),
+                            skip_few_objects=args.classes is None, n_jobs=args.n_jobs)
+    start = time.perf_counter()
+    comparison.run(figures=not args.no_figures, figure_images=args.figure_images,
+                   figure_ids=args.figure_ids, multiclass=args.multiclass)
+    print()
+    print((args.out / "table.md").read_text())
+    if args.multiclass:
+        print((args.out / "multiclass.md").read_text())
+    print(f"compare finished in {time.perf_counter() - start:.1f} s")
+    return 0
+

@@ -1,0 +1,93 @@
+"""``segstruct evaluate``: score saved models on a split with the VOC measure."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from segstruct.cli.common import (UsageError, add_other_data_option, check_model_data, class_models,
+                                  load_models, model_detectors, open_dataset, refuse_overwriting)
+from segstruct.cli.settings import make_extractor
+from segstruct.evaluate.records import evaluation_record, multiclass_record
+from segstruct.io.files import write_json
+from segstruct.report.tables import fmt, multiclass_markdown
+
+HELP = "score a saved model on a split with the VOC measure"
+FEATURES = False
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--model", nargs="+", action="extend", required=True, type=Path,
+                   metavar="MODEL",
+                   help="the model to score: the MODEL of train --out, or "
+                        "DIR/models/<class>-<method> of compare (reads MODEL.json and "
+                        "MODEL.npz; the features are computed as the model says); with "
+                        "--multiclass, one model per class")
+    p.add_argument("--multiclass", action="store_true",
+                   help="label each image with all the models at once (each superpixel: "
+                        "the class whose model is surest, by max-marginals, or "
+                        "background) and report the VOC challenge measure: IoU per label "
+                        "over all 21, void ignored, and their mean, beside each model "
+                        "scored alone")
+    p.add_argument("--split", default="val", help="split to score (default %(default)s)")
+    add_other_data_option(p)
+    p.add_argument("--json", type=Path,
+                   help="also write the scores, with each image's TP, FP and FN, as JSON "
+                        "here (default: not written)")
+
+
+def run(args) -> int:
+    if args.multiclass:
+        return _multiclass(args)
+    if len(args.model) > 1:
+        raise UsageError("several --model: add --multiclass to score them together "
+                         "(one per class), or evaluate them one at a time")
+    path, = args.model
+    refuse_overwriting(args.json, [path])
+    model, = load_models([path])
+    doc = model.doc
+    dataset = open_dataset(args)
+    check_model_data(args, dataset, [path], [doc])
+    extractor = make_extractor(args, dataset, model.config, model.codebook,
+                               model_detectors([model]))
+    examples = extractor.examples(args.split, doc["class"])
+    voc = model.estimator.voc_score([ex.graph for ex in examples],
+                                    [ex.pixel_counts for ex in examples])
+    score = voc.to_dict()
+    print(f"{doc['method']} model {path} ({doc['class']}, trained on "
+          f"{doc['dataset']}/{doc['train_split']}) on {dataset.name}/{args.split}: "
+          f"VOC IoU {fmt(score['voc_iou_percent'], '.2f')} % "
+          f"(precision {fmt(score['precision_percent'], '.1f')}, "
+          f"recall {fmt(score['recall_percent'], '.1f')}, "
+          f"F1 {fmt(score['f1_percent'], '.1f')}, "
+          f"mean per-image IoU {fmt(score['mean_image_iou_percent'], '.1f')})")
+    if args.json:
+        write_json(args.json, evaluation_record(
+            dataset, args.split, path, doc, score, [ex.graph.image_id for ex in examples],
+            voc.per_image))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _multiclass(args) -> int:
+    """evaluate --multiclass: the models' combined labels scored on all 21 labels,
+    beside each model scored alone."""
+    from segstruct.predict import COMBINATION, multiclass_confusion
+    refuse_overwriting(args.json, args.model)
+    models, detectors = class_models(args.model)
+    dataset = open_dataset(args)
+    check_model_data(args, dataset, args.model, [m.doc for m in models])
+    extractor = make_extractor(args, dataset, models[0].config, models[0].codebook, detectors)
+    ids = dataset.ids(args.split)
+    scores = multiclass_confusion(models, extractor, ids).to_dict()
+    alone = {}
+    for m in models:           # each class model scored alone, as evaluate does
+        examples = extractor.examples(args.split, m.class_name)
+        alone[m.class_name] = m.estimator.voc_score(
+            [ex.graph for ex in examples], [ex.pixel_counts for ex in examples]).to_dict()
+    print(f"{len(models)} class models on {dataset.name}/{args.split} ({len(ids)} images), "
+          "VOC IoU % per label:")
+    print(multiclass_markdown(scores, alone))
+    if args.json:
+        write_json(args.json, multiclass_record(dataset, args.split, models, COMBINATION,
+                                                scores, alone))
+        print(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,52 @@
+"""``segstruct features``: extract and cache superpixel graphs and features."""
+from __future__ import annotations
+
+import sys
+import time
+
+from segstruct.cli.common import UsageError, add_scheduler_option, open_dataset
+from segstruct.cli.settings import make_extractor
+
+HELP = "extract and cache superpixel graphs and features"
+FEATURES = True
+
+
+def add_arguments(p) -> None:
+    add_scheduler_option(p)
+    p.add_argument("--split", nargs="+", help="splits to extract (default: train)")
+    p.add_argument("--class", dest="class_name", metavar="CLASS",
+                   help="also compute the targets of this VOC class and its top-down "
+                        "block, training its detector if needed (default: none, graphs "
+                        "and bottom-up features only)")
+
+
+def run(args) -> int:
+    if args.top_down and not args.class_name:
+        raise UsageError("--top-down features are per class: give --class")
+    if not args.class_name and not args.no_top_down:
+        # the bottom-up blocks are shared by every class; the top-down one is not
+        args.no_top_down = True
+        if not args.quiet:
+            print("no --class given: bottom-up features only (the top-down block is per "
+                  "class)", file=sys.stderr)
+    dataset = open_dataset(args)
+    extractor = make_extractor(args, dataset)
+    start = time.perf_counter()
+    for split in args.split or ["train"]:
+        if args.class_name:
+            examples = extractor.examples(split, args.class_name)
+            graphs = [ex.graph for ex in examples]
+            fg_sp = sum(int(ex.targets[~ex.void_only].sum()) for ex in examples)
+            extra = f", {fg_sp} {args.class_name} superpixels"
+        else:
+            graphs = extractor.graphs(split)
+            extra = ""
+        n_nodes = sum(g.n_nodes for g in graphs)
+        n_edges = sum(len(g.edges) for g in graphs)
+        dim = graphs[0].unary.shape[1] if graphs else 0
+        print(f"{dataset.name}/{split}: {len(graphs)} images, {n_nodes} superpixels, "
+              f"{n_edges} edges, unary dim {dim}, pairwise dim 3{extra}")
+    where = "disabled" if not extractor.cache.enabled else extractor.cache.directory
+    print(f"done in {time.perf_counter() - start:.1f} s; cache: {where}")
+    return 0
+

@@ -1,0 +1,66 @@
+"""The ``segstruct`` command line: its parser and entry point.
+
+Each command is a module of this package with ``HELP``, ``FEATURES`` (whether
+it takes the feature options), ``add_arguments(parser)`` and ``run(args)``;
+``COMMANDS`` lists them in the order of the help.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from segstruct.cli import (compare, detector, evaluate, features, inspect, predict, train,
+                           visualize)
+from segstruct.cli.common import UsageError, add_data_options
+from segstruct.cli.settings import add_feature_options, make_estimator
+from segstruct.cluster import use_scheduler
+from segstruct.datasets import DatasetError
+from segstruct.io.provenance import code_version
+from segstruct.learn.methods import DEFAULTS
+
+COMMANDS = {"inspect": inspect, "features": features, "train": train, "evaluate": evaluate,
+            "compare": compare, "visualize": visualize, "predict": predict,
+            "detector": detector}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command's options."""
+    parser = argparse.ArgumentParser(
+        prog="segstruct",
+        description="Structured SVMs for MRF segmentation under IoU, F-beta and Hamming "
+                    "losses (Ranjbar, Mori & Wang, ECCV 2010).")
+    parser.add_argument("--version", action="version", version=f"segstruct {code_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, command in COMMANDS.items():
+        p = sub.add_parser(name, help=command.HELP, description=command.HELP)
+        add_data_options(p)
+        if command.FEATURES:
+            add_feature_options(p)
+        command.add_arguments(p)
+        p.set_defaults(func=command.run)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run one command; its exit status (2 for a usage or input error, 130 on
+    an interrupt)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if hasattr(args, "loss"):
+        args.loss_given = args.loss is not None
+        args.loss = args.loss or DEFAULTS.loss
+    try:
+        with use_scheduler(getattr(args, "scheduler", None)):
+            return args.func(args)
+    except UsageError as err:
+        parser.error(str(err))
+    except (DatasetError, ValueError, RuntimeError, ImportError, OSError) as err:
+        print(f"segstruct {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; finished cache entries are kept"
+              + ("; continue training with --resume" if args.command == "train"
+                 and make_estimator(args).resumable else "")
+              + ("; run the same command again to resume" if args.command == "compare"
+                 else ""), file=sys.stderr)
+        return 130

@@ -1,0 +1,395 @@
+"""Parsed options to settings: the feature options to a ``FeatureConfig`` (and
+its ``FeatureExtractor``), the training options to ``TrainingSettings`` and
+the estimator of a method, each checked before any feature is computed.
+
+The estimators' own rules (``_parameter_constraints``, ``check_params``,
+``resumable``) are not repeated here: their errors become usage errors."""
+from __future__ import annotations
+
+import argparse
+
+from segstruct.cli.common import EarlierName, UsageError, show_progress
+from segstruct.features.cache import ArrayCache
+from segstruct.features.descriptors import SIFT_NORMS, TOP_DOWN_DETECTORS, FeatureConfig
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.superpixels import SuperpixelParams
+from segstruct.features.topdown.detector import DetectorParams
+from segstruct.inference.proposed import INFERENCE_CHOICES
+from segstruct.learn.base import POSITIVE, Options, check_param
+from segstruct.learn.fenchel_young import SETS
+from segstruct.learn.methods import (DEFAULTS, METHODS, SINGLE_RUN_METHODS, SINGLE_RUN_SOLVERS,
+                                     with_workers)
+from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
+from segstruct.learn.ssvm import C_UNITS, NODE_WEIGHT_MODES, SCOPES, SOLVERS
+
+
+def add_feature_options(p: argparse.ArgumentParser) -> None:
+    d = FeatureConfig()
+    s = d.superpixels
+    g = p.add_argument_group("superpixels and features")
+    g.add_argument("--superpixels", choices=("felzenszwalb", "slic"), default=s.method,
+                   help="over-segmentation: Felzenszwalb's graph-based method (the "
+                        "paper's) or SLIC (default %(default)s)")
+    g.add_argument("--fz-scale", type=float, default=s.scale,
+                   help="Felzenszwalb k; larger gives larger superpixels (default "
+                        "%(default)s, the paper's)")
+    g.add_argument("--fz-sigma", type=float, default=s.sigma,
+                   help="Felzenszwalb Gaussian pre-smoothing, pixels (default %(default)s, "
+                        "the paper's)")
+    g.add_argument("--fz-min-size", type=int, default=s.min_size,
+                   help="Felzenszwalb minimum superpixel area, pixels (default "
+                        "%(default)s, the paper's)")
+    g.add_argument("--slic-segments", type=int, default=s.n_segments,
+                   help="SLIC: target number of superpixels per image (with "
+                        "--superpixels slic; default %(default)s)")
+    g.add_argument("--slic-compactness", type=float, default=s.compactness,
+                   help="SLIC: colour/space trade-off, larger gives more compact "
+                        "superpixels (with --superpixels slic; default %(default)s)")
+    g.add_argument("--words", type=int, default=d.n_words,
+                   help="codebook size: visual words of the SIFT bag of words (default "
+                        "%(default)s, the paper's)")
+    g.add_argument("--codebook-descriptors", type=int, default=d.codebook_descriptors,
+                   help="descriptors sampled from the training split for the codebook's "
+                        "k-means (default %(default)s)")
+    g.add_argument("--codebook-split", default=None,
+                   help="split the codebook and each class's detector (top-down "
+                        "block) are learnt on (training data only; default: the "
+                        "training split)")
+    for block in ("sift", "colour", "position", "bias"):
+        g.add_argument(f"--no-{block}", action="store_true",
+                       help=f"switch the {block} unary block off")
+    g.add_argument("--no-top-down", action="store_true",
+                   help="switch the top-down unary block off. It is on by default: per "
+                        "class, an object detector (HOG root and part filters) trained on "
+                        "the training split, and per superpixel the object shapes its "
+                        "detections vote for (the paper's Sec. 5); trained once per class "
+                        "and cached")
+    # the switch of the days the block was off by default
+    g.add_argument("--top-down", nargs=0, const=True, default=False, action=EarlierName,
+                   instead="nothing (the top-down block is on by default)")
+    g.add_argument("--top-down-folds", type=int, default=d.top_down_folds, metavar="K",
+                   help="the top-down block of each training image comes from a detector "
+                        "trained on the other K - 1 folds of the training split (cross-"
+                        "fitted, so the learner sees the detector's scores on images it was "
+                        "not fitted to, as on new ones); 1: one detector for all, fitted "
+                        "to its own training images too (default %(default)s)")
+    g.add_argument("--top-down-detector", choices=TOP_DOWN_DETECTORS,
+                   default=d.top_down_detector,
+                   help="with --top-down-folds 2 or more, the block of other splits and new "
+                        "images: the mean of the folds' detectors' blocks (folds), or the "
+                        "block of a detector trained on the whole training split (whole) "
+                        "(default %(default)s)")
+    g.add_argument("--sift-norm", choices=SIFT_NORMS, default=d.sift_norm,
+                   help="each superpixel's bag of words: word counts over their sum (l1), "
+                        "or its square root (sqrt, Hellinger's) (default %(default)s)")
+    g.add_argument("--seed", type=int, default=d.seed,
+                   help="random seed of the codebook's descriptor sample and k-means, of "
+                        "each class's detector (another seed trains other detectors), and "
+                        "of the --C auto folds and the figures' images where the command "
+                        "has them (default %(default)s)")
+
+
+def check_feature_options(args) -> None:
+    """Refuse feature options that the other options make meaningless."""
+    d = FeatureConfig()
+    s = d.superpixels
+
+    def given(name, default):
+        return getattr(args, name) != default
+
+    if args.superpixels == "slic":
+        unused = [f for f, n, v in (("--fz-scale", "fz_scale", s.scale),
+                                    ("--fz-sigma", "fz_sigma", s.sigma),
+                                    ("--fz-min-size", "fz_min_size", s.min_size)) if given(n, v)]
+        if unused:
+            raise UsageError(f"{', '.join(unused)} set Felzenszwalb, but --superpixels is slic")
+    else:
+        unused = [f for f, n, v in (("--slic-segments", "slic_segments", s.n_segments),
+                                    ("--slic-compactness", "slic_compactness",
+                                     s.compactness)) if given(n, v)]
+        if unused:
+            raise UsageError(f"{', '.join(unused)} set SLIC, but --superpixels is "
+                             f"{args.superpixels}")
+    if args.top_down and args.no_top_down:
+        raise UsageError("--top-down and --no-top-down contradict each other; give one")
+    if args.top_down_folds < 1:
+        raise UsageError(f"--top-down-folds must be at least 1, got {args.top_down_folds}")
+    for flag, name in (("--top-down-folds", "top_down_folds"),
+                       ("--top-down-detector", "top_down_detector")):
+        if args.no_top_down and given(name, getattr(d, name)):
+            raise UsageError(f"{flag} sets the top-down block, but --no-top-down switches "
+                             "it off")
+    if args.no_sift:
+        # --codebook-split also names the detector's training split
+        split_used = not args.no_top_down and args.command != "inspect"
+        unused = [f for f, n, v in (("--words", "words", d.n_words),
+                                    ("--codebook-descriptors", "codebook_descriptors",
+                                     d.codebook_descriptors),
+                                    ("--codebook-split", "codebook_split", None))
+                  if given(n, v) and not (n == "codebook_split" and split_used)]
+        if unused:
+            raise UsageError(f"{', '.join(unused)} set the SIFT codebook, but --no-sift "
+                             "switches SIFT off")
+
+
+def feature_config(args) -> FeatureConfig:
+    check_feature_options(args)
+    sp = SuperpixelParams(method=args.superpixels, scale=args.fz_scale, sigma=args.fz_sigma,
+                          min_size=args.fz_min_size, n_segments=args.slic_segments,
+                          compactness=args.slic_compactness)
+    return FeatureConfig(superpixels=sp, sift=not args.no_sift, colour=not args.no_colour,
+                         position=not args.no_position, bias=not args.no_bias,
+                         n_words=args.words,
+                         codebook_descriptors=args.codebook_descriptors, seed=args.seed,
+                         sift_norm=args.sift_norm,
+                         detector=None if args.no_top_down else DetectorParams(seed=args.seed),
+                         top_down_folds=args.top_down_folds,
+                         top_down_detector=args.top_down_detector)
+
+
+def codebook_split(args) -> str:
+    """The codebook is learnt on training data: --codebook-split, else the training split."""
+    given = getattr(args, "codebook_split", None)
+    training = getattr(args, "split_train", None) or (
+        args.split if args.command == "train" else "train")
+    return given or training
+
+
+def make_extractor(args, dataset, config=None, codebook=None, detectors=None) -> FeatureExtractor:
+    """Features as the options say, or as a saved model's ``config``,
+    ``codebook`` and ``detectors`` say (evaluation must see the features it
+    was trained on)."""
+    if args.no_cache and args.cache is not None:
+        raise UsageError("--no-cache and --cache contradict each other; give one")
+    if args.n_jobs == 0:
+        raise UsageError("--n-jobs must be a positive number or -1")
+    cache = ArrayCache(args.cache, enabled=not args.no_cache)
+    if config is None:
+        return FeatureExtractor(dataset, feature_config(args), cache, n_jobs=args.n_jobs,
+                                progress=show_progress(args),
+                                codebook_split=codebook_split(args))
+    return FeatureExtractor(dataset, config, cache, n_jobs=args.n_jobs,
+                            progress=show_progress(args), codebook=codebook,
+                            detectors=detectors, from_model=True)
+
+
+def add_training_options(g) -> None:
+    g.add_argument("--loss", choices=("iou", "fbeta", "f1"), default=None,
+                   help=f"loss of bl2 / proposed / exact (default {DEFAULTS.loss})")
+    g.add_argument("--beta", type=float, default=None,
+                   help=f"beta of --loss fbeta (default {DEFAULTS.beta:g})")
+    g.add_argument("--triangles", type=int, default=None,
+                   help="loss-surface triangles M of the proposed method's triangle LPs "
+                        "(--inference decomposition or lp; default "
+                        f"{DEFAULTS.n_triangles}, as in the paper)")
+    g.add_argument("--inference", choices=INFERENCE_CHOICES, default=None,
+                   help="proposed: 'envelope' finds the exact maximiser of the true loss "
+                        "by branch and bound with graph cuts; 'decomposition' and 'lp' "
+                        "solve the paper's triangle LPs (by column generation with "
+                        "graph-cut pricing, or by HiGHS on Eq. 22-26) (default "
+                        f"{DEFAULTS.inference})")
+    g.add_argument("--lp-solver", choices=INFERENCE_CHOICES, dest="inference",
+                   action=EarlierName, instead="--inference")
+    g.add_argument("--no-polish", action="store_true",
+                   help="proposed: skip the greedy single-node flips on the true loss "
+                        "(with --inference decomposition or lp: the paper's method as "
+                        "published)")
+    g.add_argument("--C", default=DEFAULTS.C, metavar="C|auto",
+                   help="regularisation trade-off, in --C-units. 'auto': choose C per "
+                        "method and class by k-fold cross-validation on the training split "
+                        "(pooled held-out VOC IoU, ties to the smaller C), then refit on the "
+                        "whole split (default %(default)s)")
+    g.add_argument("--C-units", choices=C_UNITS, default=DEFAULTS.C_units,
+                   help="superpixel: the loss counted in missed superpixels and summed over "
+                        "the examples, so that one C suits every method and both scopes; "
+                        "paper: the C of the paper's Eq. 8 (its C = 1 is the paper's "
+                        "setting); the model file and records give the objective's own C "
+                        "(svm_C) either way (default %(default)s)")
+    g.add_argument("--C-grid", nargs="+", type=float, default=None, metavar="C",
+                   help="--C auto: the values of C tried (default: "
+                        f"{' '.join(f'{c:g}' for c in DEFAULT_GRID)}, log-spaced)")
+    g.add_argument("--folds", type=int, default=None, metavar="K",
+                   help="--C auto: folds of the training split, by image, drawn with "
+                        f"--seed (default {DEFAULT_FOLDS})")
+    g.add_argument("--solver", choices=SOLVERS, default=DEFAULTS.solver,
+                   help="learner of the structural SVM: cutting planes with one slack for "
+                        "all constraints (stabilised as OCAS) or one slack per example; or, "
+                        "with --scope image only, projected subgradient descent, stochastic "
+                        "subgradient (SGD) over images, or block-coordinate Frank-Wolfe "
+                        "(bcfw), for which --max-iter counts epochs and which cannot "
+                        "--resume; all reach the same optimum (sgd and subgradient "
+                        "approximately; bcfw to --tol). The lovasz method trains by its "
+                        "1-slack cutting planes, or by SGD with --solver sgd; projection "
+                        "by L-BFGS-B (default %(default)s)")
+    g.add_argument("--projection-set", choices=SETS, default=DEFAULTS.projection_set,
+                   help="the projection method's convex set: the unit cube (projection by "
+                        "clipping; seconds), the cube with a foreground budget, or the "
+                        "marginal polytope (Frank-Wolfe with graph cuts; exact for the "
+                        "model's attractive edges, but seconds per image per step: small "
+                        "data only); budget and marginal need --node-weights count "
+                        "(default %(default)s)")
+    g.add_argument("--scope", choices=SCOPES, default=DEFAULTS.scope,
+                   help="one loss over the whole training set (the paper's setting), or "
+                        "one loss per image (default %(default)s)")
+    g.add_argument("--node-weights", choices=NODE_WEIGHT_MODES,
+                   default=DEFAULTS.node_weights,
+                   help="node weights a_i: FP and FN count superpixels (the paper's) or "
+                        "non-void pixels (default %(default)s)")
+    g.add_argument("--weights", choices=NODE_WEIGHT_MODES, dest="node_weights",
+                   action=EarlierName, instead="--node-weights")
+    g.add_argument("--tol", type=float, default=DEFAULTS.tol,
+                   help="cutting-plane tolerance epsilon, in loss units: training stops "
+                        "when the objective is within C * tol of the working-set QP's "
+                        "lower bound (bcfw: of its dual; sgd and subgradient have no "
+                        "stopping test) (default %(default)s)")
+    g.add_argument("--max-iter", type=int, default=DEFAULTS.max_iter,
+                   help="cutting-plane iterations at most; epochs for --solver subgradient, "
+                        "sgd and bcfw (default %(default)s)")
+
+
+def check_loss_options(args, methods) -> None:
+    """Refuse options that the chosen loss or methods would silently ignore,
+    then fill in the defaults of the proposed method's options."""
+    if args.loss_given and all(METHODS[m]["loss"] is not None for m in methods):
+        raise UsageError(f"--loss does not apply to {', '.join(methods)}: their losses are "
+                         "fixed (it sets the loss of bl2, proposed and exact)")
+    if args.beta is not None and args.loss != "fbeta":
+        raise UsageError(f"--beta applies only to --loss fbeta (the loss is {args.loss})")
+    if args.beta is not None and not args.beta > 0:
+        raise UsageError(f"--beta must be positive, got {args.beta}")
+    if "proposed" not in methods:
+        for flag, value in (("--triangles", args.triangles), ("--inference", args.inference),
+                            ("--no-polish", args.no_polish or None)):
+            if value is not None:
+                raise UsageError(f"{flag} applies only to the proposed method")
+    if args.inference is None:
+        args.inference = DEFAULTS.inference
+    if args.triangles is not None and args.inference == "envelope":
+        raise UsageError("--triangles applies to --inference decomposition or lp; the "
+                         "envelope inference (the default) uses no triangles")
+    if args.triangles is None:
+        args.triangles = DEFAULTS.n_triangles
+
+
+def check_solver_options(args, methods) -> None:
+    """Refuse a --solver or --projection-set that the methods rule out (the
+    estimators refuse what their own settings rule out: check_params)."""
+    if args.solver != DEFAULTS.solver and all(
+            args.solver not in SINGLE_RUN_SOLVERS.get(m, SOLVERS) for m in methods):
+        raise UsageError(f"--solver {args.solver} does not apply to {' and '.join(methods)}: "
+                         "lovasz trains by 1-slack cutting planes (oneslack) or sgd, "
+                         "projection by L-BFGS-B")
+    if args.projection_set != DEFAULTS.projection_set and "projection" not in methods:
+        raise UsageError(f"--projection-set {args.projection_set} applies to the projection "
+                         f"method only, which {' and '.join(methods)} "
+                         f"{'is' if len(methods) == 1 else 'are'} not")
+
+
+def check_C_options(args) -> None:
+    """Read ``--C`` (a number or "auto") and its cross-validation options.
+
+    Sets ``args.C`` to a float or "auto" and ``args.cv`` to ``(grid, folds)``
+    with ``--C auto`` (defaults filled in), else None.
+
+    Raises
+    ------
+    UsageError
+        ``--C`` neither a number nor "auto"; a bad grid or fold count;
+        ``--C-grid`` / ``--folds`` without ``--C auto``.
+    ValueError
+        A number that is not positive and finite (as the estimator's own
+        check has always done: exit status 2 without the usage text).
+    """
+    from segstruct.learn.selection import check_folds, check_grid
+    args.C = _parse_C(args.C)
+    if args.C != "auto":
+        check_param("--C", args.C, [POSITIVE, Options("auto")])
+        given = [flag for flag, value in (("--C-grid", args.C_grid), ("--folds", args.folds))
+                 if value is not None]
+        if given:
+            raise UsageError(f"{' and '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
+                             f"only to --C auto (C is {args.C:g}); add --C auto to choose C "
+                             "by cross-validation")
+        args.cv = None
+        return
+    try:
+        grid = check_grid(DEFAULT_GRID if args.C_grid is None else args.C_grid)
+        folds = check_folds(DEFAULT_FOLDS if args.folds is None else args.folds)
+    except ValueError as err:
+        raise UsageError(f"--C auto: {err}") from err
+    args.cv = (grid, folds)
+
+
+def _parse_C(value):
+    """A float, or "auto"; anything else is a UsageError."""
+    if isinstance(value, float) or value == "auto":
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise UsageError(f"--C must be a positive number or 'auto', got {value!r}") from None
+
+
+def check_cv_size(args, dataset, split) -> None:
+    """With --C auto, refuse (before any feature) a split with fewer images than folds."""
+    if args.cv is None:
+        return
+    n_images = len(dataset.ids(split))
+    if n_images < args.cv[1]:
+        raise UsageError(f"--C auto: split {split!r} has {n_images} training image(s), fewer "
+                         f"than the {args.cv[1]} folds; give fewer --folds or a fixed --C")
+
+
+def training_settings(args):
+    """The training options as a ``TrainingSettings``, checked (UsageError)."""
+    from segstruct.learn.methods import TrainingSettings
+    grid, folds = args.cv or (None, None)
+    return TrainingSettings(loss=args.loss, beta=args.beta or DEFAULTS.beta,
+                            scope=args.scope, C=args.C, C_units=args.C_units,
+                            node_weights=args.node_weights,
+                            n_triangles=args.triangles, inference=args.inference,
+                            polish=not args.no_polish, solver=args.solver, tol=args.tol,
+                            max_iter=args.max_iter, C_grid=grid, folds=folds,
+                            projection_set=args.projection_set)
+
+
+def make_estimator(args):
+    """The estimator of ``--method`` with the checked training options (and
+    ``--n-jobs`` inference workers, where the method has them)."""
+    C = args.cv[0][0] if args.cv is not None else args.C
+    try:
+        estimator = training_settings(args).estimator(args.method, C=C)
+    except ValueError as err:            # e.g. bl2 with area node weights, M < 2
+        raise UsageError(str(err)) from err
+    return with_workers(estimator, args.n_jobs)
+
+
+def train_estimator(args):
+    """The StructuredSVM of ``--method`` and the training options.
+
+    With ``--C auto`` its C is the grid's first value until the
+    cross-validation has chosen one.
+    """
+    check_loss_options(args, [args.method])
+    check_solver_options(args, [args.method])
+    check_C_options(args)
+    return make_estimator(args)
+
+
+def checked(estimator):
+    """``estimator`` after its own checks (check_params), as usage errors."""
+    try:
+        estimator.check_params()
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    return estimator
+
+
+def check_resume(args, estimator) -> None:
+    """Refuse --resume for a learner that keeps no checkpoint (``resumable``)."""
+    if args.resume and not estimator.resumable:
+        what = (f"the {args.method} method" if args.method in SINGLE_RUN_METHODS
+                else f"--solver {args.solver}")
+        raise UsageError(f"--resume: {what} keeps no checkpoint to continue from; train "
+                         "without --resume (from the start)")
+

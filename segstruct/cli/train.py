@@ -1,0 +1,146 @@
+"""``segstruct train``: train a structural SVM for one class and save the model."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from segstruct.cli.common import UsageError, add_scheduler_option, open_dataset, show_progress
+from segstruct.cli.settings import (add_training_options, check_cv_size, check_resume, checked,
+                                    make_estimator, make_extractor, train_estimator)
+from segstruct.io.provenance import code_version
+from segstruct.learn.methods import METHOD_HELP, METHODS
+from segstruct.report.tables import fmt
+
+HELP = "train a structural SVM for one class and save the model"
+FEATURES = True
+
+
+def add_arguments(p) -> None:
+    add_scheduler_option(p)
+    g = p.add_argument_group("training")
+    g.add_argument("--class", dest="class_name", required=True, metavar="CLASS",
+                   help="VOC class name to segment")
+    g.add_argument("--method", choices=sorted(METHODS), default="bl1",
+                   help=f"{METHOD_HELP} (default %(default)s)")
+    add_training_options(g)
+    g.add_argument("--split", default="train", help="training split (default %(default)s)")
+    g.add_argument("--split-val", default=None, metavar="SPLIT",
+                   help="validation split, scored beside the training split and checked for "
+                        "over-fitting; 'none' scores no other split (default: val, when the "
+                        "data has it)")
+    g.add_argument("--out", required=True, type=Path, metavar="MODEL",
+                   help="writes MODEL.json, MODEL.npz and MODEL.log.json; while training, "
+                        "MODEL.ckpt.npz after every iteration")
+    g.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run from MODEL.ckpt.npz (same data and "
+                        "options; --max-iter may be raised)")
+    g.add_argument("--force", action="store_true",
+                   help="replace an existing model at --out (refused otherwise)")
+
+
+def _val_split(args, dataset) -> str | None:
+    """train's validation split: --split-val, else "val" when the data has one
+    (never the training split itself); None for none."""
+    if args.split_val is None:
+        return "val" if "val" in dataset.splits() and args.split != "val" else None
+    if args.split_val == "none":
+        return None
+    if args.split_val == args.split:
+        raise UsageError(f"--split-val {args.split_val} is the training split: give another "
+                         "split, or 'none'")
+    if args.split_val not in dataset.splits():
+        raise UsageError(f"--split-val {args.split_val}: {dataset.root} has no such split "
+                         f"(it has {', '.join(dataset.splits())}); give one of those, or 'none'")
+    return args.split_val
+
+
+def _cv_figure_path(model) -> Path:
+    """Where ``train --C auto`` draws its curve: ``MODEL.cv.png``."""
+    from segstruct.io.persistence import model_paths
+    json_path, _ = model_paths(model)
+    return json_path.with_name(json_path.name[: -len(".json")] + ".cv.png")
+
+
+def _choose_C_for_train(args, dataset, X, Y) -> dict:
+    """Cross-validate C on the training split, print the curve, draw it next to
+    the model; returns the curve (with ``chosen_C``)."""
+    from segstruct.learn.selection import format_curve, select_C
+    from segstruct.report.figures import cv_figure, save_figure
+    grid, folds = args.cv
+    # the folds' estimators: same method and options, no log, checkpoint nor bar
+    # of their own (the cross-validation has one)
+    chosen, curve = select_C(lambda: make_estimator(args), X, Y, grid,
+                             folds, args.seed, show_progress(args), args.n_jobs)
+    print(f"C chosen by {folds}-fold cross-validation on {dataset.name}/{args.split} "
+          f"({args.method}, {args.class_name}): {chosen:g} (pooled held-out VOC IoU, "
+          f"{curve['seconds']:.1f} s)")
+    print("\n".join(format_curve(curve)))
+    caption = (f"data {dataset.name}/{args.split}; class {args.class_name}; method "
+               f"{args.method}; {folds} folds of the training split, seed {args.seed}; "
+               f"scope {args.scope}, node weights {args.node_weights}, tol {args.tol:g}; "
+               f"code {code_version()}")
+    path = save_figure(cv_figure({args.method: curve}, caption=caption),
+                       _cv_figure_path(args.out))
+    print(f"wrote {path}")
+    return curve
+
+
+def run(args) -> int:
+    from segstruct.io.persistence import checkpoint_path, log_path, model_paths
+    from segstruct.workflow import check_training_set, train_model
+    checkpoint = checkpoint_path(args.out)
+    if checkpoint.exists() and not args.resume:
+        raise UsageError(f"{checkpoint} holds an unfinished training run: add --resume to "
+                         "continue it (raise --max-iter if it stopped there), or delete it "
+                         "to start again")
+    model_file = model_paths(args.out)[0]
+    if model_file.exists() and not args.force and not (args.resume and checkpoint.exists()):
+        raise UsageError(f"{model_file} exists: add --force to replace that model, or give "
+                         "another --out")
+    # every option is checked before any feature is computed
+    estimator = checked(train_estimator(args))
+    check_resume(args, estimator)
+    if args.resume and not checkpoint.exists():
+        print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
+    dataset = open_dataset(args)
+    check_cv_size(args, dataset, args.split)
+    val_split = _val_split(args, dataset)
+    extractor = make_extractor(args, dataset)
+    check_training_set(extractor, args.split, args.class_name,
+                       args.cv[1] if args.cv is not None else None)
+    if extractor.config.detector is not None:
+        # a class too small for a detector stops here, before any feature
+        extractor.block_detectors(args.class_name)
+    examples = extractor.examples(args.split, args.class_name)
+    X = [ex.graph for ex in examples]
+    Y = [ex.pixel_counts for ex in examples]
+    val = None
+    if val_split is not None:
+        held = extractor.examples(val_split, args.class_name)
+        val = (val_split, [ex.graph for ex in held], [ex.pixel_counts for ex in held])
+    extra = {}
+    if args.cv is not None:
+        curve = _choose_C_for_train(args, dataset, X, Y)
+        estimator.C = curve["chosen_C"]       # the saved model: all of the split at that C
+        extra = {"C_selection": curve}
+    trained = train_model(estimator, X, Y, args.out, extractor, split=args.split,
+                          class_name=args.class_name, method=args.method, metadata=extra,
+                          progress=show_progress(args), resume=args.resume, val=val)
+    train_score, diagnosis = trained.doc["train_score"], trained.doc["diagnosis"]
+    val_score = trained.doc.get("val_score")
+    status = "converged" if estimator.converged_ else "stopped at --max-iter"
+    print(f"{args.method} on {dataset.name}/{args.split}, class {args.class_name}: "
+          f"{status} after {estimator.n_iter_} iterations in {estimator.fit_seconds_:.1f} s; "
+          f"primal {estimator.primal_:.6g}, dual {estimator.dual_:.6g}, "
+          f"gap {estimator.gap_:.3g}; {estimator.loss_!r}")
+    scores = f"VOC IoU {fmt(train_score['voc_iou_percent'], '.2f')} % on {args.split}"
+    if val_score is not None:
+        scores += f", {fmt(val_score['voc_iou_percent'], '.2f')} % on {val_split}"
+    print(scores)
+    for warning in diagnosis["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"wrote {model_paths(trained.path)[0]} (+ .npz) and {log_path(trained.path)}")
+    if checkpoint.exists():
+        print(f"kept {checkpoint}: rerun with --resume and a higher --max-iter to continue")
+    return 0
+

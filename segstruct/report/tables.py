@@ -12,7 +12,8 @@ import io
 from segstruct.features.descriptors import FeatureConfig
 from segstruct.learn.methods import c_text
 
-__all__ = ["fmt", "inspection_text", "multiclass_markdown", "table_csv", "table_markdown"]
+__all__ = ["comparison_multiclass_markdown", "fmt", "inspection_text", "multiclass_markdown",
+           "table_csv", "table_markdown"]
 
 
 def fmt(v, spec=".2f") -> str:
@@ -203,3 +204,37 @@ def multiclass_markdown(scores: dict, alone: dict) -> str:
         lines.append(f"| {name} | {fmt(value, '.2f')} | {fmt(single, '.2f')} |")
     lines.append(f"| **mean** | **{fmt(scores['mean_iou_percent'], '.2f')}** | |")
     return "\n".join(lines)
+
+
+def comparison_multiclass_markdown(doc: dict, shown, caption: str) -> str:
+    """``compare --multiclass``'s multiclass.md: per label, each method's
+    combined IoU % beside its class model's own.
+
+    Parameters
+    ----------
+    doc : dict
+        multiclass.json's content ("dataset", "eval_split", "methods",
+        "classes", "multiclass" {method: ConfusionMatrix.to_dict()},
+        "alone_voc_iou_percent" {method: {class: IoU %}}).
+    shown : the label names of the rows, in order.
+    caption : what made the table (data, settings, code version).
+    """
+    methods, classes = doc["methods"], doc["classes"]
+    combined, alone = doc["multiclass"], doc["alone_voc_iou_percent"]
+    rows = ["| label | " + " | ".join(f"{m} combined | {m} alone" for m in methods) + " |",
+            "|---|" + "---|---|" * len(methods)]
+    for name in shown:
+        cells = []
+        for m in methods:
+            cells.append(fmt(combined[m]["iou_percent"][name]))
+            cells.append(fmt(alone[m].get(name)) if name in classes else "")
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    rows.append("| **mean** | " + " | ".join(
+        f"**{fmt(combined[m]['mean_iou_percent'])}** | " for m in methods) + "|")
+    return (f"# Multi-class VOC IoU % on {doc['dataset']} ({doc['eval_split']})\n\n"
+            + "\n".join(rows) + "\n\n"
+            "Combined: the class models of a method label each superpixel together "
+            "(the class with the largest positive max-marginal difference, else "
+            "background), scored over all 21 labels, void excluded; the mean is over "
+            "the labels present in the masks or the labels. Alone: each class model's "
+            f"own VOC IoU (as in table.md). {caption}.\n")

@@ -1,0 +1,121 @@
+"""A comparison's figures: training curves, cross-validation curves,
+qualitative grids and loss surfaces, one set per class."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from segstruct.datasets import VOCDataset, class_index
+from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.superpixels import paint
+from segstruct.inference.losses import totals
+from segstruct.io.persistence import load_model
+from segstruct.learn.methods import METHODS, method_loss
+
+__all__ = ["comparison_figures", "loss_lattice", "pick_images", "save_qualitative"]
+
+
+def comparison_figures(comparison, n_images: int = 4, ids=None) -> list[Path]:
+    """Every figure of a :class:`~segstruct.compare.Comparison`'s finished pairs,
+    written under ``DIR/figures``; their paths.
+
+    Parameters
+    ----------
+    comparison : Comparison
+    n_images : images per qualitative grid, drawn with the comparison's seed
+        from the evaluation split (preferring ones that show the class).
+    ids : image ids to draw instead.
+    """
+    from segstruct.report.figures import (cv_figure, loss_surface_figure, save_figure,
+                                          training_figure)
+    c = comparison
+    fig_dir = c.out_dir / "figures"
+    written = []
+    for class_name in c.compared_classes:
+        records = {m: c.store.load(class_name, m) for m in c.methods}
+        records = {m: r for m, r in records.items() if r is not None}
+        logs = {m: json.loads((c.out_dir / r["training_log"]).read_text())
+                for m, r in records.items()}
+        if logs:
+            written.append(save_figure(
+                training_figure(logs, caption=c.caption(class_name),
+                                scopes={m: r.get("scope", c.settings.scope)
+                                        for m, r in records.items()}),
+                fig_dir / f"training-{class_name}.png"))
+        curves = {m: r["C_selection"] for m, r in records.items() if "C_selection" in r}
+        if curves:
+            written.append(save_figure(
+                cv_figure(curves, caption=c.caption(class_name, list(curves))),
+                fig_dir / f"cv-{class_name}.png"))
+        models = {m: load_model(c.out_dir / r["model"])[0] for m, r in records.items()}
+        if models:
+            chosen = ids or pick_images(c.dataset, c.eval_split, class_name, n_images, c.seed)
+            written.append(save_qualitative(
+                c.extractor, class_name, c.eval_split, chosen, models,
+                fig_dir / f"qualitative-{class_name}.png", c.caption(class_name, list(models))))
+        complex_methods = [m for m in c.methods if METHODS[m]["loss"] is None]
+        if complex_methods:
+            n_pos, n_neg = loss_lattice(c.extractor, c.train_split, class_name, c.settings)
+            loss = method_loss(complex_methods[0], c.settings.loss, c.settings.beta)
+            where = ("the whole training set" if c.settings.scope == "dataset"
+                     else "the median training image showing the class")
+            fig, _ = loss_surface_figure(
+                loss, n_pos, n_neg,
+                n_triangles=sorted({c.settings.n_triangles, 15}, reverse=True),
+                caption=f"{c.caption(class_name, complex_methods)}; "
+                        f"Np {n_pos:g}, Nn {n_neg:g} ({where})")
+            written.append(save_figure(fig, fig_dir / f"loss-surface-{class_name}.png"))
+    return written
+
+
+def loss_lattice(extractor: FeatureExtractor, split: str, class_name: str,
+                 settings) -> tuple[float, float]:
+    """(Np, Nn) of the loss the oracle sees: the training set's totals (scope
+    "dataset") or those of its median image showing the class (scope "image")."""
+    examples = extractor.examples(split, class_name, with_features=False)
+    sizes = np.array([totals(ex.targets, ex.node_weights(settings.node_weights))
+                      for ex in examples])
+    if settings.scope == "dataset":
+        return tuple(float(v) for v in sizes.sum(axis=0))
+    showing = sizes[sizes[:, 0] > 0]     # an image without the class has a flat loss
+    return tuple(float(v) for v in np.median(showing if len(showing) else sizes, axis=0))
+
+
+def pick_images(dataset: VOCDataset, split: str, class_name: str, n: int, seed: int) -> list[str]:
+    """``n`` image ids of ``split`` drawn with ``seed``, preferring ones showing the class."""
+    value = class_index(class_name)
+    ids = dataset.ids(split)
+    showing = [i for i in ids if (dataset.read_mask(i) == value).any()]
+    rest = [i for i in ids if i not in set(showing)]
+    rng = np.random.default_rng(seed)
+    chosen = list(rng.permutation(showing)[:n])
+    if len(chosen) < n:
+        chosen += list(rng.permutation(rest)[: n - len(chosen)])
+    return [str(i) for i in chosen]
+
+
+def save_qualitative(extractor: FeatureExtractor, class_name: str, split: str, ids,
+                     models: dict, path, caption: str) -> Path:
+    """Draw input | ground truth | one column per model for images ``ids``.
+
+    Parameters
+    ----------
+    models : method name -> fitted estimator (all on the extractor's features).
+    """
+    from segstruct.report.figures import qualitative_figure, save_figure
+    dataset = extractor.dataset
+    value = class_index(class_name)
+    examples = extractor.examples(split, class_name, ids=list(ids))
+    predictions = {m: est.predict([ex.graph for ex in examples]) for m, est in models.items()}
+    panels = []
+    for k, ex in enumerate(examples):
+        raw = dataset.read_mask(ex.graph.image_id)
+        truth = np.where(raw == 255, 255, raw == value).astype(np.uint8)
+        panels.append({"image_id": ex.graph.image_id,
+                       "image": dataset.read_image(ex.graph.image_id),
+                       "truth": truth, "segments": ex.graph.segments,
+                       "predictions": {m: paint(ex.graph.segments, y[k])
+                                       for m, y in predictions.items()}})
+    return save_figure(qualitative_figure(panels, list(models), caption), path)

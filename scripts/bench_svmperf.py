@@ -389,11 +389,8 @@ def machine_info() -> dict:
     return out
 
 
-def _fmt(x, spec):
-    return "–" if x is None else format(x, spec)
-
-
 def markdown(result: dict) -> str:
+    from segstruct.report.tables import fmt
     gen, st = result["generator"], result["settings"]
     refs = result["references"]
     issue = SVMPERF_ISSUE["runs"]
@@ -421,18 +418,18 @@ def markdown(result: dict) -> str:
         ref = issue.get(c_key(r["c_perf"])) if r["n"] == SVMPERF_ISSUE["n"] else None
         if r.get("error"):
             lines.append(f"| {r['n']} | {r['c_perf']:g} | – | "
-                         f"{_fmt(r['reference_objective'], '.4f')} | – | – | no | "
-                         f">= {r['seconds']:.0f} | – | – | {_fmt(ref and ref['objective'], 'g')} | "
-                         f"{_fmt(ref and ref['seconds'], 'g')} | "
-                         f"{_fmt(ref and r['seconds'] / ref['seconds'], '.0f')}+ |")
+                         f"{fmt(r['reference_objective'], '.4f')} | - | - | no | "
+                         f">= {r['seconds']:.0f} | - | - | {fmt(ref and ref['objective'], 'g')} | "
+                         f"{fmt(ref and ref['seconds'], 'g')} | "
+                         f"{fmt(ref and r['seconds'] / ref['seconds'], '.0f')}+ |")
             continue
         lines.append(
             f"| {r['n']} | {r['c_perf']:g} | {r['objective']:.4f} | "
-            f"{_fmt(r['reference_objective'], '.4f')} | {_fmt(r['rel_diff_pct'], '+.3f')} | "
+            f"{fmt(r['reference_objective'], '.4f')} | {fmt(r['rel_diff_pct'], '+.3f')} | "
             f"{r['n_iter']} | {'yes' if r['converged'] else 'no'} | {r['seconds']:.2f} | "
             f"{r['test_f1']:.3f} | {'yes' if r['w_zero'] else 'no'} | "
-            f"{_fmt(ref and ref['objective'], 'g')} | {_fmt(ref and ref['seconds'], 'g')} | "
-            f"{_fmt(ref and r['seconds'] / ref['seconds'], '.2f')} |")
+            f"{fmt(ref and ref['objective'], 'g')} | {fmt(ref and ref['seconds'], 'g')} | "
+            f"{fmt(ref and r['seconds'] / ref['seconds'], '.2f')} |")
     codes = {(g["commit"], g["uncommitted_sha256"]) for g in
              [r.get("git") or result["git"] for r in result["runs"]]}
     if codes != {(result["git"]["commit"], result["git"]["uncommitted_sha256"])}:

@@ -15,6 +15,8 @@ import argparse
 import json
 from pathlib import Path
 
+from segstruct.report.tables import fmt
+
 
 def _records(folder: Path):
     for path in sorted(Path(folder).glob("runs/*.json")):
@@ -42,7 +44,7 @@ def table(folders, soak=None) -> str:
             cv = r["C_selection"]
             grids.add(tuple(cv["grid"]))
             versions.add(r["code_version"])
-            curve = " / ".join("–" if v is None else f"{v:.1f}" for v in cv["pooled_iou_percent"])
+            curve = " / ".join(fmt(v, ".1f") for v in cv["pooled_iou_percent"])
             folds_ok = all(all(row) for row in cv["converged"])
             final_ok = r["training"]["converged"]
             paper = soak_runs.get((r["dataset"], r["class"], r["method"]))

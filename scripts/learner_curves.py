@@ -398,6 +398,7 @@ def figure(doc: dict, path: Path) -> Path:
 
 def table(doc: dict) -> str:
     """Markdown: per learner, times to F*, final F, gap, val IoU, convergence, oracle calls."""
+    from segstruct.report.tables import fmt
     res = doc["results"]
     f_star, f_lower = res["F_star"], res["F_lower"]
     head = [f"Learners on one problem: {caption(doc)}.", "",
@@ -406,11 +407,11 @@ def table(doc: dict) -> str:
             "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def secs(v):
-        return "–" if v is None else f"{v:.2f}"
+        return fmt(v, ".2f")
     rows = []
     for name, s in res["learners"].items():
-        gap = "–" if s["final_gap"] is None else f"{s['final_gap']:.3g}"
-        to_lower = "–" if f_lower is None else f"{s['final_primal'] - f_lower:.3g}"
+        gap = fmt(s["final_gap"], ".3g")
+        to_lower = fmt(None if f_lower is None else s["final_primal"] - f_lower, ".3g")
         converged = "yes" if s["converged"] else f"no (stopped: {s['stopped']})"
         rows.append(f"| {LABELS[name]} | {secs(s['time_to']['0.01'])} | "
                     f"{secs(s['time_to']['0.001'])} | {s['final_primal']:.6g} | "

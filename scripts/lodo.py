@@ -546,7 +546,7 @@ def table(args) -> None:
             for td in tds:
                 v = _cell(records, d, c, m, (td, norm, scope), C)
                 t = _cell(records, d, c, m, (td, norm, scope), C, "train_iou")
-                cells.append("–" if v is None else f"{fmt(v)} ({fmt(t, '.1f')})")
+                cells.append(fmt(None) if v is None else f"{fmt(v)} ({fmt(t, '.1f')})")
             lines.append(f"| {d} | {c} | " + " | ".join(cells) + " |")
         lines.append("")
     if cvs:

@@ -63,7 +63,7 @@ def _read(path: Path):
 
 def _cell(record) -> str:
     if record is None:
-        return "–"
+        return fmt(None)
     star = "" if record["training"]["converged"] else "*"
     collapse = record.get("diagnosis", {}).get("collapse")
     mark = {"no foreground": "⁰", "all foreground": "¹"}.get(collapse, "")
@@ -97,7 +97,7 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             rows.append(f"| {name} | {c} | " + " | ".join(_cell(got[m]) for m in METHODS)
                         + " |")
             time_rows.append(f"| {name} | {c} | " + " | ".join(
-                "–" if r is None else f"{r['training']['fit_seconds']:.0f} s / "
+                fmt(None) if r is None else f"{r['training']['fit_seconds']:.0f} s / "
                 f"{r['training']['n_iter']}" for r in got.values()) + " |")
             doc_rows.append({"dataset": name, "class": c, **{m: None if r is None else {
                 "val_iou_percent": r["eval_score"]["voc_iou_percent"],
@@ -166,7 +166,7 @@ def multiclass_table(out: Path, datasets: list[str]) -> str:
         cells = []
         for m in METHODS:
             combined = doc["multiclass"].get(m)
-            cells.append("–" if combined is None else fmt(combined["mean_iou_percent"]))
+            cells.append(fmt(None if combined is None else combined["mean_iou_percent"]))
             for c in doc["classes"]:
                 alone = doc["alone_voc_iou_percent"].get(m, {}).get(c)
                 mine = None if combined is None else combined["iou_percent"][c]
@@ -178,7 +178,7 @@ def multiclass_table(out: Path, datasets: list[str]) -> str:
     head = ["| data set | classes | " + " | ".join(METHODS) + " |",
             "|---|---|" + "---|" * len(METHODS)]
     shift_row = "| | combined − alone, per class (points) | " + " | ".join(
-        f"{min(d):+.2f} to {max(d):+.2f}" if d else "–" for d in shifts.values()) + " |"
+        f"{min(d):+.2f} to {max(d):+.2f}" if d else fmt(None) for d in shifts.values()) + " |"
     foot = ("Mean VOC IoU % over the 21 labels (background included; labels in neither "
             "the masks nor the predictions left out) on val, when each method's class "
             "models label every superpixel together: the class with the largest positive "

@@ -61,6 +61,7 @@ from segstruct.features.descriptors import FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.io.files import atomic_write_bytes
 from segstruct.io.provenance import code_version, machine
+from segstruct.io.text import fmt
 from segstruct.learn.methods import TrainingSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -475,10 +476,6 @@ def folder_size(path: Path) -> int:
 
 
 # ---------------------------------------------------------------------- reporting
-def _num(v, spec=".2f") -> str:
-    return "-" if v is None else format(v, spec)
-
-
 def _empty_marker(r) -> str:
     e = r.get("empty_predictions") or {}
     parts = []
@@ -498,7 +495,7 @@ def cell(r) -> str:
                 else f"**CRASH** {r['error_type']}")
     conv = "yes" if r["converged"] else "**no**"
     star = "" if r["converged"] else " ⚠"
-    return (f"{_num(r['val_iou_percent'])} ({r['iterations']}, {r['seconds']:.1f} s, "
+    return (f"{fmt(r['val_iou_percent'])} ({r['iterations']}, {r['seconds']:.1f} s, "
             f"{conv}){star}{_empty_marker(r)}")
 
 
@@ -508,10 +505,10 @@ def progress_line(r) -> str:
         return f"{head} CRASHED after {r['wall_seconds']:.1f} s: {r['traceback_last_line']}"
     status = "converged" if r["converged"] else "NOT converged (max_iter)"
     warn = f"; {len(r['warnings'])} warning(s)" if r["warnings"] else ""
-    return (f"{head} val IoU {_num(r['val_iou_percent'])} %, train "
-            f"{_num(r['train_iou_percent'])} %; {status} after {r['iterations']} it, "
-            f"{r['seconds']:.1f} s; gap {_num(r['gap'], '.3g')} (target "
-            f"{_num(r['target_gap'], '.3g')}, rel {_num(r['relative_gap'], '.2g')})"
+    return (f"{head} val IoU {fmt(r['val_iou_percent'])} %, train "
+            f"{fmt(r['train_iou_percent'])} %; {status} after {r['iterations']} it, "
+            f"{r['seconds']:.1f} s; gap {fmt(r['gap'], '.3g')} (target "
+            f"{fmt(r['target_gap'], '.3g')}, rel {fmt(r['relative_gap'], '.2g')})"
             f"{_empty_marker(r)}{warn}")
 
 

@@ -122,7 +122,7 @@ def _read(path: Path):
 def _cell(without, with_) -> str:
     def one(r):
         if r is None:
-            return "–"
+            return fmt(None)
         star = "" if r["training"]["converged"] else "*"
         return f"{fmt(r['eval_score']['voc_iou_percent'])}{star}"
     return f"{one(without)} → {one(with_)}"

@@ -39,7 +39,7 @@ THIRD_PARTY = {
 # API) may import anything.
 LAYERS = (
     ("inference", "datasets"),
-    ("_version", "_build", "io.files", "io.provenance", "cluster"),
+    ("_version", "_build", "io.files", "io.provenance", "io.text", "cluster"),
     ("features", "io.checkpoint"),
     ("model", "learn", "evaluate"),
     ("io.persistence", "report"),

@@ -33,7 +33,7 @@ def test_rows_curve_convergence_and_the_paper_C(tmp_path, cv_table):
          "val_iou_percent": 99.0, "code_version": "0.1.0+gold"}]}))
     lines = cv_table.table([tmp_path / "toy-Cauto"], soak).splitlines()
     assert "C = 0.05 0.5 5" in lines[0]
-    assert lines[2] == ("| toy | car | bl1 | 5 | 10.0 / – / 30.5 | yes / yes (12) | 31.25 | "
+    assert lines[2] == ("| toy | car | bl1 | 5 | 10.0 / - / 30.5 | yes / yes (12) | 31.25 | "
                         "28.12 |")
     # a fold fit that did not converge is flagged; a soak run of other code is not used
     assert lines[3] == "| toy | car | bl2 | 0.05 | 40.0 / 39.0 / 38.0 | NO / yes (12) | 41.00 |  |"

@@ -39,7 +39,7 @@ def test_cells_means_and_notes_say_what_each_run_did(tmp_path, methods_table):
     md, doc = methods_table.table(tmp_path, ["toy", "missing"])
     lines = md.splitlines()
     assert "| toy | car | 30.00 | 20.00 | 25.00 | 40.00 | 10.00* |" in lines
-    assert "| toy | dog | 0.00⁰ | 5.00 | – | – | – |" in lines
+    assert "| toy | dog | 0.00⁰ | 5.00 | - | - | - |" in lines
     # means over the classes each method was run on
     assert "| **all** | **mean** | **15.00** | **12.50** | **25.00** | **40.00** | **10.00** |" \
         in lines
@@ -58,7 +58,7 @@ def test_table_only_reads_the_folders_and_writes_both_files(tmp_path, methods_ta
         "settings": {}, "features": {}, "classes": ["car"],
         "results": [record("car", "bl1", 12.5)]})
     assert methods_table.main(["--out", str(tmp_path), "--table-only"]) == 0
-    assert "| toy | car | 12.50 | – | – | – | – |" in (tmp_path / "table.md").read_text()
+    assert "| toy | car | 12.50 | - | - | - | - |" in (tmp_path / "table.md").read_text()
     assert json.loads((tmp_path / "table.json").read_text())["rows"][0]["bl1"][
         "val_iou_percent"] == 12.5
 
@@ -71,6 +71,6 @@ def test_multiclass_table_gives_means_and_the_change_from_alone(tmp_path, method
                                "iou_percent": {**iou, "car": 31.0, "person": 9.0}}},
         "alone_voc_iou_percent": {"bl1": {"car": 30.0, "person": 10.0}}})
     md = methods_table.multiclass_table(tmp_path, ["toy"])
-    assert "| toy | car, person | 40.00 | – | – | – | – |" in md
-    assert "| | combined − alone, per class (points) | -1.00 to +1.00 | – |" in md
+    assert "| toy | car, person | 40.00 | - | - | - | - |" in md
+    assert "| | combined − alone, per class (points) | -1.00 to +1.00 | - |" in md
     assert methods_table.multiclass_table(tmp_path, ["other"]) == ""

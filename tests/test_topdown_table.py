@@ -49,8 +49,8 @@ def test_cells_pair_without_and_with_and_name_what_was_not_run(tmp_path, topdown
     write(d / "detector-bus.json", {"average_precision": None})     # no bus in val
     md, doc = topdown_table.table(tmp_path, ["toy", "absent"])
     assert "| toy | car | 9 | 43.2 | 10.00 → 12.50 | 20.00 → 19.00 | 30.00 → 31.00* |" in md
-    assert "| toy | dog | 6 | - | 5.00 → – | – → – | – → – |" in md
-    assert "| toy | bus | 5 | - | - → 3.00 | – → – | – → – |" in md
+    assert "| toy | dog | 6 | - | 5.00 → - | - → - | - → - |" in md
+    assert "| toy | bus | 5 | - | - → 3.00 | - → - | - → - |" in md
     # bus's undefined IoU has no say in the summary
     assert "bl1: higher with the block in 1 of 1 classes, lower in 0, by more than one " \
            "point in 1 and 0" in md

@@ -4,12 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from benchlib.cases import BASELINE
+from segstruct.report.tables import fmt
 from benchlib.measure import EXACT_RTOL, bound_violated
-
-
-def fmt(x, spec):
-    """``format(x, spec)``, or a dash for a value not measured."""
-    return "–" if x is None else format(x, spec)
 
 
 def summarise(per_image: dict, baseline: str = BASELINE) -> dict:
@@ -65,11 +61,11 @@ def markdown_table(summaries: dict, baseline: str = BASELINE) -> str:
         for name, r in summary.items():
             exact = None if r["exact_share"] is None else 100 * r["exact_share"]
             bound = (f"{r['bound_violations']} / {r['bound_checked']}"
-                     if r["bound_checked"] else "–")
+                     if r["bound_checked"] else fmt(None))
             lines.append(
                 f"| {group} | {name} | {r['n_images']} | {fmt(r['median_ms'], '.3f')} | "
                 f"{fmt(r['ratio_to_baseline'], '.1f')} | "
-                f"{'–' if exact is None else f'{exact:.0f} %'} | "
+                f"{fmt(None) if exact is None else f'{exact:.0f} %'} | "
                 f"{fmt(r['mean_rel_gap'], '.2e')} | {fmt(r['max_rel_gap'], '.2e')} | "
                 f"{bound} |")
     return "\n".join(lines) + "\n"

@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 from segstruct.cluster import on_cluster, parallel_map
 from segstruct.datasets.folds import make_folds as deal_folds
 from segstruct.evaluate.scoring import iou
+from segstruct.io.text import fmt
 from segstruct.learn._params import POSITIVE, check_param
 from segstruct.learn.ssvm import label_counts
 
@@ -337,17 +338,15 @@ def format_curve(curve: dict) -> list[str]:
 
     Per-fold iterations carry ``+`` where the fit stopped at max_iter.
     """
-    def pct(v):
-        return "-" if v is None else f"{v:.2f}"
     k = curve["folds"]
     lines = [f"  {'C':>8}  {'pooled IoU %':>12}  {'per-fold IoU %':<{7 * k}}  "
              f"{'iterations':<{5 * k}}  {'seconds':>7}"]
     for j, c in enumerate(curve["grid"]):
         mark = "*" if c == curve.get("chosen_C") else " "
-        folds = " ".join(f"{pct(v):>6}" for v in curve["fold_iou_percent"][j])
+        folds = " ".join(f"{fmt(v):>6}" for v in curve["fold_iou_percent"][j])
         its = " ".join(f"{n}{'' if ok else '+'}".rjust(4)
                        for n, ok in zip(curve["n_iter"][j], curve["converged"][j]))
-        lines.append(f"{mark} {c:>8g}  {pct(curve['pooled_iou_percent'][j]):>12}  "
+        lines.append(f"{mark} {c:>8g}  {fmt(curve['pooled_iou_percent'][j]):>12}  "
                      f"{folds:<{7 * k}}  {its:<{5 * k}}  {sum(curve['fit_seconds'][j]):>7.1f}")
     if curve.get("warning"):
         lines.append(f"  warning: {curve['warning']}")

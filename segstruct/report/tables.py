@@ -10,15 +10,11 @@ import csv
 import io
 
 from segstruct.features.descriptors import FeatureConfig
+from segstruct.io.text import fmt
 from segstruct.learn.methods import c_text
 
 __all__ = ["comparison_multiclass_markdown", "fmt", "inspection_text", "multiclass_markdown",
            "table_csv", "table_markdown"]
-
-
-def fmt(v, spec=".2f") -> str:
-    """A number for a table cell, "-" for None."""
-    return "-" if v is None else format(v, spec)
 
 
 def _table_rows(results: dict, which: str = "iou_percent"):

@@ -111,8 +111,9 @@ class ArrayCache:
             return
         payload = {name: np.asarray(a) for name, a in arrays.items()}
         payload[_KEY_FIELD] = np.array(canonical_json({"kind": kind, **key}))
+        # numpy's stub takes **payload as possibly allow_pickle (a bool)
         atomic_write_bytes(self.path(kind, key),
-                           lambda f: np.savez_compressed(f, **payload))
+                           lambda f: np.savez_compressed(f, **payload))  # type: ignore[arg-type]
 
     def get_or_compute(self, kind: str, key: dict, compute: Callable[[], dict]) -> dict:
         """Load the entry, or compute, store and return it."""

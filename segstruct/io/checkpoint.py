@@ -31,7 +31,8 @@ def save_checkpoint(path, arrays: dict, meta: dict) -> None:
     """Write ``arrays`` (name -> ndarray) and ``meta`` (JSON-able) atomically."""
     doc = {"format": FORMAT, "format_version": FORMAT_VERSION, **meta}
     buffer = io.BytesIO()
-    np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()},
+    # numpy's stub takes **arrays as possibly allow_pickle (a bool)
+    np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()},  # type: ignore[arg-type]
              **{_META: np.frombuffer(json.dumps(doc).encode(), np.uint8)})
     payload = buffer.getvalue()
     atomic_write_bytes(Path(path), lambda f: f.write(payload))

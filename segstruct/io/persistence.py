@@ -118,7 +118,7 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
     if problem:
         raise ValueError(f"not saving model {json_path}: {problem}")
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **arrays)     # type: ignore[arg-type]  # numpy's stub: **arrays as allow_pickle
     payload = buffer.getvalue()
     params = estimator.get_params(deep=False)
     params.pop("oracle", None)       # a callable; the method name says which

@@ -22,7 +22,8 @@ def code_version() -> str:
     commit = _checkout_commit()
     if commit is None:
         try:
-            from segstruct._build import COMMIT as commit
+            from segstruct._build import COMMIT
+            commit = COMMIT
         except ImportError:
             commit = ""
     return f"{__version__}+g{commit}" if commit else __version__

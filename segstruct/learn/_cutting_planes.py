@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -73,8 +74,12 @@ def cutting_planes(run: TrainingRun, state: TrainingState,
     needs between iterations. It ends when training converged or at
     ``max_iter``.
     """
-    est = run.estimator          # its solver, tol, max_iter and inactive_limit
+    # its solver, tol, max_iter and inactive_limit (a StructuredSVM, whose module imports
+    # this one)
+    est: Any = run.estimator
     model, loss, oracle, qp = run.model, run.loss, run.oracle, run.qp
+    # StructuredSVM._training_run sets both
+    assert oracle is not None and qp is not None
     xs, ts, ws, psi_true = run.xs, run.ts, run.ws, run.psi_true
     n, dim, nonpositive, C = len(xs), run.dim, run.nonpositive, run.C
     log = state.log
@@ -120,10 +125,12 @@ def cutting_planes(run: TrainingRun, state: TrainingState,
         if converged:
             break
         calls["n"], calls["seconds"] = 0, 0.0
-        seen = []
+        seen: list[Point] = []
         dual_before = dual
         at = evaluate(w)
-        entry = {"iteration": iteration, "primal": at.primal}
+        # evaluate's points have all three
+        assert at.hinge is not None and at.gs is not None and at.losses is not None
+        entry: dict[str, Any] = {"iteration": iteration, "primal": at.primal}
         if est.solver == "oneslack":
             violation = np.array([at.hinge.mean() - xi[0]])
             step = 1.0
@@ -136,7 +143,7 @@ def cutting_planes(run: TrainingRun, state: TrainingState,
             # (an unsolved QP's "solution" proves nothing).
             converged = bool(best.primal - dual <= C * est.tol
                              or (violation[0] <= est.tol and qp_solved))
-            cuts = []
+            cuts: list[tuple[np.ndarray, float, int | np.integer]] = []
             if not converged:
                 # OCAS: cut near the best point, not at the QP's solution,
                 # whose model of the hinge is poorest where it jumped to.
@@ -182,7 +189,8 @@ def cutting_planes(run: TrainingRun, state: TrainingState,
         state.seconds = elapsed()
         yield state
 
-def infer(pool: InferencePool, problems: list, loss: Loss, union_parts):
+def infer(pool: InferencePool, problems: list, loss: Loss,
+          union_parts: tuple[list[int], list[int]] | None):
     """Labellings and losses of the oracle on ``problems`` (through ``pool``).
 
     With ``union_parts`` and workers, the single data-set problem is

@@ -26,6 +26,7 @@ import inspect
 import math
 from collections import defaultdict
 from numbers import Integral, Real
+from typing import Any
 
 __all__ = ["DataConversionWarning", "NotFittedError", "ParamsMixin", "Interval", "Options",
            "POSITIVE", "check_param"]
@@ -163,7 +164,7 @@ class ParamsMixin:
         dict
             Parameter name -> value.
         """
-        out = {}
+        out: dict[str, Any] = {}
         for name in self._get_param_names():
             value = getattr(self, name)
             if deep and hasattr(value, "get_params") and not isinstance(value, type):

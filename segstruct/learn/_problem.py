@@ -64,7 +64,7 @@ class TrainingRun(FitRun):
     warm: bool = False                 # continues the previous fit (warm_start)
     # data-set scope with a loss linear in (FP, FN) and the graph cut: the
     # images' node and edge counts, to split the union for the workers
-    union_parts: tuple | None = None
+    union_parts: tuple[list[int], list[int]] | None = None
 
 
 class TrainingError(RuntimeError):

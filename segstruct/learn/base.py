@@ -43,6 +43,18 @@ class BaseSSVM(ParamsMixin):
     #: --resume``); a learner that keeps one says so.
     resumable = False
 
+    # what every sibling's __init__ stores, and what fit or from_weights sets
+    # (declared for the type checker; none has a class-level value)
+    loss: object
+    C: float
+    C_units: str
+    scope: str
+    node_weights: str
+    pairwise: bool
+    w_: np.ndarray
+    loss_: Loss
+    n_features_in_: int
+
     def __sklearn_tags__(self):
         """Estimator tags for scikit-learn >= 1.6: fit needs Y, and X is a
         sequence of graphs, not a 2-D array."""
@@ -103,7 +115,7 @@ class BaseSSVM(ParamsMixin):
         An estimator with ``w_``, ``loss_`` and ``n_features_in_`` set; the
         attributes of a training run (``log_``, ``primal_``, ...) are absent.
         """
-        est = cls(loss=loss, **params)
+        est = cls(**{"loss": loss, **params})
         est.w_ = np.asarray(w, np.float64)
         est.loss_ = loss
         est.n_features_in_ = est.w_.size

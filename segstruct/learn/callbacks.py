@@ -258,7 +258,7 @@ def training_callbacks(*, progress: bool = False, log_path=None, checkpoint_path
     list of Callback, in the order ``fit`` should call them: the checkpoint
     before the log, so a log never runs ahead of the state it describes.
     """
-    callbacks = []
+    callbacks: list[Callback] = []
     if checkpoint_path is not None:
         callbacks.append(Checkpoint(checkpoint_path, resume=resume))
     elif resume:

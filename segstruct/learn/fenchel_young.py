@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.optimize
@@ -251,7 +252,7 @@ def fit_lbfgs(problem: ProjectionProblem, tol: float = 1e-4,
         raise ValueError("tol must be > 0 and max_iter >= 1")
     start = time.perf_counter()
     history, seconds = [], []
-    best = {"w": np.zeros(problem.dim), "f": np.inf, "bound": np.inf}
+    best: dict[str, Any] = {"w": np.zeros(problem.dim), "f": np.inf, "bound": np.inf}
 
     def fun(w):
         f, g = problem.value_and_grad(w)

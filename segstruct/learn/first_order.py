@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import time
 from numbers import Integral
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -181,7 +181,8 @@ class FirstOrderSVM(BaseSSVM):
             certified = result.dual is not None and np.isfinite(result.dual)
             state = TrainingState(
                 iteration=len(log), w=result.w, xi=np.zeros(len(xs)),
-                dual=float(result.dual) if certified else 0.0, best_w=result.w,
+                # certified: the dual is not None
+                dual=float(cast(float, result.dual)) if certified else 0.0, best_w=result.w,
                 best_g=np.zeros(dim), best_l=0.0, best_primal=float(result.primal), log=log,
                 converged=bool(result.converged), seconds=run.seconds())
             for callback in callbacks:

@@ -95,12 +95,12 @@ class WorkingSetQP:
         self.groups = np.zeros(0, np.int64)
         self.inactive = np.zeros(0, np.int64)   # solves in a row with alpha_k = 0
         self._gram = np.zeros((0, 0))
-        self._last = None
-        self.last_route = None
+        self._last: np.ndarray | None = None
+        self.last_route: str | None = None
         # Index into the (scaling, regularisation) routes of the one whose
         # answer was best in the last solve (see solve); saved with the
         # working set, so a resumed run tries the routes in the same order.
-        self._preferred = None
+        self._preferred: int | None = None
         self.gap_tol = 1e-8
         # An absolute gap that is small enough for the caller (the learner
         # sets a hundredth of its own target gap): HiGHS's answers meet it
@@ -111,7 +111,7 @@ class WorkingSetQP:
     def n_constraints(self) -> int:
         return self.G.shape[0]
 
-    def add(self, g, loss: float, group: int) -> None:
+    def add(self, g, loss: float, group: int | np.integer) -> None:
         """Add the constraint ``w . g >= loss - xi_group``."""
         g = np.asarray(g, np.float64).reshape(1, -1)
         if g.shape[1] != self.n_features:

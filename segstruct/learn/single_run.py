@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -56,6 +56,8 @@ class SingleRunSVM(BaseSSVM):
     """
 
     method = "?"
+    # each subclass's method (declared for the type checker)
+    check_params: Callable[[], None]
 
     def fit(self, X, Y, callbacks: Sequence[Callback] | None = None):
         """Train on inputs X (graphs) and labels Y (targets or pixel counts).

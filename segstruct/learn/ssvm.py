@@ -243,6 +243,7 @@ class StructuredSVM(BaseSSVM):
         """Set the problem up, start from a checkpoint, a warm start or the
         origin, run the loop with the callbacks around it, keep the result."""
         run = self._training_run(X, Y)
+        assert run.qp is not None and run.oracle is not None    # _training_run sets both
         state = TrainingState.start(run.dim, len(run.qp.caps))
         for callback in callbacks:
             restored = callback.restore(run)
@@ -320,6 +321,7 @@ class StructuredSVM(BaseSSVM):
 
     def _warm_state(self, run: "TrainingRun", state: TrainingState) -> None:
         """Start ``state`` from the previous fit's working set and weights."""
+        assert run.qp is not None           # _training_run's runs have a working set
         run.qp.set_state(self.working_set_)
         # the cut at the old best point stays exact there; its objective
         # changes with C

@@ -34,7 +34,7 @@ the images and the union stays one problem.
 from __future__ import annotations
 
 import copy
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
@@ -57,7 +57,7 @@ def _same(x, y) -> bool:
     return np.shape(x) == np.shape(y) and np.array_equal(x, y)
 
 
-def blocks(sizes: Sequence[int], n_blocks: int) -> list[range]:
+def blocks(sizes: Sequence[int] | np.ndarray, n_blocks: int) -> list[range]:
     """Contiguous index ranges, at most ``n_blocks``, of about equal total size.
 
     Parameters
@@ -98,9 +98,10 @@ class InferencePool:
     BLOCKS_PER_WORKER = 4
 
     def __init__(self, oracle: Callable, n_jobs: int = 1):
-        self.oracle = oracle
+        # get_state, set_state and state_of are optional (hasattr tells)
+        self.oracle: Any = oracle
         self.n_jobs = n_jobs
-        self._parallel = None
+        self._parallel: Parallel | None = None
         self.n_workers = 1
 
     def __enter__(self) -> "InferencePool":
@@ -156,7 +157,8 @@ class InferencePool:
         return results
 
 
-def split_union(u, edges, p, t, a, node_sizes: Sequence[int], edge_sizes: Sequence[int],
+def split_union(u, edges, p, t, a, node_sizes: Sequence[int] | np.ndarray,
+                edge_sizes: Sequence[int] | np.ndarray,
                 n_blocks: int) -> list[Problem]:
     """A disjoint union cut into at most ``n_blocks`` smaller unions of whole images.
 

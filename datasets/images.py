@@ -29,7 +29,8 @@ class ImageFiles:
     ----------
     items : iterable of str or Path
         Image files, or folders whose image files (by suffix, not recursive,
-        in name order) are taken.
+        in name order) are taken; the subfolders of a folder that hold image
+        files are listed in ``skipped_folders``, for the caller to say so.
 
     Raises
     ------
@@ -40,14 +41,20 @@ class ImageFiles:
 
     def __init__(self, items: Iterable):
         paths = []
+        self.skipped_folders: list[Path] = []
         for item in items:
             item = Path(item).expanduser()
             if item.is_dir():
                 found = sorted(p for p in item.iterdir()
                                if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+                nested = sorted(d for d in item.iterdir() if d.is_dir() and any(
+                    p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES for p in d.rglob("*")))
+                self.skipped_folders += nested
                 if not found:
                     raise DatasetError(f"folder {item} holds no image file "
-                                       f"({', '.join(IMAGE_SUFFIXES)})")
+                                       f"({', '.join(IMAGE_SUFFIXES)})"
+                                       + ("; its subfolders do (give them: images in "
+                                          "subfolders are not searched)" if nested else ""))
                 paths.extend(found)
             elif item.is_file():
                 paths.append(item)
@@ -95,17 +102,66 @@ class ImageFiles:
         path = self.image_path(id)
         with open_image(path, "image") as im:
             try:
+                if im.mode in WIDE_MODES:
+                    return _wide_to_rgb(np.asarray(im), im.mode)
                 rgb = im.convert("RGB") if im.mode != "RGB" else im
             except (OSError, ValueError) as err:
                 raise DatasetError(f"cannot convert image {path} ({im.mode}) to RGB: "
                                    f"{err}") from err
             return np.array(rgb, dtype=np.uint8)
 
-    def check(self) -> dict[str, tuple[int, int]]:
-        """Every image's (height, width), from its header: a file that is
-        not an image fails here (DatasetError), before any work."""
-        sizes = {}
-        for id_, path in self._paths.items():
-            with open_image(path, "image", decode=False) as im:
-                sizes[id_] = (im.height, im.width)
+    def check(self, decode: bool = False) -> dict[str, tuple[int, int]]:
+        """Every image's (height, width), from its header (and, with
+        ``decode``, its whole data): a file that is not an image fails here
+        (DatasetError), before any work."""
+        sizes, failed = self.check_each(decode)
+        if failed:
+            raise DatasetError(next(iter(failed.values())))
         return sizes
+
+    def check_each(self, decode: bool = False) -> tuple[dict[str, tuple[int, int]],
+                                                        dict[str, str]]:
+        """As :meth:`check`, but every image is checked: ((height, width) of
+        each readable image, the error message of each other), by id."""
+        sizes, failed = {}, {}
+        for id_, path in self._paths.items():
+            try:
+                with open_image(path, "image", decode=decode) as im:
+                    sizes[id_] = (im.height, im.width)
+            except DatasetError as err:
+                failed[id_] = str(err)
+        return sizes, failed
+
+    def without(self, ids: Iterable[str]) -> "ImageFiles":
+        """These images less ``ids`` (a batch goes on without its bad files)."""
+        drop = set(ids)
+        out = ImageFiles.__new__(ImageFiles)
+        out.skipped_folders = list(self.skipped_folders)
+        out._paths = {i: p for i, p in self._paths.items() if i not in drop}
+        return out
+
+
+#: Pillow's single-channel modes of more than 8 bits: 16-bit integers, 32-bit
+#: integers and floats. ``convert("RGB")`` clips them at 255 (a 16-bit photo
+#: turns white), so they are scaled down instead.
+WIDE_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I", "F")
+
+
+def _wide_to_rgb(pixels: np.ndarray, mode: str) -> np.ndarray:
+    """A wide single-channel image as (H, W, 3) uint8 grey.
+
+    Integer images are scaled from their type's range: 16-bit ones from
+    0..65535, 32-bit ones (Pillow reads 16-bit PNGs so too) from 0..65535
+    when their values fit, else from 0 to their maximum; float images from
+    0..1 when their values fit, else from 0 to their maximum. Negative
+    values become 0.
+    """
+    values = np.nan_to_num(np.asarray(pixels, np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    values = np.clip(values, 0.0, None)
+    top = float(values.max()) if values.size else 0.0
+    if mode == "F":
+        scale = 1.0 if top <= 1.0 else top
+    else:
+        scale = 65535.0 if top <= 65535.0 else top
+    grey = np.rint(values / (scale or 1.0) * 255.0).astype(np.uint8)
+    return np.repeat(grey[..., None], 3, axis=2)

@@ -195,7 +195,7 @@ def make_synthetic_voc(
 
 def _check_knobs(area_range, object_count_p, image_size) -> dict:
     """The knobs that differ from the defaults, as JSON-ready lists (checked)."""
-    knobs = {}
+    knobs: dict[str, list[float] | list[list[int]]] = {}
     if area_range is not None:
         lo, hi = (float(v) for v in area_range)
         if not 0 < lo <= hi <= 1:
@@ -339,7 +339,8 @@ def _plan_split(seed: int, split: str, n: int, classes: tuple[str, ...],
     rng = np.random.default_rng([seed, _SPLIT_CODES[split], 1_000_000])
     empty = rng.random(n) < p_empty
     start = int(rng.integers(len(classes)))
-    plan, k = [], start
+    plan: list[str | None] = []
+    k = start
     for is_empty in empty:
         if is_empty:
             plan.append(None)

@@ -109,7 +109,7 @@ class TriangleLP:
         self.highs = new_highs(presolve="off")
         self.highs.passModel(lp)
 
-    def solve(self, plane, halfplanes, label="") -> tuple[float, np.ndarray]:
+    def solve(self, plane, halfplanes, label="") -> tuple[float, np.ndarray | None]:
         """LP optimum and y for one triangle.
 
         Parameters
@@ -119,8 +119,8 @@ class TriangleLP:
 
         Returns
         -------
-        value : the LP optimum (plane + score objective).
-        y : (N,) fractional labelling.
+        value : the LP optimum (plane + score objective), -inf when infeasible.
+        y : (N,) fractional labelling, None when infeasible.
         """
         alpha, beta, gamma = (float(v) for v in plane)
         h = self.highs
@@ -208,6 +208,7 @@ def lp_oracle(u, edges, p, t, a, loss, triangulation=None, n_triangles=N_TRIANGL
         raise LPError(f"HiGHS found the LP of every one of the {len(triangulation)} "
                       "triangles infeasible (status Infeasible)")
     if rule == "paper":
+        assert paper is not None    # set in the same iteration as best
         best_k = paper[0]
         best = exact_result(u, edges, p, paper[1], t, a, loss, n_pos, n_neg)
     best.bound = float(values.max()) + float(triangulation.max_error)

@@ -68,6 +68,8 @@ def milp_oracle(u, edges, p, t, a, loss, max_lattice: int = MAX_LATTICE,
                          f"(Nn={n_neg_i}, Np={n_pos_i}) > max_lattice={max_lattice}; "
                          "use the LP oracle, or count weights instead of areas")
     n, e = u.size, edges.shape[0]
+    jj: np.ndarray
+    kk: np.ndarray
     if points is None:
         jj, kk = np.meshgrid(np.arange(n_neg_i + 1), np.arange(n_pos_i + 1), indexing="ij")
         jj, kk = jj.ravel().astype(np.float64), kk.ravel().astype(np.float64)
@@ -77,7 +79,11 @@ def milp_oracle(u, edges, p, t, a, loss, max_lattice: int = MAX_LATTICE,
     # Columns: y (n), d (e), x (lattice).
     n_cols = n + e + lattice
     y_col, d_col, x_col = np.arange(n), n + np.arange(e), n + e + np.arange(lattice)
-    rows, cols, vals, lo, hi = [], [], [], [], []
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    lo: list[float] = []
+    hi: list[float] = []
 
     def add_rows(r_cols, r_vals, lower, upper):
         base = len(lo)

@@ -22,7 +22,7 @@ from .highs import SolverError
 from .local_search import polish
 from .losses import get_loss, totals
 from .lp import lp_oracle
-from .triangulation import N_TRIANGLES, triangulate
+from .triangulation import N_TRIANGLES, Triangulation, triangulate
 
 #: Inference algorithms of the proposed oracle (``--inference``).
 INFERENCE_CHOICES = ("envelope", "decomposition", "lp")
@@ -69,8 +69,10 @@ class ProposedOracle:
         self.inference = inference
         self.rule = rule
         self.polish = polish
-        self._cache = {}
-        self._seeds = {}
+        # (loss, Np, Nn) -> its triangulation
+        self._cache: dict[tuple[str, float, float], Triangulation] = {}
+        # graph key (_seed_key) -> the last call's best labellings
+        self._seeds: dict[str, list[np.ndarray]] = {}
 
     def triangulation(self, loss, n_pos, n_neg):
         key = (repr(loss), round(float(n_pos), 9), round(float(n_neg), 9))

@@ -50,8 +50,8 @@ the ratios to them are indicative.
 Each fit runs in its own child process (the data are generated there, outside
 the timed region), killed after ``--fit-timeout`` seconds (default 1800; 0
 fits in this process), so a stalled solver cannot block the benchmark; the
-child records the git commit and a digest of uncommitted changes in
-segstruct/ and inference/ that it imported (``git`` of each run). BLAS is
+child records the code version and a digest of the package's sources that
+it imported (``git`` of each run). BLAS is
 limited to one thread (threadpoolctl), as the learner does during training.
 The n = 2,000 cases take about 10 s with the reference about 20 s more.
 
@@ -61,7 +61,6 @@ The n = 2,000 cases take about 10 s with the reference about 20 s more.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -351,42 +350,26 @@ def _worker(spec: str, out: str) -> int:
 
 
 def git_state() -> dict:
-    def git(*args):
-        try:
-            return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True,
-                                  text=True, timeout=10, check=True).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return None
-    status = git("status", "--short", "segstruct", "inference")
-    diff = git("diff", "HEAD", "--", "segstruct", "inference")
-    untracked = git("ls-files", "--others", "--exclude-standard", "segstruct", "inference")
-    digest = None
-    if diff is not None and untracked is not None:
-        h = hashlib.sha256(diff.encode())
-        for name in sorted(untracked.split()):
-            h.update(name.encode() + (REPO_ROOT / name).read_bytes())
-        digest = h.hexdigest()[:16]
-    # taken when the run starts, before segstruct's learner is imported
-    return {"commit": git("rev-parse", "--short", "HEAD"),
-            "status_segstruct_inference": status.splitlines() if status is not None else None,
-            "uncommitted_sha256": digest}
+    """The code a run used, taken when it starts (before the learner is
+    imported): the commit, and a digest of the sources that tells two
+    working trees apart where the commit cannot."""
+    from segstruct.io.provenance import code_version, source_digest
+    return {"commit": code_version(), "source_sha256": source_digest()}
 
 
 def machine_info() -> dict:
-    import importlib.metadata as md
-
     from segstruct.io.provenance import machine
-    out = dict(machine())
-    for pkg in ("numpy", "highspy", "scipy", "threadpoolctl"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            out[pkg] = None
-    out["cores_available"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-        else os.cpu_count()
-    out["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS")
-    out["blas_threads"] = 1
-    return out
+    return {**machine(versions=True), "blas_threads": 1}
+
+
+def _code_note(git: dict) -> str:
+    """The code a run used, as its record says (the older records named the
+    uncommitted files of segstruct/ and inference/)."""
+    if "source_sha256" in git:
+        return f"commit {git['commit']}; sources sha256 {git['source_sha256'][:16]}"
+    return (f"commit {git['commit']}; uncommitted in segstruct/, inference/: "
+            f"{', '.join(git['status_segstruct_inference']) or 'none'}; their sha256 "
+            f"{git['uncommitted_sha256']}")
 
 
 def markdown(result: dict) -> str:
@@ -403,9 +386,7 @@ def markdown(result: dict) -> str:
         "The issue's own generator is unknown.",
         f"MultivariateSVM(loss=\"f1\", C = 25 c_perf / n^2), tol {st['tol']}, max_iter "
         f"{st['max_iter']} (defaults). Objectives in SVM-perf's units (4 n^2 objective_).",
-        f"Code {result['code_version']} (commit {result['git']['commit']}; uncommitted in "
-        f"segstruct/, inference/: {', '.join(result['git']['status_segstruct_inference']) or 'none'}"
-        f"; their sha256 {result['git']['uncommitted_sha256']}). "
+        f"Code {result['code_version']} ({_code_note(result['git'])}). "
         f"Machine: {result['machine']['cores_available']} cores available, Python "
         f"{result['machine']['python']}, numpy {result['machine']['numpy']}, highspy "
         f"{result['machine']['highspy']}, BLAS 1 thread. Whole run {result['total_seconds']:.0f} s.",
@@ -430,12 +411,10 @@ def markdown(result: dict) -> str:
             f"{r['test_f1']:.3f} | {'yes' if r['w_zero'] else 'no'} | "
             f"{fmt(ref and ref['objective'], 'g')} | {fmt(ref and ref['seconds'], 'g')} | "
             f"{fmt(ref and r['seconds'] / ref['seconds'], '.2f')} |")
-    codes = {(g["commit"], g["uncommitted_sha256"]) for g in
-             [r.get("git") or result["git"] for r in result["runs"]]}
-    if codes != {(result["git"]["commit"], result["git"]["uncommitted_sha256"])}:
+    codes = {_code_note(r.get("git") or result["git"]) for r in result["runs"]}
+    if codes != {_code_note(result["git"])}:
         lines += ["", "**The code changed during the run**: the fits ran on "
-                  + "; ".join(f"commit {c} (uncommitted sha256 {h})" for c, h in sorted(codes))
-                  + " (see each run's `git` in the JSON)."]
+                  + "; ".join(sorted(codes)) + " (see each run's `git` in the JSON)."]
     failed = [r for r in result["runs"] if r.get("error")]
     if failed:
         lines += [""] + [f"- n = {r['n']}, -c {r['c_perf']:g}: {r['error']}" for r in failed]

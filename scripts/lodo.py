@@ -5,8 +5,10 @@ evaluates a grid of settings on every class of every shared data set, then,
 for each data set D in turn, chooses each method's default on the *other*
 data sets and scores it on D, beside the best setting of the grid on D:
 
+    python scripts/lodo.py export --to DIR     # the features as arrays, once (optional)
     python scripts/lodo.py run                 # the grid: hours on 2 cores, resumable
-    python scripts/lodo.py cv                  # --C auto at the chosen settings
+    python scripts/lodo.py cv                  # --C auto at the plain and cross-fitted blocks
+    python scripts/lodo.py cv --fold-groups id-prefix   # ... with folds by video sequence
     python scripts/lodo.py table               # results/lodo/table.md and table.json
 
 The grid (``run``): for every data set under ``--data`` and every class with
@@ -18,11 +20,14 @@ or the whole split's detector for other images; bag of words L1 or square
 root; the per-image loss scope for the IoU methods), and scored on train and
 val. One JSON line per fit goes to ``OUT/runs.jsonl`` (resume: finished fits
 are not run again). ``cv`` adds the 3-fold cross-validation of C (``--C
-auto``) for each method at the setting chosen on all data sets, with its
-cost. ``table`` writes the leave-one-out table, the per-class table at the
-chosen defaults (train and val IoU side by side, against the bottom-up
-results at the paper's C of results/soak), the cross-fitting table and the
-choice of the fold count.
+auto``) of bl1, bl2 and proposed at ``--cv-settings``, with its cost, into
+``OUT/cv.jsonl`` (``cv_grouped.jsonl`` with ``--fold-groups``). ``table``
+writes the leave-one-out tables (``--C auto`` at the library's block, and
+the block, or the block and a fixed C, chosen on the other data sets), the
+per-class table at the library's defaults (train and val IoU side by side,
+against the bottom-up results at the earlier C of results/soak), the
+cross-fitting table, the choice of the fold count, how far the methods'
+best C agree, and the cross-validations.
 
 A data set's score is the mean val IoU over its classes; a setting's score
 on several data sets is the mean of theirs, so that COCO's seven classes do
@@ -32,8 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -45,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from segstruct.cluster import parallel_map  # noqa: E402
 from segstruct.datasets import VOCDataset  # noqa: E402
-from segstruct.features.descriptors import FeatureConfig  # noqa: E402
+from segstruct.features.config import FeatureConfig  # noqa: E402
 from segstruct.features.extraction import FeatureExtractor  # noqa: E402
 from segstruct.features.topdown.detector import DetectorParams  # noqa: E402
 from segstruct.features.topdown.training import TooFewObjects  # noqa: E402
@@ -57,8 +60,8 @@ from segstruct.report.tables import fmt  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Where a fit ran (its seconds are that machine's).
-MACHINE = (f"{os.cpu_count()} cores, Python {platform.python_version()}, "
-           f"numpy {np.__version__}")
+_HERE = machine(versions=True)
+MACHINE = f"{_HERE['cpu_count']} cores, Python {_HERE['python']}, numpy {_HERE['numpy']}"
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"
 DATASETS = ("camvid_voc", "coco128panoptic_voc", "pennfudan_voc", "weizmann_horse_voc")
 METHODS = ("bl1", "bl2", "proposed", "lovasz", "projection")
@@ -342,30 +345,51 @@ def run(args) -> None:
 
 # ----------------------------------------------------------------------------- cv
 
-def cv_task(root: Path, class_name: str, method: str, setting, grid, folds) -> dict:
+def cv_task(root: Path, class_name: str, method: str, setting, grid, folds,
+            groups=None) -> dict:
     td, norm, scope = setting
     Xt, Yt = _examples(root, td, norm, class_name, "train")
     start = time.perf_counter()
-    C, curve = select_C(lambda: estimator_for(method, scope=scope), Xt, Yt, grid, folds)
+    C, curve = select_C(lambda: estimator_for(method, scope=scope), Xt, Yt, grid, folds,
+                        groups=groups)
     return {"dataset": root.name, "class": class_name, "method": method, "top_down": td,
             "sift_norm": norm, "scope": scope, "chosen_C": C, "curve": curve,
-            "seconds": time.perf_counter() - start, "code_version": code_version()}
+            "seconds": time.perf_counter() - start, "code_version": code_version(),
+            **({"fold_groups": "id-prefix"} if groups is not None else {})}
+
+
+def id_prefix_groups(data: Path, dataset: str, folds: int) -> list[str] | None:
+    """The training images' ids up to their first "_" (a CamVid id names its
+    video sequence so), or None where that gives fewer groups than folds."""
+    ids = (data / dataset / "ImageSets" / "Segmentation" / "train.txt").read_text().split()
+    groups = [i.split("_")[0] for i in ids]
+    return groups if len(set(groups)) >= folds else None
 
 
 def cv(args) -> None:
+    """3-fold cross-validation of C (``--C auto``) at each of ``--cv-settings``
+    for bl1, bl2 and proposed on every class; with ``--fold-groups
+    id-prefix``, folds that keep each id prefix together (into
+    cv_grouped.jsonl), on the data sets where that makes enough groups."""
     out = Path(args.out)
     records = _records(out)
-    chosen = choose_all(records)
     classes = json.loads((out / "plan.json").read_text())["classes"]
-    path = out / "cv.jsonl"
+    grouped = args.fold_groups == "id-prefix"
+    path = out / ("cv_grouped.jsonl" if grouped else "cv.jsonl")
     done = set()
     if path.exists():
-        done = {(r["dataset"], r["class"], r["method"]) for r in
+        done = {(r["dataset"], r["class"], r["method"], _cv_setting(r)) for r in
                 map(json.loads, path.read_text().splitlines())}
-    tasks = [(Path(args.data) / d, c, m, chosen[m]["setting"], list(GRID), 3)
-             for d, names in classes.items() for c in names for m in args.methods
-             if m in chosen and (d, c, m) not in done
-             and any(r["dataset"] == d and r["class"] == c for r in records)]
+    settings = [tuple(x.split("/")) for x in args.cv_settings]
+    tasks = []
+    for d, names in classes.items():
+        groups = id_prefix_groups(Path(args.data), d, 3) if grouped else None
+        if grouped and groups is None:
+            continue
+        tasks += [(Path(args.export_root or args.data) / d, c, m, s, list(GRID), 3, groups)
+                  for c in names for m in METHODS[:3] for s in settings
+                  if (d, c, m, s) not in done
+                  and any(r["dataset"] == d and r["class"] == c for r in records)]
     print(f"{len(tasks)} cross-validations to run", flush=True)
     with path.open("a") as f:
         for r in parallel_map(cv_task, tasks, args.n_jobs):
@@ -403,15 +427,32 @@ def dataset_scores(records, method, datasets) -> dict:
     return out
 
 
-def choose(records, method, datasets) -> tuple | None:
-    """The (setting, C) of the best mean over ``datasets`` of their mean val IoU;
-    ties to the smaller C, then the earlier setting of SETTINGS."""
-    scores = dataset_scores(records, method, datasets)
+#: The library's default setting (FeatureConfig's and the command line's).
+LIBRARY_DEFAULT = ("folds", "l1", "dataset")
+#: Top-down settings that are library settings (FeatureConfig): the calibrated
+#: block is measured only, so it is never chosen as a default.
+LIBRARY_TOP_DOWN = ("off", "plain", "folds", "whole", "folds2", "folds5")
+
+
+def choose(records, method, datasets, among=None) -> tuple | None:
+    """The (setting, C) of the best mean over ``datasets`` of their mean val IoU,
+    among the library's settings (and those of ``among``, if given); ties to
+    the smaller C, then the earlier setting of SETTINGS.
+
+    ``method`` may be a tuple of methods: the one (setting, C) of the best
+    mean over them (the command line's default is one feature setting and
+    one C for every method it compares)."""
+    methods = method if isinstance(method, tuple) else (method,)
+    per = [dataset_scores(records, m, datasets) for m in methods]
+    common = set.intersection(*(set(p) for p in per))
+    scores = {k: {(m, d): v for m, p in zip(methods, per) for d, v in p[k].items()}
+              for k in common
+              if k[0][0] in LIBRARY_TOP_DOWN and (among is None or k in among)}
     if not scores:
         return None
     order = {s: k for k, s in enumerate(SETTINGS + FOLD_SETTINGS)}
     return max(scores, key=lambda k: (round(np.mean(list(scores[k].values())), 6),
-                                      -k[1], -order[k[0]]))
+                                      -k[1], -order.get(k[0], len(order))))
 
 
 def choose_all(records) -> dict:
@@ -431,15 +472,21 @@ def _cell(records, d, c, m, setting, C, what="val_iou"):
     return None
 
 
-def lodo(records, methods) -> dict:
+def lodo(records, methods, joint=None) -> dict:
+    """Per method, the default chosen on the other data sets scored on each
+    held-out one, beside the best in grid there; with ``joint`` (a tuple of
+    methods) the default is the one setting and C chosen for all of them."""
     datasets = sorted({r["dataset"] for r in records})
     table = {}
     for m in methods:
         rows = []
+        # the settings run on every data set: a default must be scorable on each
+        everywhere = set.intersection(*(set(dataset_scores(records, j, datasets))
+                                        for j in (joint or (m,)) + (m,)))
         for held in datasets:
             others = [d for d in datasets if d != held]
-            pick = choose(records, m, others)
-            best = choose(records, m, [held])
+            pick = choose(records, joint or m, others, everywhere)
+            best = choose(records, m, [held], everywhere)
             if pick is None or best is None:
                 continue
             here = dataset_scores(records, m, [held])
@@ -459,6 +506,165 @@ def lodo(records, methods) -> dict:
     return table
 
 
+def _c(C) -> str:
+    return C if isinstance(C, str) else f"{C:g}"
+
+
+def _cv_setting(r) -> tuple:
+    return (r["top_down"], r["sift_norm"], r["scope"])
+
+
+def auto_cells(records, cvs, method, datasets) -> dict:
+    """setting -> {data set: {class: record of the fit at the C that 3-fold
+    cross-validation on the training split chose}}: ``--C auto``, for the
+    settings cross-validated on every class of the given data sets."""
+    classes = {}
+    for r in records:
+        if r["dataset"] in datasets:
+            classes.setdefault(r["dataset"], set()).add(r["class"])
+    fits = {(r["dataset"], r["class"], r["method"], _setting(r), r["C"]): r for r in records}
+    out: dict = {}
+    for cv_run in cvs:
+        d, c = cv_run["dataset"], cv_run["class"]
+        if cv_run["method"] != method or d not in datasets:
+            continue
+        fit = fits.get((d, c, method, _cv_setting(cv_run), cv_run["chosen_C"]))
+        if fit is not None:
+            out.setdefault(_cv_setting(cv_run), {}).setdefault(d, {})[c] = {
+                **fit, "cv_seconds": cv_run["seconds"]}
+    return {s: per for s, per in out.items()
+            if set(per) == set(datasets) and all(set(per[d]) == classes[d] for d in datasets)}
+
+
+def _auto_mean(cells, what="val_iou") -> float:
+    return float(np.mean([r[what] for r in cells.values()]))
+
+
+def lodo_auto(records, cvs, methods, setting=None) -> dict:
+    """As :func:`lodo`, with ``--C auto``: for each held-out data set, the one
+    setting (top-down block, words norm, scope) of the best mean over the
+    other data sets and the methods of their val IoU at the cross-validated
+    C (or the given ``setting``, the same for every held-out set), scored on
+    the held-out set at its cross-validated C beside the best (setting, C)
+    of the grid there. Seconds: the cross-validation and the refit together."""
+    datasets = sorted({r["dataset"] for r in records})
+    per = {m: auto_cells(records, cvs, m, datasets) for m in methods}
+    settings = set.intersection(*(set(p) for p in per.values())) if per else set()
+    table: dict = {m: {"rows": []} for m in methods}
+    if not settings:
+        return {m: {"rows": [], "mean_gap": None} for m in methods}
+    everywhere = set.intersection(*(set(dataset_scores(records, m, datasets)) for m in methods))
+    for held in datasets:
+        others = [d for d in datasets if d != held]
+        pick = tuple(setting) if setting is not None else max(sorted(settings), key=lambda s: (
+            np.mean([_auto_mean(per[m][s][d]) for m in methods for d in others])))
+        for m in methods:
+            best = choose(records, m, [held], everywhere)
+            if best is None:
+                continue
+            here = dataset_scores(records, m, [held])
+            cells = per[m][pick][held]
+            val = _auto_mean(cells)
+            table[m]["rows"].append({
+                "held_out": held, "default": {"setting": list(pick), "C": "auto"},
+                "chosen_C": {c: r["C"] for c, r in cells.items()},
+                "default_val": val, "default_train": _auto_mean(cells, "train_iou"),
+                "best": {"setting": list(best[0]), "C": best[1]},
+                "best_val": here[best][held], "gap": here[best][held] - val,
+                "seconds": float(sum(r["cv_seconds"] + r["fit_seconds"]
+                                     for r in cells.values())),
+                "fit_seconds": float(sum(r["fit_seconds"] for r in cells.values())),
+                "iterations": _auto_mean(cells, "n_iter"),
+                "converged": all(r["converged"] for r in cells.values())})
+    for m in methods:
+        rows = table[m]["rows"]
+        table[m]["mean_gap"] = float(np.mean([r["gap"] for r in rows])) if rows else None
+    return table
+
+
+def choose_auto(records, cvs, methods) -> tuple | None:
+    """The setting of :func:`lodo_auto`'s rule on all the data sets."""
+    datasets = sorted({r["dataset"] for r in records})
+    per = {m: auto_cells(records, cvs, m, datasets) for m in methods}
+    settings = set.intersection(*(set(p) for p in per.values())) if per else set()
+    if not settings:
+        return None
+    return max(sorted(settings), key=lambda s: np.mean(
+        [_auto_mean(per[m][s][d]) for m in methods for d in datasets]))
+
+
+def c_agreement_lines(records, cvs, setting, methods, min_iou: float = 5.0) -> list[str]:
+    """One meaning of C: per class (where some method's val IoU reaches
+    ``min_iou``) and method, the C of the grid best on val and the C that
+    cross-validation on the training split chose, at ``setting``; and the
+    ratio of the largest to the smallest over the methods."""
+    lines = ["## One meaning of C", "",
+             f"At {setting_name(setting)} (superpixel units), per class with a val IoU of "
+             f"at least {min_iou:g} %: the C of the grid best on val, and the C chosen by "
+             "3-fold cross-validation on the training split (in brackets the C values "
+             "whose pooled held-out IoU is within 1 point of the best), per method; the "
+             "last columns: the largest over the smallest C across the methods.", "",
+             "| data set | class | " + " | ".join(methods)
+             + " | ratio, best on val | ratio, chosen by CV |",
+             "|---|---|" + "---|" * len(methods) + "---|---|"]
+    classes = sorted({(r["dataset"], r["class"]) for r in records})
+    for d, c in classes:
+        best_val, chosen, cells = [], [], []
+        for m in methods:
+            fits = [r for r in records if (r["dataset"], r["class"], r["method"])
+                    == (d, c, m) and _setting(r) == tuple(setting)]
+            cv_run = next((r for r in cvs if (r["dataset"], r["class"], r["method"])
+                           == (d, c, m) and _cv_setting(r) == tuple(setting)), None)
+            if not fits or cv_run is None:
+                break
+            top = max(fits, key=lambda r: (r["val_iou"], -r["C"]))
+            curve = cv_run["curve"]
+            scores = curve["pooled_iou_percent"]
+            near = [g for g, v in zip(curve["grid"], scores) if v is not None
+                    and v >= max(x for x in scores if x is not None) - 1.0]
+            best_val.append((top["C"], top["val_iou"]))
+            chosen.append(cv_run["chosen_C"])
+            cells.append(f"{top['C']:g} / {cv_run['chosen_C']:g} "
+                         f"({' '.join(f'{g:g}' for g in near)})")
+        else:
+            if max(v for _, v in best_val) < min_iou:
+                continue
+            ratio_val = max(C for C, _ in best_val) / min(C for C, _ in best_val)
+            ratio_cv = max(chosen) / min(chosen)
+            lines.append(f"| {d} | {c} | " + " | ".join(cells)
+                         + f" | {ratio_val:.3g} | {ratio_cv:.3g} |")
+    return lines + [""]
+
+
+def grouped_cv_lines(records, cvs, grouped) -> list[str]:
+    """Cross-validation with folds by image against folds that keep each id
+    prefix (a CamVid video sequence) together: the chosen C and the val IoU
+    of the model refitted at it."""
+    if not grouped:
+        return []
+    lines = ["## Folds that keep video sequences together", "",
+             "3-fold cross-validation of C with folds dealt by image (`--C auto`) and "
+             "with folds of whole id prefixes (a CamVid id names its video sequence; "
+             "`cv --fold-groups id-prefix`): the chosen C, and val IoU % (train in "
+             "brackets) of the model refitted at it.", "",
+             "| data set | class | method | block | folds by image: C | val (train) "
+             "| folds by sequence: C | val (train) |", "|---|---|---|---|---|---|---|---|"]
+    for g in grouped:
+        key = (g["dataset"], g["class"], g["method"], _cv_setting(g))
+        plain = next((r for r in cvs if (r["dataset"], r["class"], r["method"],
+                                         _cv_setting(r)) == key), None)
+        if plain is None:
+            continue
+        cells = []
+        for run in (plain, g):
+            v = _cell(records, *key, run["chosen_C"])
+            t = _cell(records, *key, run["chosen_C"], "train_iou")
+            cells += [f"{run['chosen_C']:g}", f"{fmt(v)} ({fmt(t, '.1f')})"]
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3][0]} | " + " | ".join(cells)
+                     + " |")
+    return lines + [""]
+
+
 def soak_reference(path: Path) -> dict:
     """(data set, class, method) -> val IoU % of the bottom-up soak at the paper's C."""
     if not path.exists():
@@ -471,6 +677,38 @@ def soak_reference(path: Path) -> dict:
     return out
 
 
+def fold_count_lines(records, chosen) -> list[str]:
+    """The fold count K of the cross-fitted block: 2, 3 and 5 folds on the data
+    sets where all three were run, per method at its chosen C and norm, and
+    best in grid."""
+    ks = {"folds2": 2, "folds": 3, "folds5": 5}
+    sets = sorted({r["dataset"] for r in records if r["top_down"] == "folds2"})
+    if not sets:
+        return []
+    lines = ["## The fold count of the cross-fitted block", "",
+             "Val IoU % (train in brackets) at each method's chosen C and words norm, and "
+             "the best over the grid of C, for K = 2, 3, 5 folds.", "",
+             "| data set | method | " + " | ".join(f"K {k}" for k in ks.values())
+             + " | " + " | ".join(f"K {k} best in grid" for k in ks.values()) + " |",
+             "|---|---|" + "---|" * (2 * len(ks))]
+    for d in sets:
+        c = next(r["class"] for r in records if r["dataset"] == d and r["top_down"] == "folds2")
+        for m in chosen:
+            _, norm, scope = chosen[m]["setting"]
+            C = chosen[m]["C"]
+            at, best = [], []
+            for td in ks:
+                v = _cell(records, d, c, m, (td, norm, scope), C)
+                t = _cell(records, d, c, m, (td, norm, scope), C, "train_iou")
+                at.append(fmt(None) if v is None else f"{fmt(v)} ({fmt(t, '.1f')})")
+                vals = [r["val_iou"] for r in records if (r["dataset"], r["class"], r["method"],
+                        _setting(r)) == (d, c, m, (td, norm, scope))]
+                best.append(fmt(max(vals) if vals else None))
+            if any(a != fmt(None) for a in at):
+                lines.append(f"| {d} | {m} | " + " | ".join(at + best) + " |")
+    return lines + [""]
+
+
 def table(args) -> None:
     out = Path(args.out)
     records = _records(out)
@@ -478,6 +716,12 @@ def table(args) -> None:
     datasets = sorted({r["dataset"] for r in records})
     result = lodo(records, methods)
     chosen = choose_all(records)
+    # the command line's default: one feature setting and one C for the paper's methods
+    joint = tuple(m for m in METHODS[:3] if m in methods)
+    joint_result = lodo(records, joint, joint) if joint else {}
+    joint_pick = choose(records, joint, datasets) if joint else None
+    if joint_pick is not None:
+        chosen.update({m: {"setting": joint_pick[0], "C": joint_pick[1]} for m in joint})
     soak = soak_reference(REPO_ROOT / "results" / "soak" / "soak.json")
     cv_path = out / "cv.jsonl"
     cvs = [json.loads(line) for line in cv_path.read_text().splitlines()] \
@@ -489,29 +733,60 @@ def table(args) -> None:
               "of its classes); it is scored on the held-out set beside the best setting of "
               "the grid there. Cells: mean val IoU % over the held-out set's classes (train "
               "IoU in brackets), seconds of all its fits and mean iterations at the default.",
-              ""]
-    for m in methods:
-        lines += [f"## {m}", "", "| held out | default chosen on the others | val (train) | "
+              "With `--C auto` the default fixes the setting only: each class's C is chosen "
+              "by 3-fold cross-validation over the grid on its training split, and the "
+              "seconds are the cross-validation's and the refit's together. The library's "
+              "default block is the cross-fitted one, fixed by design (the columns the "
+              "learner sees on its training images are then those of images their "
+              "detector never saw, as on new images), not chosen on this grid; the "
+              "sections after it choose the block on the other data sets too.", ""]
+    auto = lodo_auto(records, cvs, joint) if joint and cvs else {}
+    auto_pick = choose_auto(records, cvs, joint) if joint and cvs else None
+    # the library's default: the cross-fitted block, fixed by design (its
+    # training columns are those of images its detector never saw), not by
+    # this grid; C by cross-validation
+    shipped = LIBRARY_DEFAULT
+    library = lodo_auto(records, cvs, joint, shipped) if joint and cvs else {}
+    sections = [(f"{m}: --C auto and {setting_name(shipped)} (the library's default)",
+                 library[m]) for m in joint if library.get(m, {}).get("rows")]
+    sections += [(f"{m}: --C auto, the setting chosen on the others for {', '.join(joint)}",
+                  auto[m]) for m in joint if auto.get(m, {}).get("rows")]
+    sections += [(f"{m}: one fixed C and setting for {', '.join(joint)}", joint_result[m])
+                 for m in joint]
+    sections += [(f"{m}: a fixed C and setting of its own", result[m]) for m in methods]
+    for title, res in sections:
+        lines += [f"## {title}", "", "| held out | default | val (train) | "
                   "best in grid on it | val | gap | seconds / iterations |",
                   "|---|---|---|---|---|---|---|"]
-        for r in result[m]["rows"]:
+        for r in res["rows"]:
             d, b = r["default"], r["best"]
             lines.append(
-                f"| {r['held_out']} | {setting_name(d['setting'])}, C {d['C']:g} | "
+                f"| {r['held_out']} | {setting_name(d['setting'])}, C {_c(d['C'])} | "
                 f"{fmt(r['default_val'])} ({fmt(r['default_train'], '.1f')}) | "
                 f"{setting_name(b['setting'])}, C {b['C']:g} | {fmt(r['best_val'])} | "
                 f"{fmt(r['gap'])} | {r['seconds']:.0f} s / {r['iterations']:.0f}"
                 f"{'' if r['converged'] else '*'} |")
-        lines += ["", f"Mean gap (best in grid − default): **{fmt(result[m]['mean_gap'])}** "
+        lines += ["", f"Mean gap (best in grid − default): **{fmt(res['mean_gap'])}** "
                   "points.", ""]
     # the defaults chosen on all data sets, per class
-    lines += ["## The defaults chosen on all four data sets", ""]
+    fixed_C: dict = {}
+    if library:
+        fixed_C = {m: chosen[m]["C"] for m in joint}
+        chosen.update({m: {"setting": shipped, "C": "auto"} for m in joint})
+    if auto_pick is not None:
+        lines += [f"With `--C auto`, the setting chosen on all four data sets is "
+                  f"{setting_name(auto_pick)}.", ""]
+    lines += ["## The library's defaults", "",
+              f"One setting for {', '.join(joint)} (the command line's default), "
+              "and the fixed C and setting chosen on all four data sets for each other "
+              "method:", ""]
     for m in methods:
         if m in chosen:
             lines.append(f"- {m}: {setting_name(chosen[m]['setting'])}, "
-                         f"C {chosen[m]['C']:g}")
-    lines += ["", "Per class at those defaults: val IoU % (train in brackets); the bottom-up "
-              "soak at the paper's C (results/soak) beside it.", "",
+                         f"C {_c(chosen[m]['C'])}")
+    lines += ["", "Per class at those defaults: val IoU % (train in brackets, and @ the C "
+              "that cross-validation chose); the bottom-up soak at the paper's C "
+              "(results/soak) beside it.", "",
               "| data set | class | " + " | ".join(f"{m} | {m} soak" for m in methods) + " |",
               "|---|---|" + "---|---|" * len(methods)]
     classes = sorted({(r["dataset"], r["class"]) for r in records})
@@ -523,21 +798,29 @@ def table(args) -> None:
                 cells += ["", ""]
                 continue
             s, C = tuple(chosen[m]["setting"]), chosen[m]["C"]
+            if C == "auto":
+                C = next((r["chosen_C"] for r in cvs if (r["dataset"], r["class"], r["method"],
+                                                         _cv_setting(r)) == (d, c, m, s)), None)
             v, t = _cell(records, d, c, m, s, C), _cell(records, d, c, m, s, C, "train_iou")
-            cells += [f"{fmt(v)} ({fmt(t, '.1f')})", fmt(soak.get((d, c, m)))]
+            at = f" @{C:g}" if chosen[m]["C"] == "auto" and C is not None else ""
+            cells += [f"{fmt(v)} ({fmt(t, '.1f')}){at}", fmt(soak.get((d, c, m)))]
             per_class.append({"dataset": d, "class": c, "method": m, "val_iou": v,
                               "train_iou": t, "soak_val_iou": soak.get((d, c, m))})
         lines.append(f"| {d} | {c} | " + " | ".join(cells) + " |")
     # cross-fitting against plain, per class, at each method's chosen C and norm
     lines += ["", "## The top-down block: off, plain, cross-fitted", "",
-              "At each method's chosen C and bag-of-words norm; val IoU % (train in brackets).",
+              "At each method's fixed C (chosen on all four data sets) and bag-of-words norm; "
+              "val IoU % (train in brackets).",
               ""]
-    tds = ("off", "plain", "folds", "whole")
+    tds = ("off", "plain", "folds", "whole", "folds-cal")
+    at_fixed = {m: {"setting": chosen[m]["setting"],
+                    "C": fixed_C[m] if chosen[m]["C"] == "auto" else chosen[m]["C"]}
+                for m in chosen}
     for m in methods:
         if m not in chosen:
             continue
-        _, norm, scope = chosen[m]["setting"]
-        C = chosen[m]["C"]
+        _, norm, scope = at_fixed[m]["setting"]
+        C = at_fixed[m]["C"]
         lines += [f"### {m} (C {C:g}, words {norm})", "",
                   "| data set | class | " + " | ".join(tds) + " |",
                   "|---|---|" + "---|" * len(tds)]
@@ -549,6 +832,13 @@ def table(args) -> None:
                 cells.append(fmt(None) if v is None else f"{fmt(v)} ({fmt(t, '.1f')})")
             lines.append(f"| {d} | {c} | " + " | ".join(cells) + " |")
         lines.append("")
+    lines += fold_count_lines(records, at_fixed)
+    if library:
+        lines += c_agreement_lines(records, cvs, shipped, joint)
+    grouped_path = out / "cv_grouped.jsonl"
+    if grouped_path.exists():
+        grouped = [json.loads(line) for line in grouped_path.read_text().splitlines()]
+        lines += grouped_cv_lines(records, cvs, grouped)
     if cvs:
         lines += ["## --C auto at the chosen settings", "",
                   "3-fold cross-validation of C over the grid on the training split; the val "
@@ -558,20 +848,25 @@ def table(args) -> None:
                   "| CV seconds | one fit's seconds |", "|---|---|---|---|---|---|---|---|"]
         for r in cvs:
             s = (r["top_down"], r["sift_norm"], r["scope"])
-            fixed = chosen[r["method"]]["C"]
+            fixed = at_fixed[r["method"]]["C"]
             lines.append(
                 f"| {r['dataset']} | {r['class']} | {r['method']} | {r['chosen_C']:g} | "
                 f"{fmt(_cell(records, r['dataset'], r['class'], r['method'], s, r['chosen_C']))}"
                 f" | {fmt(_cell(records, r['dataset'], r['class'], r['method'], s, fixed))} | "
                 f"{r['seconds']:.0f} | "
                 f"{_cell(records, r['dataset'], r['class'], r['method'], s, fixed, 'fit_seconds'):.0f} |")
-    versions = sorted({r["code_version"] for r in records})
+    versions = sorted({r["code_version"] for r in records + cvs})
+    machines = sorted({r["machine"] for r in records if isinstance(r.get("machine"), str)})
     lines += ["", f"Data {', '.join(datasets)} (train / val splits); methods "
               f"{', '.join(methods)}; grid C {' '.join(f'{c:g}' for c in GRID)} (superpixel "
               f"units); tol {DEFAULTS.tol:g}, max_iter {DEFAULTS.max_iter}; * = a fit stopped "
-              f"at max_iter; code {', '.join(versions)}. Made by `python scripts/lodo.py`."]
+              f"at max_iter; code {', '.join(versions)}; machines: "
+              f"{'; '.join(machines) or 'not recorded'}. Made by `python scripts/lodo.py`."]
     write_text(out / "table.md", "\n".join(lines) + "\n")
-    write_json(out / "table.json", {"lodo": result, "chosen": chosen, "per_class": per_class,
+    write_json(out / "table.json", {"lodo": result, "lodo_joint": joint_result,
+                                    "lodo_auto": auto, "lodo_library": library,
+                                    "library_default": list(shipped),
+                                    "joint_methods": list(joint), "chosen": chosen, "per_class": per_class,
                                     "grid": list(GRID), "code_version": versions})
     print("\n".join(lines))
 
@@ -591,6 +886,12 @@ def main(argv=None) -> int:
                    help="data sets the fold counts 2 and 5 are measured on")
     p.add_argument("--min-images", type=int, default=5)
     p.add_argument("--out", default=str(REPO_ROOT / "results" / "lodo"))
+    p.add_argument("--cv-settings", nargs="+", default=["plain/l1/dataset", "folds/l1/dataset"],
+                   help="cv: the settings (block/norm/scope) to cross-validate C at")
+    p.add_argument("--fold-groups", choices=("none", "id-prefix"), default="none",
+                   help="cv: folds by image (none), or by the id up to its first '_'")
+    p.add_argument("--export-root", help="cv: the folder of exported arrays (export --to), "
+                   "read instead of --data's images")
     p.add_argument("-j", "--n-jobs", type=int, default=1)
     args = p.parse_args(argv)
     {"run": run, "cv": cv, "table": table, "export": export}[args.command](args)

@@ -42,25 +42,22 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import sys
 import time
 import traceback
 from dataclasses import asdict, replace
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-import segstruct
 from segstruct.compare import Comparison
 from segstruct.datasets import VOC_CLASSES, VOID_LABEL, VOCDataset
 from segstruct.evaluate.inspection import training_set_problem
 from segstruct.features.cache import ArrayCache
-from segstruct.features.descriptors import FeatureConfig
+from segstruct.features.config import FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.io.files import atomic_write_bytes
-from segstruct.io.provenance import code_version, machine
+from segstruct.io.provenance import code_version, machine, source_digest
 from segstruct.io.text import fmt
 from segstruct.learn.methods import TrainingSettings
 
@@ -90,34 +87,6 @@ def write_text(path: Path, text: str) -> None:
 
 def digest(payload) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-
-
-def source_digest() -> str:
-    """SHA-256 over the package's Python sources (segstruct, its inference and
-    datasets): it tells two working trees apart where the version string
-    (``0.1.0+g<sha>.dirty``) cannot."""
-    import segstruct.datasets as ds_pkg
-    import segstruct.inference as inf_pkg
-    h = hashlib.sha256()
-    for pkg in (segstruct, inf_pkg, ds_pkg):
-        root = Path(pkg.__file__).resolve().parent
-        for path in sorted(root.rglob("*.py")):
-            h.update(f"{pkg.__name__}/{path.relative_to(root).as_posix()}\0".encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def machine_info() -> dict:
-    info = dict(machine())
-    for dist in ("numpy", "scipy", "highspy", "PyMaxflow", "scikit-image",
-                 "opencv-python-headless"):
-        try:
-            info[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            info[dist] = None
-    info["python_implementation"] = platform.python_implementation()
-    info["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS")
-    return info
 
 
 def settings_for(run: str, base: TrainingSettings) -> TrainingSettings:
@@ -163,7 +132,7 @@ class Soak:
         self.doc.update({
             "format": FORMAT, "format_version": 1,
             "code_version": self.code_version, "source_digest": self.source_digest,
-            "machine": machine_info(),
+            "machine": machine(versions=True),
             "settings": {
                 "compare_settings": asdict(base),
                 "runs": {name: {"method": m, "settings": asdict(settings_for(name, base))}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -55,7 +56,7 @@ def check_models(models: Sequence[SegmentationModel]) -> None:
     if not models:
         raise ValueError("no model given")
     first = models[0]
-    seen = {}
+    seen: dict[str, Path | None] = {}      # class -> the model's path
     for m in models:
         if m.class_name in seen:
             raise ValueError(f"{seen[m.class_name]} and {m.path} both segment "
@@ -63,8 +64,11 @@ def check_models(models: Sequence[SegmentationModel]) -> None:
         seen[m.class_name] = m.path
         # each model brings its own class's detector; the settings, detector
         # settings included, and the codebook must be the first model's
+        # (``first.codebook is not None`` follows from the first test: it
+        # tells the type checker)
         same_codebook = (m.codebook is None) == (first.codebook is None) and (
-            m.codebook is None or np.array_equal(m.codebook, first.codebook))
+            m.codebook is None or (first.codebook is not None
+                                   and np.array_equal(m.codebook, first.codebook)))
         if m.config.to_dict() != first.config.to_dict() or not same_codebook:
             raise ValueError(f"{m.path} was trained on other features than {first.path} "
                              "(superpixels, blocks or codebook): predict with them "
@@ -141,7 +145,7 @@ def write_overlay(path: Path, rgb: np.ndarray, labels: np.ndarray, alpha: float 
 
 def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
                       out_dir: Path, overlay: bool = False,
-                      bar: Callable[[int], object] | None = None) -> list[dict]:
+                      bar: Callable[[int], Any] | None = None) -> list[dict]:
     """Label every image, write ``OUT/<id>.png`` (and ``<id>.jpg`` with
     ``overlay``); return one index entry per image.
 

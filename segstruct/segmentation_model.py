@@ -20,14 +20,14 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from PIL import Image
 
 from segstruct.datasets import ImageFiles, class_index
 from segstruct.features.cache import ArrayCache
-from segstruct.features.descriptors import FeatureConfig
+from segstruct.features.config import FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import paint
 from segstruct.io.persistence import load_model, load_shape_detectors, model_paths, save_model
@@ -51,7 +51,7 @@ class SegmentationModel:
     path : the model's path (without suffix), when it came from a file.
     """
 
-    estimator: object
+    estimator: Any      # a fitted learner of segstruct.learn (duck-typed)
     config: FeatureConfig
     codebook: np.ndarray | None
     detectors: list | None

@@ -101,7 +101,8 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
         val_meta = {"val_split": val_split, "val_score": val_score}
         warning = generalisation(train_score["voc_iou_percent"], val_score["voc_iou_percent"],
                                  {"top_down": config.detector is not None,
-                                  "top_down_folds": config.top_down_folds})
+                                  "top_down_folds": config.top_down_folds,
+                                  "C": estimator.C, "C_auto": "C_selection" in (metadata or {})})
         if warning:
             diagnosis["warnings"].append(warning)
     codebook = extractor.codebook()[0] if config.sift else None

@@ -41,7 +41,7 @@ LAYERS = (
     ("inference", "datasets"),
     ("_version", "_build", "io.files", "io.provenance", "io.text", "cluster"),
     ("features", "io.checkpoint"),
-    ("model", "learn", "evaluate"),
+    ("model", "learn", "evaluate", "toy"),
     ("io.persistence", "report"),
     ("compare", "workflow", "predict", "segmentation_model"),
     ("cli", "__main__"),

@@ -19,7 +19,7 @@ from segstruct.cli import main
 from segstruct.datasets import DatasetError, VOCDataset, make_synthetic_voc, voc_colormap
 from segstruct.evaluate.inspection import inspect_dataset, training_set_problem
 from segstruct.features.cache import ArrayCache
-from segstruct.features.descriptors import FeatureConfig
+from segstruct.features.config import FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.io.persistence import ModelFileError, load_model, model_paths, save_model

@@ -166,7 +166,7 @@ def test_train_then_evaluate(data_root, tmp_path, capsys):
     cache = ["--cache", str(tmp_path / "c")]
     model = tmp_path / "car_bl1"
     assert main(["train", "--data", str(data_root), "--class", "car", "--out", str(model),
-                 "--tol", "1e-3", *cache, *SMALL]) == 0
+                 "--tol", "1e-3", "--C", "1", *cache, *SMALL]) == 0
     out = capsys.readouterr().out
     assert "converged" in out and (tmp_path / "car_bl1.log.json").exists()
     log = json.loads((tmp_path / "car_bl1.log.json").read_text())
@@ -225,8 +225,8 @@ def test_conflicting_training_options(data_root, tmp_path, capsys):
 def test_train_stopped_at_max_iter_resumes_with_a_higher_one(data_root, tmp_path, capsys):
     from segstruct.io.persistence import load_model
     cache = ["--cache", str(tmp_path / "c")]
-    base = ["train", "--data", str(data_root), "--class", "car", "--tol", "1e-5", *cache,
-            *SMALL]
+    base = ["train", "--data", str(data_root), "--class", "car", "--tol", "1e-5", "--C", "1",
+            *cache, *SMALL]
     assert main(base + ["--out", str(tmp_path / "ref")]) == 0
     assert main(base + ["--out", str(tmp_path / "m"), "--max-iter", "3"]) == 0
     assert (tmp_path / "m.ckpt.npz").exists() and "--resume" in capsys.readouterr().out
@@ -235,6 +235,45 @@ def test_train_stopped_at_max_iter_resumes_with_a_higher_one(data_root, tmp_path
     assert main(base + ["--out", str(tmp_path / "m"), "--resume", "--max-iter", "500"]) == 0
     assert np.array_equal(load_model(tmp_path / "m")[0].w_, load_model(tmp_path / "ref")[0].w_)
     assert not (tmp_path / "m.ckpt.npz").exists()
+
+
+def test_default_C_auto_resumes_its_refit_at_the_C_it_chose(data_root, tmp_path, capsys):
+    """C is cross-validated by default; a refit stopped at --max-iter resumes at
+    the C chosen before (not a new choice made with the new --max-iter)."""
+    from segstruct.io.persistence import load_model
+    cache = ["--cache", str(tmp_path / "c")]
+    base = ["train", "--data", str(data_root), "--class", "car", "--tol", "1e-5", *cache,
+            *SMALL, "--out", str(tmp_path / "m")]
+    assert main(base + ["--max-iter", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "C chosen by 3-fold cross-validation" in out
+    assert (tmp_path / "m.ckpt.npz").exists() and (tmp_path / "m.cv.json").exists()
+    chosen = json.loads((tmp_path / "m.cv.json").read_text())["chosen_C"]
+    assert main(base + ["--resume", "--max-iter", "500"]) == 0
+    out = capsys.readouterr().out
+    assert f"resuming the refit at C {chosen:g}" in out and "C chosen by" not in out
+    svm = load_model(tmp_path / "m")[0]
+    assert svm.C == chosen
+    assert not (tmp_path / "m.ckpt.npz").exists() and not (tmp_path / "m.cv.json").exists()
+    # the same model as one uninterrupted run at that C
+    assert main(["train", "--data", str(data_root), "--class", "car", "--tol", "1e-5", *cache,
+                 *SMALL, "--out", str(tmp_path / "ref"), "--C", f"{chosen!r}"]) == 0
+    assert np.array_equal(svm.w_, load_model(tmp_path / "ref")[0].w_)
+
+
+def test_default_C_auto_falls_back_on_a_split_too_small_to_fold(data_root, tmp_path, capsys):
+    """Without --C, a training split of fewer images than folds trains at the
+    fixed default C (with a note); an explicit --C auto is refused there."""
+    from segstruct.io.persistence import load_model
+    from segstruct.learn.ssvm import DEFAULT_C
+    args = ["train", "--data", str(data_root), "--class", "car", "--cache",
+            str(tmp_path / "c"), *SMALL, "--folds", "50"]
+    with pytest.raises(SystemExit) as exc:            # --folds alone implies no default
+        main(args + ["--C", "auto", "--out", str(tmp_path / "a")])
+    assert exc.value.code == 2 and "fewer than the 50 folds" in capsys.readouterr().err
+    assert main(args + ["--out", str(tmp_path / "m")]) == 0
+    assert "too few for 50-fold cross-validation" in capsys.readouterr().err
+    assert load_model(tmp_path / "m")[0].C == DEFAULT_C
 
 
 @pytest.mark.parametrize("extra, words", [
@@ -281,7 +320,7 @@ def test_earlier_option_names_still_parse_with_a_warning():
 
 def test_top_down_block_is_on_by_default(data_root, tmp_path, capsys):
     from segstruct.cli.settings import feature_config
-    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.config import FeatureConfig
     from segstruct.features.topdown.detector import DetectorParams
     train = ["train", "--class", "car", "--out", "m", "--seed", "4"]
     parse = build_parser().parse_args

@@ -20,7 +20,7 @@ from segstruct.cli import main  # noqa: E402
 from segstruct.cluster import on_cluster, parallel_map, use_scheduler  # noqa: E402
 from segstruct.datasets import VOCDataset  # noqa: E402
 from segstruct.features.cache import ArrayCache  # noqa: E402
-from segstruct.features.descriptors import FeatureConfig  # noqa: E402
+from segstruct.features.config import FeatureConfig  # noqa: E402
 from segstruct.features.extraction import FeatureExtractor  # noqa: E402
 
 # The tasks below run in the workers, which must import them by name: not

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from segstruct.cli import main
-from segstruct.learn.methods import DEFAULTS
+from segstruct.learn.ssvm import DEFAULT_C
 from segstruct.datasets import VOCDataset
 
 # the top-down block (on by default) costs a detector per class; these tests are
@@ -24,7 +24,7 @@ def finished(data_root, tmp_path_factory):
     cache = ["--cache", str(base / "cache")]
     out = base / "out"
     args = ["compare", "--data", str(data_root), "--classes", "car", "person",
-            "--methods", *METHODS, "--max-iter", "40",
+            "--methods", *METHODS, "--max-iter", "40", "--C", f"{DEFAULT_C:g}",
             "--figure-images", "2", "--out", str(out), *cache, *SMALL]
     assert main(args) == 0
     return out, cache, args
@@ -42,7 +42,7 @@ def test_results_json_names_everything(finished, data_root):
         for key in ("dataset", "class", "method", "loss", "scope", "C", "M", "node_weights",
                     "seed", "code_version", "training", "eval_score", "train_score"):
             assert key in r, key
-        assert r["scope"] == "dataset" and r["C"] == DEFAULTS.C and r["M"] == 40
+        assert r["scope"] == "dataset" and r["C"] == DEFAULT_C and r["M"] == 40
         assert r["C_units"] == "superpixel" and r["training"]["svm_C"] > 0
         assert r["inference"] == "envelope"
         assert r["node_weights"] == "count" and r["seed"] == 0
@@ -85,7 +85,7 @@ def test_tables_match_results(finished):
             f"{iou['car']['bl2']:.2f} ({train['car']['bl2']:.1f}) |") in md
     assert f"**{means[2]:.2f} ({means[5]:.1f})**" in md
     # the table names data, loss, scope, C, M and the code version
-    for words in (results["data_root"], "scope dataset", f"C {DEFAULTS.C:g}",
+    for words in (results["data_root"], "scope dataset", f"C {DEFAULT_C:g}",
                   "oracle envelope (exact)", results["code_version"]):
         assert words in md
 

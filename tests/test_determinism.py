@@ -19,7 +19,7 @@ DATA_SIZE = (5, 2)
 def test_features_are_bit_identical_without_cache(data_root):
     from segstruct.datasets import VOCDataset
     from segstruct.features.cache import ArrayCache
-    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.config import FeatureConfig
     from segstruct.features.extraction import FeatureExtractor
     config = FeatureConfig(n_words=16, codebook_descriptors=2000, seed=3)
     runs = [FeatureExtractor(VOCDataset(data_root), config, ArrayCache(enabled=False),

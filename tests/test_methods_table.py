@@ -23,7 +23,7 @@ def write(path, doc):
 
 
 def test_cells_means_and_notes_say_what_each_run_did(tmp_path, methods_table):
-    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.config import FeatureConfig
     d = tmp_path / "toy"
     write(d / "plan.json", {"classes": ["car", "dog"], "too_few_images": {"cat": 2},
                             "refused": {}, "min_images": 5})

@@ -2,6 +2,7 @@
 and without masks; several class models agree with each one where only it
 fires; bad inputs are refused before any work."""
 import json
+from pathlib import Path
 import shutil
 import subprocess
 import sys
@@ -142,10 +143,12 @@ def test_decision_function_is_the_prediction_and_ranks_by_max_marginals(trained)
 @pytest.mark.parametrize("case, words", [
     ("same class twice", "both segment 'car'"),
     ("other features", "trained on other features"),
-    ("unreadable image", "not a readable image"),
-    ("overwrites an input", "would overwrite an input image"),
+    ("no readable image", "no image could be read"),
+    ("out is the image folder", "holds images to label"),
     ("no images", "give the images to label"),
     ("split with images", "--split goes with --data"),
+    ("images and data", "not both"),
+    ("out holds other files", "is not empty and holds no earlier predictions"),
 ])
 def test_bad_inputs_are_refused(case, words, trained, tmp_path, capsys):
     root, cache, models, _ = trained
@@ -157,20 +160,64 @@ def test_bad_inputs_are_refused(case, words, trained, tmp_path, capsys):
                                  "--images", str(folder)],
             "other features": ["--model", str(models["person"]), str(models["car_nocolour"]),
                                "--images", str(folder)],
-            "unreadable image": ["--model", str(models["car"]), "--images", str(folder)],
-            "overwrites an input": ["--model", str(models["car"]), "--images", str(folder)],
+            "no readable image": ["--model", str(models["car"]), "--images", str(folder)],
+            "out is the image folder": ["--model", str(models["car"]), "--images",
+                                        str(folder)],
             "no images": ["--model", str(models["car"])],
             "split with images": ["--model", str(models["car"]), "--images", str(folder),
-                                  "--split", "val"]}[case]
-    out = folder if case == "overwrites an input" else tmp_path / "out"
-    if case == "unreadable image":
-        (folder / "b.jpg").write_bytes(b"not an image")
+                                  "--split", "val"],
+            "images and data": ["--model", str(models["car"]), "--images", str(folder),
+                                "--data", str(root)],
+            "out holds other files": ["--model", str(models["car"]), "--images",
+                                      str(folder)]}[case]
+    out = folder if case == "out is the image folder" else tmp_path / "out"
+    if case == "no readable image":
+        (folder / "a.png").write_bytes(b"not an image")
+    if case == "out holds other files":
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
+    before = sorted(p.name for p in out.iterdir()) if out.exists() else None
     try:
         rc = main(["predict", *argv, "--out", str(out), *cache, "-q"])
     except SystemExit as exit_:
         rc = exit_.code
     assert rc == 2 and words in capsys.readouterr().err
-    assert not (tmp_path / "out").exists()          # refused before any output
+    # refused before any output
+    assert (sorted(p.name for p in out.iterdir()) if out.exists() else None) == before
+
+
+def test_a_batch_goes_on_past_bad_files_and_names_each(trained, tmp_path, capsys):
+    root, cache, models, _ = trained
+    data = VOCDataset(root)
+    folder = tmp_path / "in"
+    (folder / "more").mkdir(parents=True)
+    good = data.ids("val")[:2]
+    for image_id in good:
+        shutil.copy(data.image_path(image_id), folder)
+    shutil.copy(data.image_path(good[0]), folder / "more" / "nested.jpg")
+    (folder / "broken1.jpg").write_bytes(b"not an image")
+    truncated = data.image_path(good[1]).read_bytes()
+    (folder / "broken2.jpg").write_bytes(truncated[: len(truncated) // 3])
+    out = tmp_path / "out"
+    rc = main(["predict", "--model", str(models["car"]), "--images", str(folder),
+               "--out", str(out), *cache, "-q"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "broken1.jpg" in err and "broken2.jpg" in err and "2 image(s)" in err
+    assert "subfolder" in err and "more" in err
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(f"{i}.png" for i in good)
+    index = json.loads((out / "index.json").read_text())
+    assert [e["id"] for e in index["images"]] == good
+    assert sorted(Path(u["image"]).name for u in index["unreadable"]) == ["broken1.jpg",
+                                                                         "broken2.jpg"]
+    # the same folder again, with one image fewer: the stale mask is named, not hidden
+    (folder / f"{good[1]}.jpg").unlink()
+    rc = main(["predict", "--model", str(models["car"]), "--images", str(folder),
+               "--out", str(out), *cache, "-q"])
+    err = capsys.readouterr().err
+    assert rc == 1 and f"{good[1]}.png" in err and "earlier run" in err
+    assert [e["id"] for e in json.loads((out / "index.json").read_text())["images"]] == \
+        good[:1]
 
 
 def test_image_files_name_images_by_stem_and_refuse_clashes(tmp_path):

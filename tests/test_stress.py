@@ -4,8 +4,9 @@ Each case generates a small VOC-layout set with ``make_synthetic_voc`` (object
 size, share of images showing the class, number of training images, one or
 two classes), extracts its features, optionally multiplies the unary
 features by a factor, and trains bl1, bl2 and proposed exactly as
-``segstruct compare`` builds them (``TrainingSettings()``: the library's
-default C, tol, max_iter and the data-set loss scope). Every run must
+``segstruct compare`` builds them (``TrainingSettings(C=DEFAULT_C)``: the
+estimators' default C, and the library's tol, max_iter and data-set loss
+scope). Every run must
 
 * not raise,
 * converge (``converged_``), with a final gap of at most C * tol,
@@ -97,7 +98,7 @@ def _build_case(name: str, root: Path):
     """(X, Y, facts) of a case's training split, features computed without cache."""
     from segstruct.datasets import VOCDataset, make_synthetic_voc
     from segstruct.features.cache import ArrayCache
-    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.config import FeatureConfig
     from segstruct.features.extraction import FeatureExtractor
     from segstruct.features.superpixels import SuperpixelParams
 
@@ -128,9 +129,10 @@ def _fit(X, Y, method: str, scale: float) -> dict:
 
     from segstruct.evaluate.diagnosis import diagnose
     from segstruct.learn.methods import TrainingSettings
+    from segstruct.learn.ssvm import DEFAULT_C
 
     X = [replace(g, unary=g.unary * scale) for g in X]
-    estimator = TrainingSettings().estimator(method)
+    estimator = TrainingSettings(C=DEFAULT_C).estimator(method)
     start = time.perf_counter()
     estimator.fit(X, Y)
     seconds = time.perf_counter() - start

@@ -27,7 +27,7 @@ def write(path, doc):
 
 
 def test_cells_pair_without_and_with_and_name_what_was_not_run(tmp_path, topdown_table):
-    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.config import FeatureConfig
     from segstruct.features.topdown.detector import DetectorParams
     bottom_up = FeatureConfig().to_dict()
     top_down = FeatureConfig(detector=DetectorParams()).to_dict()

@@ -16,6 +16,7 @@ Either way the errors stored in the result are the lattice errors of
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -117,6 +118,7 @@ def triangulate(loss, n_pos: float, n_neg: float, n_triangles: int | None = None
         if n_triangles < 2:
             raise ValueError(f"n_triangles must be >= 2, got {n_triangles}")
     else:
+        assert max_error is not None    # exactly one of the two is given (checked above)
         try:
             target = float(max_error)
         except (TypeError, ValueError):
@@ -162,8 +164,9 @@ def _build(loss: Loss, n_pos: float, n_neg: float, n_triangles: int | None,
         return lattice_errors(tri, loss, exact, seed=seed)
 
     table = loss_table(loss, n_pos, n_neg)
-    best = None
     if target is None:
+        assert n_triangles is not None  # triangulate gives exactly one of the two
+        best: tuple[Any, SplitTree] | None = None
         # Rank the meshes by their construction errors (all lattice points of
         # each closed triangle, or sample points on big triangles), then
         # report the error of the winner once.
@@ -178,11 +181,14 @@ def _build(loss: Loss, n_pos: float, n_neg: float, n_triangles: int | None,
             rank = b.quality()
             if best is None or rank < best[0]:
                 best = (rank, b)
+        assert best is not None         # _VARIANTS is not empty
         if improve:
             move_splits(best[1])
         tri = best[1].result()
         mx, mean, _, _ = report(tri)
     else:
+        best_mesh: tuple[tuple[int, float, float], tuple[Triangulation, float, float]] | None
+        best_mesh = None
         for diagonal in (0, 1):
             b = SplitTree(loss, n_pos, n_neg, diagonal, "max", table)
             b.refine(None, target)
@@ -200,8 +206,9 @@ def _build(loss: Loss, n_pos: float, n_neg: float, n_triangles: int | None,
                     raise RuntimeError(f"max_error={target} cannot be reached: the triangles "
                                        "over the worst lattice points are too small to split")
             rank = (len(tri), mx, mean)
-            if best is None or rank < best[0]:
-                best = (rank, (tri, mx, mean))
-        tri, mx, mean = best[1]
+            if best_mesh is None or rank < best_mesh[0]:
+                best_mesh = (rank, (tri, mx, mean))
+        assert best_mesh is not None    # the loop above ran
+        tri, mx, mean = best_mesh[1]
     tri.max_error, tri.mean_error, tri.error_exact = float(mx), float(mean), exact
     return tri

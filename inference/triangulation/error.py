@@ -137,10 +137,10 @@ def _sampled_error(tri: Triangulation, loss: Loss, n_samples: int, seed: int):
     ii, jj = np.meshgrid(np.arange(L + 1), np.arange(L + 1), indexing="ij")
     sel = ii + jj <= L
     w = np.column_stack([ii[sel], jj[sel]]) / L
-    for k in range(len(tri)):
-        p = corners[k]
+    for tri_index in range(len(tri)):     # not k: below, k holds each point's triangle
+        p = corners[tri_index]
         if bbox_lattice_count(p, nx, ny) <= _REPORT_CAP:
-            i, j = lattice_in_triangle(p, nx, ny, tri.tolerance, tri.halfplanes(k))
+            i, j = lattice_in_triangle(p, nx, ny, tri.tolerance, tri.halfplanes(tri_index))
             extra.append(np.column_stack([i, j]).astype(np.float64))
         else:
             extra.append(np.round(p[0] + w[:, :1] * (p[1] - p[0]) + w[:, 1:] * (p[2] - p[0])))

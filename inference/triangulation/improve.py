@@ -79,7 +79,9 @@ def move_splits(tree: SplitTree, max_sweeps: int = 2,
             depth[n] = d
         improved = False
         for n in sorted(todo, key=lambda n: (depth[n], n)):
-            r, f, k1, k2 = tree.kids[n]
+            kid = tree.kids[n]
+            assert kid is not None    # n is an ancestor of a leaf: it was split
+            r, f, k1, k2 = kid
             fracs = np.array(sorted({float(v) for v in np.clip(f + steps, 0.05, 0.95)
                                      if abs(v - f) > 1e-12}))
             if fracs.size == 0:
@@ -89,12 +91,13 @@ def move_splits(tree: SplitTree, max_sweeps: int = 2,
             others = [st for k, st in zip(tree.leaves, tree.stats) if k not in trial]
             others_max = [st[0] for st in others]
             others_sum = sum(st[1] for st in others)
-            best = None
+            best: tuple[tuple[list[float], float], int] | None = None
             for j in range(fracs.size):
                 q = (sorted(others_max + [float(trial[k][0][j]) for k in below], reverse=True),
                      others_sum + sum(float(trial[k][1][j]) for k in below))
                 if best is None or q < best[0]:
                     best = (q, j)
+            assert best is not None   # fracs is not empty: the loop set it
             quality, j = best
             if quality >= current:
                 continue
@@ -164,7 +167,9 @@ def _trial(tree: SplitTree, n: int, fracs: np.ndarray):
     statistics being taken on the points of :func:`_leaf_points`, in one
     vectorised pass down the tree for all S positions at once.
     """
-    r, _, k1, k2 = tree.kids[n]
+    kid = tree.kids[n]
+    assert kid is not None        # move_splits moves only split nodes
+    r, _, k1, k2 = kid
     p = tree.corner[n]
     S = fracs.size
     a, b, c = (np.broadcast_to(p[i], (S, 2)) for i in (r, (r + 1) % 3, (r + 2) % 3))

@@ -99,7 +99,7 @@ def _loaded(name, class_name, dataset, cache, settings, model_path) -> Source:
 
 
 def _trained(name, class_name, dataset, cache, settings) -> Source:
-    from segstruct.features.descriptors import FeatureConfig
+    from segstruct.features.config import FeatureConfig
     from segstruct.features.extraction import FeatureExtractor
     from segstruct.learn.ssvm import StructuredSVM
 

@@ -84,7 +84,7 @@ def model_detectors(models) -> dict:
     """{class: [ShapeDetector, ...]} of SegmentationModels with a top-down block
     (models of one class must share their detectors)."""
     from segstruct.features.detection import detectors_digest
-    found = {}
+    found: dict[str, list] = {}
     for m in models:
         if m.detectors is None:
             continue

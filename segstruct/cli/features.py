@@ -43,7 +43,11 @@ def run(args) -> int:
             extra = ""
         n_nodes = sum(g.n_nodes for g in graphs)
         n_edges = sum(len(g.edges) for g in graphs)
-        dim = graphs[0].unary.shape[1] if graphs else 0
+        dim = 0
+        if graphs:
+            unary = graphs[0].unary
+            assert unary is not None    # graphs and examples compute the features by default
+            dim = unary.shape[1]
         print(f"{dataset.name}/{split}: {len(graphs)} images, {n_nodes} superpixels, "
               f"{n_edges} edges, unary dim {dim}, pairwise dim 3{extra}")
     where = "disabled" if not extractor.cache.enabled else extractor.cache.directory

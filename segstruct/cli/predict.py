@@ -1,6 +1,8 @@
 """``segstruct predict``: label new images with trained models."""
 from __future__ import annotations
 
+import json
+import sys
 import time
 from pathlib import Path
 
@@ -34,55 +36,109 @@ def add_arguments(p) -> None:
 
 
 def _source(args):
-    """(images, their ids, how the index names them), every header read."""
+    """(images, their ids, how the index names them, {path: why} of the
+    images that cannot be read), every image checked before any work."""
     if args.images is not None:
-        source = ImageFiles(args.images)
-        source.check()                     # every file is an image, before any work
+        given = ImageFiles(args.images)
+        for folder in given.skipped_folders:
+            print(f"note: images in subfolder {folder} are not labelled (give it in "
+                  "--images to label them)", file=sys.stderr)
+        # every file decoded once here: a bad one is named now, and the batch
+        # goes on without it instead of stopping in the middle
+        _, failed = given.check_each(decode=True)
+        source = given.without(failed)
         ids = source.ids()
-        return source, ids, {"images": [str(source.image_path(i)) for i in ids]}
+        bad = {str(given.image_path(i)): why for i, why in failed.items()}
+        return source, ids, {"images": [str(source.image_path(i)) for i in ids]}, bad
     source = VOCDataset(args.data)
     split = args.split or "val"
     ids = source.ids(split)
     for image_id in ids:
         source.image_size(image_id)        # every header, before any work
-    return source, ids, {"data_root": str(source.root), "split": split}
+    return source, ids, {"data_root": str(source.root), "split": split}, {}
 
 
-def run(args) -> int:
-    from tqdm import tqdm
-
-    from segstruct.predict import predict_to_folder, prediction_index
-    if (args.images is None) == (args.data is None):
-        raise UsageError("give the images to label: --images FILE_OR_DIR ... (any images) "
-                         "or --data ROOT with --split (a VOC-layout data set)")
-    if args.images is not None and args.split is not None:
-        raise UsageError("--split goes with --data; --images labels every image it names")
-    out = args.out
+def _check_out(out: Path, inputs: set, overlay: bool, ids) -> None:
+    """Refuse an --out that would mix the predictions with the images, or
+    with files that are not an earlier run's predictions."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder")
-    refuse_overwriting(out / "index.json", args.model)
-    models, detectors = class_models(args.model)
-    source, ids, described = _source(args)
-    # an output must never replace an input
-    inputs = {source.image_path(i).resolve() for i in ids}
-    suffixes = (".png", ".jpg") if args.overlay else (".png",)
+    folder = out.resolve()
+    if any(path.parent == folder for path in inputs):
+        raise UsageError(f"--out {out} holds images to label: the masks would mix with them "
+                         "(and be taken for images by the next run); give another folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / "index.json").exists():
+        raise UsageError(f"--out {out} is not empty and holds no earlier predictions "
+                         "(index.json): give a new or empty folder")
+    suffixes = (".png", ".jpg") if overlay else (".png",)
     for image_id in ids:
         for suffix in suffixes:
             target = (out / f"{image_id}{suffix}").resolve()
             if target in inputs:
                 raise UsageError(f"writing {target} would overwrite an input image: give "
                                  "another --out folder")
+
+
+def _stale(out: Path, entries: list[dict]) -> list[str]:
+    """Files of an earlier run's index.json in ``out`` that this run did not
+    write again."""
+    path = out / "index.json"
+    if not path.exists():
+        return []
+    try:
+        earlier = json.loads(path.read_text()).get("images", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    written = {e[k] for e in entries for k in ("mask", "overlay") if k in e}
+    return sorted({e[k] for e in earlier if isinstance(e, dict) for k in ("mask", "overlay")
+                   if k in e and e[k] not in written and (out / e[k]).exists()})
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from segstruct.predict import predict_to_folder, prediction_index
+    if args.images is not None and args.data is not None:
+        raise UsageError("give --images (any image files) or --data (a VOC-layout data set "
+                         "with --split), not both")
+    if args.images is None and args.data is None:
+        raise UsageError("give the images to label: --images FILE_OR_DIR ... (any images) "
+                         "or --data ROOT with --split (a VOC-layout data set)")
+    if args.images is not None and args.split is not None:
+        raise UsageError("--split goes with --data; --images labels every image it names")
+    out = args.out
+    refuse_overwriting(out / "index.json", args.model)
+    models, detectors = class_models(args.model)
+    source, ids, described, bad = _source(args)
+    if not ids:
+        raise UsageError("no image could be read:\n" + "\n".join(
+            f"  {path}: {why}" for path, why in bad.items()))
+    # an output must never replace an input, nor mix with the images
+    _check_out(out, {source.image_path(i).resolve() for i in ids}, args.overlay, ids)
     first = models[0]
     extractor = make_extractor(args, source, first.config, first.codebook, detectors)
     start = time.perf_counter()
     bar = (lambda total: tqdm(total=total, desc="predict", unit="image")) \
         if show_progress(args) else None
     entries = predict_to_folder(models, extractor, ids, out, overlay=args.overlay, bar=bar)
+    stale = _stale(out, entries)
     index = prediction_index(models, described, entries, time.perf_counter() - start)
+    if bad:
+        index["unreadable"] = [{"image": path, "error": why} for path, why in bad.items()]
     write_json(out / "index.json", index)
     labelled = sum(1 for e in entries if e["class_pixels"])
     used = ", ".join(f"{m.class_name} ({m.doc['method']})" for m in models)
     print(f"labelled {len(entries)} images ({labelled} with some foreground) with {used} in "
           f"{index['seconds']:.1f} s; wrote {out}/<id>.png"
           f"{' and .jpg' if args.overlay else ''} and {out / 'index.json'}")
+    if stale:
+        print(f"note: {out} keeps {len(stale)} file(s) of an earlier run that this one did not "
+              f"write (not in index.json now): {', '.join(stale[:5])}"
+              f"{', ...' if len(stale) > 5 else ''}", file=sys.stderr)
+    if bad:
+        print(f"error: {len(bad)} image(s) could not be read and were not labelled (listed "
+              "under 'unreadable' in index.json):", file=sys.stderr)
+        for why in bad.values():
+            print(f"  {why}", file=sys.stderr)
+        return 1
     return 0

@@ -7,10 +7,11 @@ The estimators' own rules (``_parameter_constraints``, ``check_params``,
 from __future__ import annotations
 
 import argparse
+import sys
 
 from segstruct.cli.common import EarlierName, UsageError, show_progress
 from segstruct.features.cache import ArrayCache
-from segstruct.features.descriptors import SIFT_NORMS, TOP_DOWN_DETECTORS, FeatureConfig
+from segstruct.features.config import SIFT_NORMS, TOP_DOWN_DETECTORS, FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.features.topdown.detector import DetectorParams
@@ -20,7 +21,7 @@ from segstruct.learn.fenchel_young import SETS
 from segstruct.learn.methods import (DEFAULTS, METHODS, SINGLE_RUN_METHODS, SINGLE_RUN_SOLVERS,
                                      with_workers)
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
-from segstruct.learn.ssvm import C_UNITS, NODE_WEIGHT_MODES, SCOPES, SOLVERS
+from segstruct.learn.ssvm import C_UNITS, DEFAULT_C, NODE_WEIGHT_MODES, SCOPES, SOLVERS
 
 
 def add_feature_options(p: argparse.ArgumentParser) -> None:
@@ -194,11 +195,12 @@ def add_training_options(g) -> None:
                    help="proposed: skip the greedy single-node flips on the true loss "
                         "(with --inference decomposition or lp: the paper's method as "
                         "published)")
-    g.add_argument("--C", default=DEFAULTS.C, metavar="C|auto",
+    g.add_argument("--C", default=None, metavar="C|auto",
                    help="regularisation trade-off, in --C-units. 'auto': choose C per "
                         "method and class by k-fold cross-validation on the training split "
                         "(pooled held-out VOC IoU, ties to the smaller C), then refit on the "
-                        "whole split (default %(default)s)")
+                        f"whole split (default {DEFAULTS.C}; C {DEFAULT_C:g} on a training "
+                        "split with fewer images than folds)")
     g.add_argument("--C-units", choices=C_UNITS, default=DEFAULTS.C_units,
                    help="superpixel: the loss counted in missed superpixels and summed over "
                         "the examples, so that one C suits every method and both scopes; "
@@ -301,7 +303,9 @@ def check_C_options(args) -> None:
         check has always done: exit status 2 without the usage text).
     """
     from segstruct.learn.selection import check_folds, check_grid
-    args.C = _parse_C(args.C)
+    # None: not given (the default, which check_cv_size may replace)
+    args.C_default = args.C is None
+    args.C = _parse_C(DEFAULTS.C if args.C is None else args.C)
     if args.C != "auto":
         check_param("--C", args.C, [POSITIVE, Options("auto")])
         given = [flag for flag, value in (("--C-grid", args.C_grid), ("--folds", args.folds))
@@ -330,14 +334,23 @@ def _parse_C(value):
         raise UsageError(f"--C must be a positive number or 'auto', got {value!r}") from None
 
 
-def check_cv_size(args, dataset, split) -> None:
-    """With --C auto, refuse (before any feature) a split with fewer images than folds."""
+def check_cv_size(args, dataset, split) -> bool:
+    """With --C auto, refuse (before any feature) a split with fewer images
+    than folds; the default "auto" (no --C given) falls back to the fixed
+    default C instead, and says so. Returns whether it fell back."""
     if args.cv is None:
-        return
+        return False
     n_images = len(dataset.ids(split))
+    if n_images < args.cv[1] and getattr(args, "C_default", False):
+        print(f"note: split {split!r} has {n_images} training image(s), too few for "
+              f"{args.cv[1]}-fold cross-validation of C: training at C {DEFAULT_C:g} "
+              "(give --C to set it)", file=sys.stderr)
+        args.C, args.cv = DEFAULT_C, None
+        return True
     if n_images < args.cv[1]:
         raise UsageError(f"--C auto: split {split!r} has {n_images} training image(s), fewer "
                          f"than the {args.cv[1]} folds; give fewer --folds or a fixed --C")
+    return False
 
 
 def training_settings(args):

@@ -1,12 +1,14 @@
 """``segstruct train``: train a structural SVM for one class and save the model."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from segstruct.cli.common import UsageError, add_scheduler_option, open_dataset, show_progress
 from segstruct.cli.settings import (add_training_options, check_cv_size, check_resume, checked,
                                     make_estimator, make_extractor, train_estimator)
+from segstruct.io.files import write_json
 from segstruct.io.provenance import code_version
 from segstruct.learn.methods import METHOD_HELP, METHODS
 from segstruct.report.tables import fmt
@@ -54,11 +56,32 @@ def _val_split(args, dataset) -> str | None:
     return args.split_val
 
 
-def _cv_figure_path(model) -> Path:
-    """Where ``train --C auto`` draws its curve: ``MODEL.cv.png``."""
+def _cv_figure_path(model, suffix: str = ".cv.png") -> Path:
+    """Where ``train --C auto`` draws its curve: ``MODEL.cv.png`` (and keeps
+    it, for a resumed refit, in ``MODEL.cv.json``)."""
     from segstruct.io.persistence import model_paths
     json_path, _ = model_paths(model)
-    return json_path.with_name(json_path.name[: -len(".json")] + ".cv.png")
+    return json_path.with_name(json_path.name[: -len(".json")] + suffix)
+
+
+def _curve_to_resume(args, checkpoint: Path) -> dict | None:
+    """The cross-validation curve an interrupted ``--C auto`` refit was made
+    with (its checkpoint's C), when ``--resume`` continues that refit: the
+    cross-validation is not run again (with other --max-iter it could choose
+    another C than the checkpoint's)."""
+    saved = _cv_figure_path(args.out, ".cv.json")
+    if not (args.resume and checkpoint.exists() and saved.exists()):
+        return None
+    try:
+        curve = json.loads(saved.read_text())
+    except (OSError, ValueError):
+        return None                     # unreadable: cross-validate again
+    grid, folds = args.cv
+    if list(curve.get("grid", [])) != list(grid) or curve.get("folds") != folds:
+        return None
+    print(f"resuming the refit at C {curve['chosen_C']:g}, chosen by the cross-validation "
+          f"of the interrupted run ({saved})")
+    return curve
 
 
 def _choose_C_for_train(args, dataset, X, Y) -> dict:
@@ -103,7 +126,8 @@ def run(args) -> int:
     if args.resume and not checkpoint.exists():
         print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
     dataset = open_dataset(args)
-    check_cv_size(args, dataset, args.split)
+    if check_cv_size(args, dataset, args.split):
+        estimator = checked(make_estimator(args))      # at the fixed C it fell back to
     val_split = _val_split(args, dataset)
     extractor = make_extractor(args, dataset)
     check_training_set(extractor, args.split, args.class_name,
@@ -120,7 +144,9 @@ def run(args) -> int:
         val = (val_split, [ex.graph for ex in held], [ex.pixel_counts for ex in held])
     extra = {}
     if args.cv is not None:
-        curve = _choose_C_for_train(args, dataset, X, Y)
+        curve = _curve_to_resume(args, checkpoint) or _choose_C_for_train(args, dataset, X, Y)
+        # kept until the model is saved: an interrupted refit resumes at this C
+        write_json(_cv_figure_path(args.out, ".cv.json"), curve)
         estimator.C = curve["chosen_C"]       # the saved model: all of the split at that C
         extra = {"C_selection": curve}
     trained = train_model(estimator, X, Y, args.out, extractor, split=args.split,
@@ -140,6 +166,8 @@ def run(args) -> int:
     for warning in diagnosis["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {model_paths(trained.path)[0]} (+ .npz) and {log_path(trained.path)}")
+    if args.cv is not None and not checkpoint.exists():
+        _cv_figure_path(args.out, ".cv.json").unlink(missing_ok=True)   # in the model now
     if checkpoint.exists():
         print(f"kept {checkpoint}: rerun with --resume and a higher --max-iter to continue")
     return 0

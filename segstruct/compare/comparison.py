@@ -82,7 +82,7 @@ class Comparison:
         self.n_jobs = n_jobs
         self.skipped: dict[str, str] = {}
         self.detector_warnings: dict[str, str] = {}
-        self._identity = None
+        self._identity: dict | None = None
         self.store = RecordStore(self.out_dir, self.identity, self._detector_digest,
                                  self._say)
         self._check()
@@ -281,7 +281,8 @@ class Comparison:
         config = self.extractor.config
         warning = generalisation(train_score["voc_iou_percent"], eval_score["voc_iou_percent"],
                                  {"top_down": config.detector is not None,
-                                  "top_down_folds": config.top_down_folds})
+                                  "top_down_folds": config.top_down_folds,
+                                  "C": estimator.C, "C_auto": self.settings.auto})
         if warning:
             diagnosis = {**diagnosis, "warnings": [*diagnosis["warnings"], warning]}
             self.say(f"      warning: {class_name}/{method}: {warning}")

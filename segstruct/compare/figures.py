@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -77,10 +78,12 @@ def loss_lattice(extractor: FeatureExtractor, split: str, class_name: str,
     examples = extractor.examples(split, class_name, with_features=False)
     sizes = np.array([totals(ex.targets, ex.node_weights(settings.node_weights))
                       for ex in examples])
+    # sizes has two columns, (Np, Nn): so has its sum or median
     if settings.scope == "dataset":
-        return tuple(float(v) for v in sizes.sum(axis=0))
+        return cast("tuple[float, float]", tuple(float(v) for v in sizes.sum(axis=0)))
     showing = sizes[sizes[:, 0] > 0]     # an image without the class has a flat loss
-    return tuple(float(v) for v in np.median(showing if len(showing) else sizes, axis=0))
+    return cast("tuple[float, float]",
+                tuple(float(v) for v in np.median(showing if len(showing) else sizes, axis=0)))
 
 
 def pick_images(dataset: VOCDataset, split: str, class_name: str, n: int, seed: int) -> list[str]:

@@ -59,7 +59,8 @@ def with_detectors(extractor: FeatureExtractor, classes, skip: bool,
     warnings : {class: what is wrong with its detectors} (one whose block is
         zero everywhere)
     """
-    skipped, warnings = {}, {}
+    skipped: dict[str, str] = {}
+    warnings: dict[str, str] = {}
     if extractor.config.detector is None:
         return skipped, warnings
     errors = extractor.train_detectors(list(classes))

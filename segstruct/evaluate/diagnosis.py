@@ -7,6 +7,8 @@ like any other. :func:`diagnose` names both, with the likely cause, for
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -47,10 +49,11 @@ def diagnose(estimator, X, Y, predictions=None) -> dict:
     share = foreground_share(predictions, Y)
     collapse = "no foreground" if share == 0 else "all foreground" if share == 1 else None
     gap, primal = float(estimator.gap_), float(estimator.primal_)
-    report = {"foreground_share": share, "collapse": collapse,
-              "converged": bool(estimator.converged_), "gap": gap,
-              "relative_gap": gap / primal if primal > 0 else 0.0,
-              "target_gap": float(_svm_C(estimator) * estimator.tol), "warnings": []}
+    report: dict[str, Any] = {
+        "foreground_share": share, "collapse": collapse,
+        "converged": bool(estimator.converged_), "gap": gap,
+        "relative_gap": gap / primal if primal > 0 else 0.0,
+        "target_gap": float(_svm_C(estimator) * estimator.tol), "warnings": []}
     if not estimator.converged_:
         # only a learner that keeps a checkpoint can continue
         resumable = getattr(estimator, "resumable", False)
@@ -124,7 +127,9 @@ def generalisation(train_iou: float | None, val_iou: float | None,
     train_iou, val_iou : VOC IoU in percent on the training and validation
         splits (None: undefined, no warning).
     settings : optional dict naming what the advice may mention:
-        ``top_down`` (bool, the block is on), ``top_down_folds`` (int).
+        ``top_down`` (bool, the block is on), ``top_down_folds`` (int),
+        ``C`` (float, the model's) and ``C_auto`` (bool, C was chosen by
+        cross-validation).
 
     Returns
     -------
@@ -138,7 +143,18 @@ def generalisation(train_iou: float | None, val_iou: float | None,
     if gap < OVERFIT_POINTS or train_iou < OVERFIT_RATIO * val_iou:
         return None
     settings = settings or {}
-    tries = ["a smaller --C (--C auto chooses it on held-out folds of the training split)"]
+    C = settings.get("C")
+    if settings.get("C_auto") and C is not None:
+        # cross-validation on the training split cannot see a shift between
+        # the training images and new ones (CamVid's val sequence wanted a C
+        # 10-300 times below the one it chose)
+        tries = [f"a C below the cross-validated {C:g} (--C {C / 10:g}): the training "
+                 "split's folds may not show how new images differ"]
+    elif C is not None:
+        tries = [f"a C below {C:g} (--C auto chooses one on held-out folds of the "
+                 "training split)"]
+    else:
+        tries = ["a smaller --C (--C auto chooses it on held-out folds of the training split)"]
     if settings.get("top_down"):
         if settings.get("top_down_folds", 1) < 2:
             tries.append("cross-fitted detectors (--top-down-folds 3), so that the learner "

@@ -7,6 +7,8 @@ to learn.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from segstruct.datasets.voc import (SPLIT_DIR, VOC_CLASSES, VOID_LABEL, DatasetError,
@@ -40,7 +42,8 @@ def readable_ids(dataset, split: str, checked: dict | None = None
         If the split file itself is missing, empty or malformed.
     """
     checked = {} if checked is None else checked
-    good, problems = [], []
+    good: list[str] = []
+    problems: list[str] = []
     for image_id in dataset.ids(split):
         if image_id not in checked:
             checked[image_id] = _check_id(dataset, image_id)
@@ -172,7 +175,9 @@ def inspect_dataset(extractor: FeatureExtractor, splits=None, class_names=None) 
     if not splits:
         return {"classes": [], "splits": {},
                 "problems": [f"no split files in {dataset.root / SPLIT_DIR}"]}
-    problems, good_ids, checked = [], {}, {}
+    problems: list[str] = []
+    good_ids: dict[str, list[str]] = {}
+    checked: dict[str, tuple[bool, list[str]]] = {}      # readable_ids fills it in
     for split in splits:
         try:
             good_ids[split], bad = readable_ids(dataset, split, checked)
@@ -185,7 +190,7 @@ def inspect_dataset(extractor: FeatureExtractor, splits=None, class_names=None) 
     else:
         all_ids = sorted({i for ids in good_ids.values() for i in ids})
         classes = classes_present(dataset, all_ids)
-    result = {"classes": classes, "splits": {}, "problems": problems}
+    result: dict[str, Any] = {"classes": classes, "splits": {}, "problems": problems}
     for split, ids in good_ids.items():
         graphs = extractor.graphs(split, ids, with_features=False)
         masks = [dataset.read_mask(g.image_id) for g in graphs]

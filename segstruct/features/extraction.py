@@ -9,8 +9,8 @@ targets are cheap and are computed from the mask on every load.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from joblib import cpu_count
@@ -21,42 +21,14 @@ from segstruct.cluster import parallel_map
 from segstruct.datasets.voc import VOID_LABEL, DatasetError, VOCDataset, class_index
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest, key_digest
-from segstruct.features.detection import (ShapeDetector, detector_folds, top_down_key,
-                                         train_shape_detector)
-from segstruct.features.topdown.features import topdown_features
+from segstruct.features.detection import ShapeDetector, detector_folds, train_shape_detector
+# the per-image work; SuperpixelGraph and check_finite_features imported from here too
+from segstruct.features.per_image import (FEATURE_VERSION,  # noqa: F401
+                                          SuperpixelGraph, check_finite_features,
+                                          detector_or_error, graph_task,
+                                          sample_descriptors_task, top_down_task)
+from segstruct.features.superpixels import majority_targets, pixel_counts
 from segstruct.features.topdown.training import TooFewObjects
-from segstruct.features.superpixels import (SuperpixelParams, adjacency, majority_targets,
-                                            pixel_counts, segment, superpixel_means)
-
-# Bump when the meaning of a cached array changes, so old entries are ignored.
-FEATURE_VERSION = 1
-
-
-@dataclass
-class SuperpixelGraph:
-    """An image's superpixel graph and features (independent of the class).
-
-    Attributes
-    ----------
-    image_id : str
-    segments : (H, W) int32 superpixel map, values 0 .. N-1.
-    edges : (E, 2) int64, adjacent pairs with i < j.
-    boundary : (E,) float64 shared boundary length (pixels).
-    unary : (N, D) float64 unary features phi_u, or None when not computed
-        (with the top-down block: of the class it was computed for).
-    pairwise : (E, 3) float64 pairwise features phi_p (>= 0), or None.
-    """
-
-    image_id: str
-    segments: np.ndarray
-    edges: np.ndarray
-    boundary: np.ndarray
-    unary: np.ndarray | None = None
-    pairwise: np.ndarray | None = None
-
-    @property
-    def n_nodes(self) -> int:
-        return int(self.segments.max()) + 1
 
 
 @dataclass
@@ -110,162 +82,6 @@ def codebook_digest(codebook: np.ndarray) -> str:
 
 
 # --------------------------------------------------------------------------
-# Per-image work (runs in worker processes)
-
-
-def _superpixel_key(digest: str, params: SuperpixelParams) -> dict:
-    return {"image": digest, "superpixels": params.to_dict(), "version": FEATURE_VERSION}
-
-
-def _superpixels_of(image, digest, params, cache):
-    def compute():
-        segments = segment(image(), params)
-        edges, boundary = adjacency(segments)
-        # "labels": the array's name in caches written before the renaming
-        return {"labels": segments, "edges": edges, "boundary": boundary}
-    return cache.get_or_compute("superpixels", _superpixel_key(digest, params), compute)
-
-
-def _graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
-                cache_enabled, with_features):
-    """Superpixels (and features) of one image, from the cache when possible.
-
-    ``dataset`` is anything with ``image_path(id)`` and ``read_image(id)``
-    (a VOCDataset, or the image files of ``segstruct predict``).
-    """
-    with threadpool_limits(1):
-        import cv2
-        cv2.setNumThreads(1)
-        cache = ArrayCache(cache_dir, cache_enabled)
-        digest = file_digest(dataset.image_path(image_id))
-        loaded = {}
-
-        def image():
-            if "image" not in loaded:
-                loaded["image"] = dataset.read_image(image_id)
-            return loaded["image"]
-
-        sp = _superpixels_of(image, digest, config.superpixels, cache)
-        graph = SuperpixelGraph(image_id, sp["labels"], sp["edges"], sp["boundary"])
-        if not with_features:
-            return graph
-        key = {"image": digest, "config": config.bottom_up_dict(), "codebook": codebook_id,
-               "version": FEATURE_VERSION}
-
-        def compute():
-            lab = F.rgb_to_lab(image())
-            n = graph.n_nodes
-            # cached with L1 words; the normalisation asked for comes after
-            unary = F.unary_features(image(), graph.segments, replace(config, sift_norm="l1"),
-                                     codebook, lab=lab)
-            lab_mean = superpixel_means(lab, graph.segments, n)
-            pairwise = F.pairwise_features(lab_mean, graph.edges,
-                                           graph.boundary / config.boundary_unit,
-                                           config.tau1, config.tau2)
-            # before caching: a non-finite result must never be stored
-            check_finite_features(image_id, {"unary": unary, "pairwise": pairwise},
-                                  dataset.image_path(image_id))
-            return {"unary": unary, "pairwise": pairwise}
-
-        feats = cache.get_or_compute("features", key, compute)
-        graph.unary = F.normalise_words(feats["unary"], config)
-        graph.pairwise = feats["pairwise"]
-        # Checked after the cache too: an entry written by other code is
-        # refused here rather than turning into NaN weights in training.
-        check_finite_features(image_id, {"unary": graph.unary, "pairwise": graph.pairwise},
-                              dataset.image_path(image_id),
-                              hint=f"; they came from the cache {cache.path('features', key)}: "
-                                   "delete that file, or run with --no-cache")
-        return graph
-
-
-def _top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabled):
-    """The top-down block of one image's superpixels: the mean of the blocks of
-    ``detectors`` (ShapeDetectors), each from the cache when possible."""
-    with threadpool_limits(1):
-        import cv2
-        cv2.setNumThreads(1)
-        cache = ArrayCache(cache_dir, cache_enabled)
-        digest = file_digest(dataset.image_path(image_id))
-        n = int(segments.max()) + 1
-        loaded = {}
-
-        def image():
-            if "image" not in loaded:
-                loaded["image"] = dataset.read_image(image_id)
-            return loaded["image"]
-
-        blocks = []
-        for sd in detectors:
-            key = top_down_key(digest, segments, sd.digest)
-
-            def compute(sd=sd):
-                block = topdown_features(sd.detector, sd.shapes, image(), segments)
-                # before caching: a non-finite block must never be stored
-                check_finite_features(image_id, {"top_down": block},
-                                      dataset.image_path(image_id))
-                return {"top_down": block}
-
-            block = cache.get_or_compute("top_down", key, compute)["top_down"]
-            hint = f" came from the cache {cache.path('top_down', key)}: delete that file, " \
-                   "or run with --no-cache"
-            if block.shape != (n, sd.params.n_filters):
-                raise ValueError(f"image {image_id!r}: a top-down block of shape "
-                                 f"{block.shape} for {n} superpixels{hint}")
-            check_finite_features(image_id, {"top_down": block},
-                                  dataset.image_path(image_id), hint=f"; they{hint}")
-            blocks.append(block)
-        return blocks[0] if len(blocks) == 1 else np.mean(blocks, axis=0)
-
-
-def _detector_or_error(*args):
-    """``train_shape_detector(*args)`` as (detector, None), or (None, the
-    TooFewObjects): one class short of objects must not stop the others'."""
-    try:
-        return train_shape_detector(*args), None
-    except TooFewObjects as err:
-        return None, err
-
-
-def check_finite_features(image_id: str, blocks: dict, image_path=None,
-                          hint: str = "") -> None:
-    """Raise ValueError naming the image if any feature is NaN or infinite.
-
-    The features are finite by construction (empty superpixels and
-    histograms are guarded), so this is a last line of defence that stops a
-    run with the image's name instead of training on NaN.
-
-    Parameters
-    ----------
-    image_id : str
-    blocks : dict, name -> (N, D) float array (or None, skipped), e.g.
-        ``{"unary": ..., "pairwise": ...}``.
-    image_path : path named in the message, optional.
-    hint : str appended to the message.
-    """
-    for name, values in blocks.items():
-        if values is None:
-            continue
-        bad = ~np.isfinite(values)
-        if bad.any():
-            rows, cols = np.nonzero(bad)
-            where = f" ({image_path})" if image_path is not None else ""
-            raise ValueError(
-                f"image {image_id!r}{where}: {int(bad.sum())} non-finite {name} "
-                f"feature value(s), first at superpixel {rows[0]}, column {cols[0]}{hint}")
-
-
-def _sample_descriptors_task(dataset_root, image_id, config, n_keep, seed):
-    with threadpool_limits(1):
-        dataset = VOCDataset(dataset_root)
-        _, desc = F.dense_opponent_sift(dataset.read_image(image_id),
-                                        config.grid_step, config.keypoint_size)
-        rng = np.random.default_rng(seed)
-        take = rng.choice(desc.shape[0], min(n_keep, desc.shape[0]), replace=False)
-        return desc[np.sort(take)]
-
-
-# --------------------------------------------------------------------------
 # Public entry points
 
 
@@ -300,7 +116,7 @@ class FeatureExtractor:
                  cache: ArrayCache | None = None, n_jobs: int = 1,
                  progress: bool = True, codebook_split: str = "train",
                  codebook: np.ndarray | None = None,
-                 detectors: dict[str, ShapeDetector] | None = None,
+                 detectors: Mapping[str, ShapeDetector | Sequence[ShapeDetector]] | None = None,
                  from_model: bool = False):
         self.dataset = dataset
         self.config = config or F.FeatureConfig()
@@ -310,8 +126,9 @@ class FeatureExtractor:
         self.codebook_split = codebook_split
         self._codebook = None
         # a model's block detectors (one, or its folds'), by class
-        self._given = {name: list(sd) if isinstance(sd, (list, tuple)) else [sd]
-                       for name, sd in (detectors or {}).items()}
+        self._given: dict[str, list[ShapeDetector]] = {
+            name: [sd] if isinstance(sd, ShapeDetector) else list(sd)
+            for name, sd in (detectors or {}).items()}
         self._detectors = {name: sds[0] for name, sds in self._given.items() if len(sds) == 1}
         self._fold_detectors: dict = {}          # class -> (fold of image, detectors)
         self._from_model = from_model or codebook is not None
@@ -354,7 +171,7 @@ class FeatureExtractor:
             per_image = -(-cfg.codebook_descriptors // len(chosen_ids))
             args = [(self.dataset.root, i, cfg, per_image, cfg.seed + k)
                     for k, i in enumerate(chosen_ids)]
-            parts = _map_images(_sample_descriptors_task, args, self.n_jobs,
+            parts = _map_images(sample_descriptors_task, args, self.n_jobs,
                                   self.progress, "codebook descriptors")
             sample = np.concatenate(parts)[:cfg.codebook_descriptors]
             with threadpool_limits(max(1, self._cores())):
@@ -434,12 +251,16 @@ class FeatureExtractor:
         dict, class name -> TooFewObjects for the classes that cannot have
         their detectors (the others are ready: :meth:`block_detectors`).
         """
-        k, errors, jobs = self._cross_fitting(), {}, []       # (class, fold or None, ids)
+        k = self._cross_fitting()
+        errors: dict[str, Exception] = {}
+        jobs: list[tuple[str, int | None, list[str] | None]] = []   # (class, fold, ids)
+        detector = self.config.detector
         for name in class_names:
             if k and name not in self._fold_detectors:
                 try:
+                    assert detector is not None
                     fold_of = detector_folds(self.dataset, name, self.codebook_split, k,
-                                             self.config.detector.seed)
+                                             detector.seed)
                 except TooFewObjects as err:
                     errors[name] = err
                     continue
@@ -452,20 +273,21 @@ class FeatureExtractor:
         args = [(self.dataset, name, self.codebook_split, self.config.detector, self.cache,
                  tqdm.write if self.progress else None, ids,
                  "" if f is None else f"without fold {f + 1} of {k}") for name, f, ids in jobs]
-        done = parallel_map(_detector_or_error, args, min(self._cores(), len(jobs)),
+        done = parallel_map(detector_or_error, args, min(self._cores(), len(jobs)),
                             self.progress and len(jobs) > 1, "detectors", unit="detector")
-        folds = {}
-        for (name, f, _), (detector, error) in zip(jobs, done):
+        folds: dict[str, dict[int, ShapeDetector]] = {}
+        for (name, f, _), (trained_one, error) in zip(jobs, done):
             if error is not None:
                 errors.setdefault(name, error)
             elif f is None:
-                self._detectors[name] = detector
+                self._detectors[name] = trained_one
             else:
-                folds.setdefault(name, {})[f] = detector
+                folds.setdefault(name, {})[f] = trained_one
         for name, trained in folds.items():
             if name not in errors:
+                assert detector is not None
                 fold_of = detector_folds(self.dataset, name, self.codebook_split, k,
-                                         self.config.detector.seed)
+                                         detector.seed)
                 self._fold_detectors[name] = (fold_of, [trained[f] for f in range(k)])
         return errors
 
@@ -479,7 +301,7 @@ class FeatureExtractor:
     def _graph_detectors(self, graphs, class_name: str) -> list:
         """The detectors whose mean block each graph gets: its fold's for a
         cross-fitted training image, :meth:`block_detectors` for any other."""
-        out = [None] * len(graphs)
+        out: list[list[ShapeDetector] | None] = [None] * len(graphs)
         if self._cross_fitting():
             train_ids = set(self.dataset.ids(self.codebook_split))
             if any(g.image_id in train_ids for g in graphs):
@@ -489,8 +311,8 @@ class FeatureExtractor:
                         out[j] = [detectors[fold_of[g.image_id]]]
         if any(d is None for d in out):
             others = self.block_detectors(class_name)
-            out = [others if d is None else d for d in out]
-        return out
+            return [others if d is None else d for d in out]
+        return [d for d in out if d is not None]
 
     def _add_top_down(self, graphs: list[SuperpixelGraph], class_name: str) -> None:
         """Append the class's top-down block to every graph's unary features."""
@@ -498,9 +320,10 @@ class FeatureExtractor:
         args = [(self.dataset, g.image_id, g.segments, detectors,
                  self.cache.directory, self.cache.enabled)
                 for g, detectors in zip(graphs, chosen)]
-        blocks = _map_images(_top_down_task, args, self.n_jobs, self.progress,
+        blocks = _map_images(top_down_task, args, self.n_jobs, self.progress,
                                f"top-down {class_name}")
         for graph, block in zip(graphs, blocks):
+            assert graph.unary is not None        # the bottom-up features come first
             graph.unary = np.hstack([graph.unary, block])
             check_finite_features(graph.image_id, {"unary": graph.unary},
                                   self.dataset.image_path(graph.image_id))
@@ -527,9 +350,10 @@ class FeatureExtractor:
         args = [(self.dataset, i, self.config, codebook, codebook_id,
                  self.cache.directory, self.cache.enabled, with_features) for i in ids]
         label = "features" if with_features else "superpixels"
-        graphs = _map_images(_graph_task, args, self.n_jobs, self.progress,
+        graphs = _map_images(graph_task, args, self.n_jobs, self.progress,
                                f"{label} {split or ''}".strip())
         if with_features and self.config.detector is not None:
+            assert class_name is not None
             self._add_top_down(graphs, class_name)
         return graphs
 

@@ -13,6 +13,7 @@ import io
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,9 +32,11 @@ def save_checkpoint(path, arrays: dict, meta: dict) -> None:
     """Write ``arrays`` (name -> ndarray) and ``meta`` (JSON-able) atomically."""
     doc = {"format": FORMAT, "format_version": FORMAT_VERSION, **meta}
     buffer = io.BytesIO()
-    # numpy's stub takes **arrays as possibly allow_pickle (a bool)
-    np.savez(buffer, **{k: np.asarray(v) for k, v in arrays.items()},  # type: ignore[arg-type]
-             **{_META: np.frombuffer(json.dumps(doc).encode(), np.uint8)})
+    # numpy's stub takes **arrays as possibly allow_pickle (a bool): Any values
+    # keep it from matching the arrays against that keyword's type
+    named: dict[str, Any] = {k: np.asarray(v) for k, v in arrays.items()}
+    meta_array: dict[str, Any] = {_META: np.frombuffer(json.dumps(doc).encode(), np.uint8)}
+    np.savez(buffer, **named, **meta_array)
     payload = buffer.getvalue()
     atomic_write_bytes(Path(path), lambda f: f.write(payload))
 

@@ -23,7 +23,7 @@ import numpy as np
 from segstruct.datasets.voc import class_index
 from segstruct.inference.losses import loss_from_dict
 
-from segstruct.features.descriptors import OPPONENT_DIM, FeatureConfig
+from segstruct.features.config import OPPONENT_DIM, FeatureConfig
 from segstruct.io.files import atomic_write_bytes, write_json
 from segstruct.io.provenance import code_version
 

@@ -46,9 +46,59 @@ def _checkout_commit() -> str | None:
     return sha + (".dirty" if dirty else "")
 
 
-def machine() -> dict:
-    """A short description of the machine a result was measured on."""
+#: The distributions whose versions a result or a timing depends on.
+DEPENDENCIES = ("numpy", "scipy", "highspy", "PyMaxflow", "scikit-image",
+                "opencv-python-headless", "threadpoolctl")
+
+
+def machine(versions: bool = False) -> dict:
+    """A short description of the machine a result was measured on.
+
+    Parameters
+    ----------
+    versions : bool
+        Also the versions of :data:`DEPENDENCIES` (None for one not
+        installed), the Python implementation, the cores this process may
+        use and ``OMP_NUM_THREADS``: what a benchmark's seconds depend on.
+
+    Returns
+    -------
+    dict (JSON-able): ``platform``, ``python``, ``processor``, ``cpu_count``,
+    and with ``versions`` one entry per distribution, ``python_implementation``,
+    ``cores_available`` and ``OMP_NUM_THREADS``.
+    """
     import os
-    return {"platform": platform.platform(), "python": platform.python_version(),
-            "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count()}
+    out = {"platform": platform.platform(), "python": platform.python_version(),
+           "processor": platform.processor() or platform.machine(),
+           "cpu_count": os.cpu_count()}
+    if versions:
+        from importlib import metadata
+        for dist in DEPENDENCIES:
+            try:
+                out[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                out[dist] = None
+        out["python_implementation"] = platform.python_implementation()
+        out["cores_available"] = (len(os.sched_getaffinity(0))
+                                  if hasattr(os, "sched_getaffinity") else os.cpu_count())
+        out["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS")
+    return out
+
+
+def source_digest() -> str:
+    """SHA-256 (hex) over the package's Python sources (segstruct, its
+    inference and datasets packages): it tells two working trees apart where
+    :func:`code_version` (``0.1.0+g<sha>.dirty``) cannot."""
+    import hashlib
+
+    import segstruct.datasets as datasets_package
+    import segstruct.inference as inference_package
+    h = hashlib.sha256()
+    packages = (("segstruct", Path(__file__).resolve().parents[1]),
+                *((pkg.__name__, Path(pkg.__file__).resolve().parent)
+                  for pkg in (inference_package, datasets_package)))
+    for name, root in packages:
+        for path in sorted(root.rglob("*.py")):
+            h.update(f"{name}/{path.relative_to(root).as_posix()}\0".encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()

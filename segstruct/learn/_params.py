@@ -94,6 +94,9 @@ class Options:
         return "one of " + ", ".join(repr(o) for o in self.options)
 
 
+#: The loss scopes: one loss per image, or one over the whole training set
+#: (every learner's ``scope``; the one statement of them).
+SCOPES = ("image", "dataset")
 #: C, tol and the like: a finite number above 0 (the one statement of "C > 0").
 POSITIVE = Interval(Real, 0, None, closed="neither")
 

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
+from segstruct.learn._params import SCOPES  # noqa: F401  (the learners import it from here)
 from segstruct.learn.qp import WorkingSetQP
 from segstruct.model import MRFModel
 
@@ -72,7 +73,6 @@ class TrainingError(RuntimeError):
     iteration and the checkpoint that training can resume from."""
 
 
-SCOPES = ("image", "dataset")
 #: The cutting-plane solvers (StructuredSVM), then the first-order ones
 #: (FirstOrderSVM, per-image scope only).
 CUTTING_PLANE_SOLVERS = ("nslack", "oneslack")

@@ -37,6 +37,18 @@ class BaseSSVM(ParamsMixin):
     ``C_units``, ``scope``, ``node_weights``, ``pairwise``, ``tol`` and
     ``max_iter``. Fitted, it has ``w_``, ``loss_``, ``n_features_in_``
     (and, after ``fit``, the training run's attributes).
+
+    Parameters
+    ----------
+    The subclass's; each declares them once in ``_parameter_constraints``
+    (checked by ``validate_params``), and ``get_params`` / ``set_params``
+    read them from its ``__init__`` signature.
+
+    Attributes
+    ----------
+    w_ : (D,) float64 weights, unary block first, pairwise block <= 0.
+    loss_ : the resolved loss (``segstruct.inference.losses.Loss``).
+    n_features_in_ : int, D.
     """
 
     #: Whether an unfinished fit can continue from a checkpoint (``train

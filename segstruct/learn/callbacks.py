@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from segstruct.io.files import write_json
+from segstruct.io.text import fmt
 
 if TYPE_CHECKING:
     from segstruct.learn._problem import FitRun
@@ -84,6 +85,10 @@ class Callback:
     when training fails), in the order the callbacks were given. ``run`` is
     the :class:`~segstruct.learn._problem.FitRun`: the estimator, the working-set
     QP, the oracle in use and the data's fingerprint.
+
+    Parameters
+    ----------
+    None: a subclass takes its own (a path, a flag).
     """
 
     def restore(self, run: "FitRun") -> TrainingState | None:
@@ -175,7 +180,11 @@ class Checkpoint(Callback):
 
 class JSONLog(Callback):
     """Write the training log (``StructuredSVM.log_``) as JSON to ``path``
-    after every iteration, atomically."""
+    after every iteration, atomically.
+
+    Parameters
+    ----------
+    path : str or Path, the JSON file (a list of one dict per iteration)."""
 
     def __init__(self, path):
         self.path = Path(path)
@@ -195,7 +204,11 @@ class JSONLog(Callback):
 
 class ProgressBar(Callback):
     """A tqdm bar over the iterations (epochs for the first-order solvers),
-    with the gap and, for cutting planes, the working-set size."""
+    with the gap and, for cutting planes, the working-set size.
+
+    Parameters
+    ----------
+    None."""
 
     def __init__(self):
         self._bar = None
@@ -213,7 +226,7 @@ class ProgressBar(Callback):
         # to the state's iteration: a first-order fit reports its last epoch twice
         self._bar.update(max(0, min(state.iteration, self._bar.total) - self._bar.n))
         gap = state.log[-1].get("gap") if state.log else None   # SGD has none
-        postfix = {"gap": "-" if gap is None else f"{gap:.3g}"}
+        postfix = {"gap": fmt(gap, ".3g")}
         if run.qp is not None and run.qp.n_constraints:
             postfix["cons"] = run.qp.n_constraints
         self._bar.set_postfix(**postfix)
@@ -227,6 +240,16 @@ class ProgressBar(Callback):
 def without_checkpoints(callbacks, learner: str, remedy: str) -> list:
     """``callbacks`` less any :class:`Checkpoint`, for a learner that keeps no
     resumable state (its checkpoints would write nothing).
+
+    Parameters
+    ----------
+    callbacks : sequence of Callback.
+    learner : str, the learner's name, for the message.
+    remedy : str, what the message tells the user to do.
+
+    Returns
+    -------
+    list of Callback, in the given order.
 
     Raises
     ------

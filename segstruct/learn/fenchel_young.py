@@ -58,11 +58,10 @@ import scipy.optimize
 import scipy.sparse
 
 from segstruct.inference.projection import SETS, project
-from segstruct.learn._params import POSITIVE, check_param
+from segstruct.learn._params import POSITIVE, SCOPES, check_param
 
 __all__ = ["ProjectionFit", "ProjectionProblem", "fit_lbfgs", "SETS", "SCOPES"]
 
-SCOPES = ("image", "dataset")
 
 #: The offset of every part's score (module docstring).
 OFFSET = 0.5

@@ -64,6 +64,16 @@ class FirstOrderSVM(BaseSSVM):
     ``seconds``, ``solver``; BCFW adds ``dual`` and ``gap``), ``dual_`` is
     BCFW's dual objective and 0, the trivial bound, for subgradient descent
     and SGD, which certify nothing; there is no working set.
+
+    Examples
+    --------
+    Block-coordinate Frank-Wolfe, one block per image:
+
+    >>> from segstruct.toy import chain_problem
+    >>> X, Y = chain_problem()
+    >>> svm = FirstOrderSVM(solver="bcfw", scope="image", C=1.0).fit(X, Y)
+    >>> svm.converged_, round(svm.score(X, Y), 3)
+    (True, 0.864)
     """
 
     #: Seed of the image sampling of SGD and BCFW (fixed: a fit is deterministic).

@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from segstruct.inference.lovasz import lovasz_hinge_dataset, lovasz_hinge_per_image
-from segstruct.learn._params import POSITIVE, check_param
+from segstruct.learn._params import POSITIVE, SCOPES, check_param
 from segstruct.learn.qp import WorkingSetQP
 
 __all__ = ["LovaszFit", "lovasz_objective", "fit_cutting_plane", "fit_sgd", "SCOPES"]
 
-SCOPES = ("dataset", "image")
 _HINGES = {"dataset": lovasz_hinge_dataset, "image": lovasz_hinge_per_image}
 
 

@@ -120,6 +120,14 @@ class LovaszSVM(SingleRunSVM):
     pairwise_selection_ : dict with ``ratios``, ``scales``, ``train_iou``
         (VOC IoU in [0, 1], None where undefined) and the chosen ``ratio`` and
         ``scale``; None with ``pairwise=False``.
+
+    Examples
+    --------
+    >>> from segstruct.toy import chain_problem
+    >>> X, Y = chain_problem()
+    >>> svm = LovaszSVM(C=1.0).fit(X, Y)
+    >>> round(svm.score(X, Y), 3)
+    0.76
     """
 
     #: Strengths r of the pairwise block tried (module docstring).

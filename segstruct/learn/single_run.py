@@ -53,6 +53,11 @@ class SingleRunSVM(BaseSSVM):
 
     Subclasses set ``method`` (the name said in errors) and implement
     ``_train(X, Y) -> SingleRun`` and ``check_params``.
+
+    Parameters
+    ----------
+    The subclass's (:class:`~segstruct.learn.lovasz_svm.LovaszSVM`,
+    :class:`~segstruct.learn.projection_svm.ProjectionSVM`).
     """
 
     method = "?"

@@ -3,11 +3,13 @@ a detector's detections with its average shapes."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from segstruct.io.text import MISSING
 from segstruct.report.drawing import (BOUNDARY_COLOUR, CELL_INCHES, OUTLINE_INNER,
                                       OUTLINE_OUTER, TINT_COLOURS, VOID_COLOUR, VOID_LABEL,
                                       add_caption, as_binary, bare_axes, contrasting_colour,
@@ -31,7 +33,8 @@ def _legend_handles(tints, segments: bool, void: bool) -> tuple[list, dict]:
     label = "foreground tint: true (ground truth) or predicted (methods)"
     if len(tints) > 1:
         label += "; cyan where red would not show"
-    handles = [(tint, label)]
+    # (handle, label): a handle is an artist or a tuple of them
+    handles: list[tuple[Any, str]] = [(tint, label)]
     # white line with a black edge, as the cells draw it
     two_tone = Line2D([], [], color=rgb(OUTLINE_INNER), linewidth=2.0, path_effects=[
         Stroke(linewidth=4.5, foreground=rgb(OUTLINE_OUTER)), Normal()])
@@ -128,7 +131,7 @@ def qualitative_figure(panels, methods, caption: str) -> Figure:
                  (overlay(image, truth == 1, segments, colour=tint, void=void), "ground truth")]
         for m, pred in zip(methods, preds):
             iou = image_iou(truth, pred)
-            score = "-" if iou is None else f"{100 * iou:.1f}%"
+            score = MISSING if iou is None else f"{100 * iou:.1f}%"
             cells.append((overlay(image, pred, segments, colour=tint, void=void),
                           f"{m}  IoU {score}"))
         for c, (picture, title) in enumerate(cells):

@@ -9,8 +9,8 @@ from __future__ import annotations
 import csv
 import io
 
-from segstruct.features.descriptors import FeatureConfig
-from segstruct.io.text import fmt
+from segstruct.features.config import FeatureConfig
+from segstruct.io.text import MISSING, fmt
 from segstruct.learn.methods import c_text
 
 __all__ = ["comparison_multiclass_markdown", "fmt", "inspection_text", "multiclass_markdown",
@@ -56,7 +56,7 @@ def table_markdown(results: dict) -> str:
         cells = []
         for m in methods:
             t = by_pair.get((c, m))
-            cells.append("-" if t is None else
+            cells.append(MISSING if t is None else
                          f"{t['fit_seconds']:.0f} s / {t['n_iter']}{'' if t['converged'] else '*'}")
         out.write(f"| {c} | " + " | ".join(cells) + " |\n")
     if s["C"] == "auto":

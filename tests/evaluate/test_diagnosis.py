@@ -117,3 +117,8 @@ def test_over_fitting_is_a_wide_gap_both_absolute_and_relative():
     assert generalisation(48.6, 41.5) is None        # 7 points
     assert generalisation(11.0, 2.0) is None         # 5.5 times, but 9 points
     assert generalisation(None, 10.0) is None and generalisation(50.0, None) is None
+    # the advice on C names the model's C, and whether cross-validation chose it
+    fixed = generalisation(75.2, 10.1, {"C": 1.0, "C_auto": False})
+    assert "a C below 1 (--C auto chooses" in fixed
+    chosen = generalisation(75.2, 10.1, {"C": 3.0, "C_auto": True})
+    assert "below the cross-validated 3 (--C 0.3)" in chosen and "--C auto" not in chosen

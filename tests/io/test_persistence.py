@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from segstruct.features.descriptors import FeatureConfig
+from segstruct.features.config import FeatureConfig
 from segstruct.io.persistence import (DOC_DIGEST, ModelFileError, _doc_digest, load_model,
                                    model_paths, save_model)
 from segstruct.learn.ssvm import StructuredSVM

@@ -158,7 +158,7 @@ def test_only_the_iou_loss_is_accepted():
             LovaszSVM(loss=loss).check_params()
     with pytest.raises(ValueError, match="IoU loss only"):
         estimator_for("lovasz", loss="fbeta", beta=2.0).check_params()
-    with pytest.raises(ValueError, match="scope must be one of 'dataset', 'image', got 'pixel'"):
+    with pytest.raises(ValueError, match="scope must be one of 'image', 'dataset', got 'pixel'"):
         LovaszSVM(scope="pixel").fit(*separable_graphs(0))
     # the unit margin has no superpixel units
     with pytest.raises(ValueError, match="C_units='paper'"):

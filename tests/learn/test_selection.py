@@ -8,11 +8,11 @@ import pytest
 from segstruct.cli import main
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.inference import maximize
-from segstruct.learn.methods import DEFAULTS, estimator_for
+from segstruct.learn.methods import estimator_for
 from segstruct.learn.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds,
                                  check_grid, choose_C, cross_validate_C, edge_warning,
                                  format_curve, image_strata, make_folds, select_C)
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.ssvm import DEFAULT_C, StructuredSVM
 from segstruct.model import Graph, MRFModel
 
 # the top-down block (on by default) costs a detector per class; these tests are
@@ -84,8 +84,11 @@ def test_grid_checks():
                         ([1, 1], "twice")):
         with pytest.raises(ValueError, match=words):
             check_grid(grid)
-    assert len(DEFAULT_GRID) == 5 and DEFAULT_GRID[0] == 0.05 and DEFAULT_GRID[-1] == 50
-    assert np.allclose(np.diff(np.log(DEFAULT_GRID)), np.log(10) * 0.75, rtol=3e-3)
+    # the grid of results/lodo: 0.01 to 3, each value about 3 times the last
+    assert DEFAULT_GRID == check_grid(DEFAULT_GRID)
+    assert DEFAULT_GRID[0] == 0.01 and DEFAULT_GRID[-1] == 3
+    assert np.all((np.diff(np.log(DEFAULT_GRID)) > np.log(2.9))
+                  & (np.diff(np.log(DEFAULT_GRID)) < np.log(3.4)))
 
 
 # --------------------------------------------------------------------------
@@ -235,8 +238,11 @@ def test_settings_of_a_fixed_C_are_recorded_as_before():
     from segstruct.learn.methods import TrainingSettings
     before = ["loss", "beta", "scope", "C", "C_units", "node_weights", "n_triangles",
               "inference", "polish", "solver", "tol", "max_iter"]
-    assert list(TrainingSettings().to_dict()) == before
-    assert TrainingSettings().to_dict() == {k: asdict(TrainingSettings())[k] for k in before}
+    fixed = TrainingSettings(C=DEFAULT_C)
+    assert list(fixed.to_dict()) == before
+    assert fixed.to_dict() == {k: asdict(fixed)[k] for k in before}
+    # C is cross-validated by default
+    assert TrainingSettings() == TrainingSettings(C="auto")
     auto = TrainingSettings(C="auto").to_dict()
     assert auto["C"] == "auto" and auto["C_grid"] == list(DEFAULT_GRID)
     assert auto["folds"] == DEFAULT_FOLDS
@@ -268,7 +274,7 @@ def test_train_auto_records_the_curve_and_refits_at_the_chosen_C(data_root, cach
     assert curve["grid"] == list(DEFAULT_GRID) and curve["folds"] == 3 and curve["seed"] == 0
     assert sorted(set(curve["fold_of_image"])) == [0, 1, 2] and len(curve["fold_of_image"]) == 6
     for key in ("pooled_iou_percent", "fold_iou_percent", "n_iter", "converged", "fit_seconds"):
-        assert len(curve[key]) == 5, key
+        assert len(curve[key]) == len(DEFAULT_GRID), key
     assert curve["chosen_C"] == choose_C(curve) == doc["estimator"]["C"]
     assert f"C chosen by 3-fold cross-validation on voc/train (bl1, car): " \
            f"{curve['chosen_C']:g}" in printed
@@ -286,9 +292,9 @@ def test_train_with_a_fixed_C_writes_no_curve(data_root, cache, tmp_path):
     from segstruct.io.persistence import load_model
     model = tmp_path / "fixed"
     assert main(["train", "--data", str(data_root), "--class", "car", "--out", str(model),
-                 *cache, *SMALL]) == 0
+                 "--C", f"{DEFAULT_C:g}", *cache, *SMALL]) == 0
     doc = load_model(model)[3]
-    assert "C_selection" not in doc and doc["estimator"]["C"] == DEFAULTS.C
+    assert "C_selection" not in doc and doc["estimator"]["C"] == DEFAULT_C
     assert doc["estimator"]["C_units"] == "superpixel"
     assert not (tmp_path / "fixed.cv.png").exists()
 
@@ -326,7 +332,7 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
         raise AssertionError("a finished pair was trained again")
     monkeypatch.setattr("segstruct.learn.ssvm.StructuredSVM.fit", no_training)
     assert main(args + ["--no-figures"]) == 0
-    assert main(common + ["--no-figures"]) == 2
+    assert main(common + ["--C", "1", "--no-figures"]) == 2
     assert "settings differ" in capsys.readouterr().err
 
 
@@ -335,8 +341,7 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
     (["--C", "auto", "--folds", "1"], "needs at least 2 folds, got 1"),
     (["--C", "auto", "--C-grid", "0", "1"], "every C of the grid must be a finite number > 0"),
     (["--C", "auto", "--C-grid", "-1", "1"], "every C of the grid must be a finite number > 0"),
-    (["--C-grid", "0.1", "1"], "--C-grid applies only to --C auto"),
-    (["--folds", "3"], "--folds applies only to --C auto"),
+    (["--C", "1", "--C-grid", "0.1", "1"], "--C-grid applies only to --C auto (C is 1)"),
     (["--C", "2", "--folds", "3"], "--folds applies only to --C auto (C is 2)"),
     (["--C", "auto", "--folds", "7"], "has 6 training image(s), fewer than the 7 folds"),
 ])
@@ -361,3 +366,30 @@ def test_a_C_that_is_not_positive_is_refused(data_root, cache, tmp_path, capsys)
                      "--out", str(tmp_path / "o"), *cache, *SMALL]) == 2
         assert "--C must be a finite number > 0 or one of 'auto', got 0.0" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_group_folds_keep_each_group_in_one_fold():
+    from segstruct.datasets.folds import group_folds
+    groups = ["a"] * 5 + ["b"] * 3 + ["c"] * 3 + ["d"] * 2 + ["e"]
+    folds = group_folds(groups, 3, seed=0)
+    assert np.array_equal(folds, group_folds(groups, 3, seed=0))       # deterministic
+    for g in set(groups):
+        assert len({int(f) for f, h in zip(folds, groups) if h == g}) == 1
+    assert sorted(set(folds.tolist())) == [0, 1, 2]
+    # largest group first, each to the emptiest fold: sizes 5 / 5 / 4 here
+    assert sorted(np.bincount(folds).tolist()) == [4, 5, 5]
+    with pytest.raises(ValueError, match="2 group"):
+        group_folds(["a", "a", "b"], 3, seed=0)
+
+
+def test_cross_validation_with_groups_holds_out_whole_groups():
+    from segstruct.toy import chain_problem
+    X, Y = chain_problem(n_graphs=9)
+    groups = ["s1"] * 3 + ["s2"] * 3 + ["s3"] * 3
+    C, curve = select_C(lambda: estimator_for("bl1"), X, Y, grid=(0.1, 1.0), folds=3,
+                        groups=groups)
+    assert curve["fold_of_image"][:3] == [curve["fold_of_image"][0]] * 3
+    assert len(set(curve["fold_of_image"])) == 3
+    assert [len(set(curve["fold_of_image"][k:k + 3])) for k in (0, 3, 6)] == [1, 1, 1]
+    with pytest.raises(ValueError, match="group labels for"):
+        select_C(lambda: estimator_for("bl1"), X, Y, grid=(0.1, 1.0), folds=3, groups=groups[:4])

@@ -7,24 +7,7 @@ import segstruct.learn.qp as qp_module
 from segstruct.inference.losses import AdjustedHammingLoss, HammingLoss, IoULoss, counts, totals
 from segstruct.learn.qp import WorkingSetQP
 from segstruct.learn.ssvm import StructuredSVM, targets_and_node_weights
-from segstruct.model import Graph, MRFModel, disjoint_union
-
-
-def random_problem(rng, n_graphs=3, n=4, du=3, separable=False):
-    X, Y = [], []
-    for _ in range(n_graphs):
-        t = rng.integers(0, 2, n)
-        if t.sum() == 0:
-            t[0] = 1
-        pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.6]
-        edges = np.array(pairs, np.int64).reshape(-1, 2)
-        unary = rng.normal(size=(n, du))
-        if separable:
-            unary[:, 0] = (2 * t - 1) + 0.2 * rng.normal(size=n)
-            unary[:, -1] = 1.0
-        X.append(Graph(unary, edges, rng.uniform(0, 1, (len(edges), 2))))
-        Y.append(t)
-    return X, Y
+from segstruct.model import MRFModel, disjoint_union
 
 
 def full_qp_optimum(X, Y, loss, C, solver_groups):
@@ -58,11 +41,11 @@ def full_qp_optimum(X, Y, loss, C, solver_groups):
 
 
 @pytest.mark.parametrize("solver", ["nslack", "oneslack"])
-def test_learner_reaches_the_full_qp_optimum(solver):
+def test_learner_reaches_the_full_qp_optimum(random_problem, solver):
     rng = np.random.default_rng(0)
     n_graphs = 3 if solver == "nslack" else 2
     for _ in range(3):
-        X, Y = random_problem(rng, n_graphs=n_graphs)
+        X, Y = random_problem(rng, n_graphs=n_graphs, n=4)
         tol, C = 1e-4, 1.0
         svm = StructuredSVM(loss="hamming", C=C, solver=solver, scope="image", tol=tol).fit(X, Y)
         # superpixel units: the hinges summed, so the mean's weight is C n
@@ -75,7 +58,7 @@ def test_learner_reaches_the_full_qp_optimum(solver):
         assert svm.primal_ - reference <= svm.svm_C_ * tol + 1e-7
 
 
-def test_nslack_and_oneslack_agree():
+def test_nslack_and_oneslack_agree(random_problem):
     X, Y = random_problem(np.random.default_rng(1), n_graphs=6, n=6)
     a = StructuredSVM(loss="hamming", solver="nslack", scope="image", tol=1e-5).fit(X, Y)
     b = StructuredSVM(loss="hamming", solver="oneslack", scope="image", tol=1e-5).fit(X, Y)
@@ -84,7 +67,7 @@ def test_nslack_and_oneslack_agree():
 
 @pytest.mark.parametrize("solver", ["nslack", "oneslack"])
 @pytest.mark.parametrize("scope", ["image", "dataset"])
-def test_separable_problem_reaches_zero_training_loss(solver, scope):
+def test_separable_problem_reaches_zero_training_loss(random_problem, solver, scope):
     X, Y = random_problem(np.random.default_rng(2), n_graphs=10, n=8, separable=True)
     svm = StructuredSVM(loss="hamming", C=10.0, solver=solver, scope=scope, tol=1e-4).fit(X, Y)
     assert svm.converged_
@@ -93,7 +76,7 @@ def test_separable_problem_reaches_zero_training_loss(solver, scope):
     assert svm.score(X, Y) == 1.0
 
 
-def test_gap_monotone_and_pairwise_weights_nonpositive(monkeypatch):
+def test_gap_monotone_and_pairwise_weights_nonpositive(random_problem, monkeypatch):
     X, Y = random_problem(np.random.default_rng(3), n_graphs=12, n=7)
     seen = []
     original = qp_module.WorkingSetQP.solve
@@ -119,7 +102,7 @@ def _brute_force_oracle(u, edges, p, t, a, loss):
     return brute_force(u, edges, p, t, a, loss)
 
 
-def test_kappa_is_training_fg_bg_ratio():
+def test_kappa_is_training_fg_bg_ratio(random_problem):
     X, Y = random_problem(np.random.default_rng(4), n_graphs=5, n=6)
     svm = StructuredSVM(max_iter=2).fit(X, Y)
     fg = sum(int(t.sum()) for t in Y)
@@ -137,7 +120,7 @@ def test_kappa_is_training_fg_bg_ratio():
     assert n_pos == pix_fg and area.loss_.kappa == pytest.approx(n_pos / n_neg)
 
 
-def test_dataset_scope_is_one_example_over_the_union():
+def test_dataset_scope_is_one_example_over_the_union(random_problem):
     X, Y = random_problem(np.random.default_rng(5), n_graphs=3, n=4)
     svm = StructuredSVM(loss="iou", scope="dataset", tol=1e-4,
                         oracle=_brute_force_oracle_union).fit(X, Y)
@@ -160,8 +143,8 @@ def _brute_force_oracle_union(u, edges, p, t, a, loss):
     return brute_force(u, edges, p, t, a, loss)
 
 
-def test_bad_parameters_and_inputs():
-    X, Y = random_problem(np.random.default_rng(6))
+def test_bad_parameters_and_inputs(random_problem):
+    X, Y = random_problem(np.random.default_rng(6), n=4)
     for kwargs in ({"solver": "bmrm"}, {"scope": "batch"}, {"node_weights": "pixels"},
                    {"C": -1.0}, {"loss": "iou", "kappa": 0.5}):
         with pytest.raises(ValueError):
@@ -176,7 +159,7 @@ def test_bad_parameters_and_inputs():
         StructuredSVM().fit(X, [np.zeros_like(t) for t in Y])
 
 
-def test_weights_match_the_reported_objective_when_stopped_early():
+def test_weights_match_the_reported_objective_when_stopped_early(random_problem):
     X, Y = random_problem(np.random.default_rng(8), n_graphs=8, n=7)
     svm = StructuredSVM(loss="hamming", scope="image", max_iter=3).fit(X, Y)
     assert not svm.converged_
@@ -193,7 +176,7 @@ def test_weights_match_the_reported_objective_when_stopped_early():
     assert objective == pytest.approx(svm.primal_, abs=1e-9)
 
 
-def test_warm_start_reuses_cuts_and_reaches_the_cold_optimum():
+def test_warm_start_reuses_cuts_and_reaches_the_cold_optimum(random_problem):
     # Cuts do not depend on C: a fit at C = 2 that starts from the working set
     # of a fit at C = 0.5 must reach the exact optimum at C = 2 (full QP over
     # every labelling) within C tol, and start with the old cuts.
@@ -218,7 +201,7 @@ def test_warm_start_reuses_cuts_and_reaches_the_cold_optimum():
     assert cold.log_[0]["n_constraints"] <= 2
 
 
-def test_warm_start_on_other_data_starts_afresh():
+def test_warm_start_on_other_data_starts_afresh(random_problem):
     rng = np.random.default_rng(8)
     X, Y = random_problem(rng, n_graphs=2, n=4)
     X2, Y2 = random_problem(rng, n_graphs=2, n=4)
@@ -232,7 +215,7 @@ def test_warm_start_on_other_data_starts_afresh():
     assert warm.n_iter_ == cold.n_iter_
 
 
-def test_returned_weights_are_the_best_evaluated():
+def test_returned_weights_are_the_best_evaluated(random_problem):
     # The 1-slack loop evaluates the objective at several points an iteration
     # (line search, cut point); w_ must be the lowest of them and primal_ its
     # objective, recomputed here by brute force over all labellings.
@@ -279,7 +262,7 @@ def test_line_search_never_leaves_the_pairwise_bound():
 # What C means (superpixel units, svm_C)
 
 
-def test_superpixel_units_give_the_objectives_C_for_each_loss_and_scope():
+def test_superpixel_units_give_the_objectives_C_for_each_loss_and_scope(random_problem):
     rng = np.random.default_rng(21)
     X, Y = random_problem(rng, n_graphs=3, n=5)
     n_pos = sum(int(t.sum()) for t in Y)
@@ -308,7 +291,7 @@ def test_superpixel_units_give_the_objectives_C_for_each_loss_and_scope():
     assert paper.svm_C_ == C / 2 and paper.superpixel_loss_ is None
 
 
-def test_a_sum_over_images_has_one_meaning_of_C_at_both_scopes():
+def test_a_sum_over_images_has_one_meaning_of_C_at_both_scopes(random_problem):
     """Hamming's data-set hinge is the sum of the images' hinges: in
     superpixel units the two scopes are one problem, with one optimum."""
     X, Y = random_problem(np.random.default_rng(22), n_graphs=5, n=5)
@@ -319,7 +302,7 @@ def test_a_sum_over_images_has_one_meaning_of_C_at_both_scopes():
     np.testing.assert_allclose(fits[0].w_, fits[1].w_, atol=1e-2)
 
 
-def test_paper_units_are_the_same_problem_at_the_mapped_C():
+def test_paper_units_are_the_same_problem_at_the_mapped_C(random_problem):
     X, Y = random_problem(np.random.default_rng(23), n_graphs=3, n=5)
     sp = StructuredSVM(loss="iou", C=5.0, tol=1e-6, oracle=_brute_force_oracle).fit(X, Y)
     paper = StructuredSVM(loss="iou", C=2 * sp.svm_C_, C_units="paper", tol=1e-6,
@@ -328,7 +311,7 @@ def test_paper_units_are_the_same_problem_at_the_mapped_C():
     np.testing.assert_allclose(paper.w_, sp.w_, atol=1e-9)
 
 
-def test_superpixel_units_without_a_missed_superpixel_count_a_false_one():
+def test_superpixel_units_without_a_missed_superpixel_count_a_false_one(random_problem):
     from segstruct.inference.losses import CallableLoss
     from segstruct.learn.ssvm import superpixel_loss
     X, Y = random_problem(np.random.default_rng(24), n_graphs=2, n=4)

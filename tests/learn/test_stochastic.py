@@ -15,36 +15,13 @@ from segstruct.learn.qp import WorkingSetQP
 from segstruct.learn.ssvm import StructuredSVM
 from segstruct.learn.stochastic import (ImageScopeProblem, bcfw, bcfw_line_search,
                                         stochastic_subgradient, subgradient_descent)
-from segstruct.model import Graph, MRFModel
+from segstruct.model import MRFModel
 
 LEARNERS = {
     "subgradient": lambda X, Y, **kw: subgradient_descent(X, Y, max_epochs=300, **kw),
     "sgd": lambda X, Y, **kw: stochastic_subgradient(X, Y, max_epochs=300, **kw),
     "bcfw": lambda X, Y, **kw: bcfw(X, Y, max_epochs=2000, tol=1e-3, eval_every=5, **kw),
 }
-
-
-def random_problem(seed, n_graphs=3, n=5, du=3, targets="random", separable=False):
-    """Small graphs with 2 pairwise features per edge.
-
-    ``targets="alternating"`` gives neighbours of different labels as
-    often as possible, so the pairwise weights would rather be positive
-    and the bound w_p <= 0 holds at the optimum.
-    """
-    rng = np.random.default_rng(seed)
-    X, Y = [], []
-    for _ in range(n_graphs):
-        t = rng.integers(0, 2, n) if targets == "random" else np.arange(n) % 2
-        t[0] = 1
-        pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.6]
-        edges = np.array(pairs, np.int64).reshape(-1, 2)
-        unary = rng.normal(size=(n, du))
-        if separable:
-            unary[:, 0] = (2 * t - 1) + 0.2 * rng.normal(size=n)
-            unary[:, -1] = 1.0
-        X.append(Graph(unary, edges, rng.uniform(0, 1, (len(edges), 2))))
-        Y.append(t)
-    return X, Y
 
 
 def all_constraints(x, t, loss):
@@ -83,7 +60,7 @@ def nonpositive_block(X):
 
 
 # ----------------------------------------------------------------------
-def test_objective_is_the_cutting_plane_learners_per_image_objective():
+def test_objective_is_the_cutting_plane_learners_per_image_objective(random_problem):
     # four images: a sum of hinges instead of their mean would be 4x off
     X, Y = random_problem(0, n_graphs=4)
     C = 0.7
@@ -98,7 +75,7 @@ def test_objective_is_the_cutting_plane_learners_per_image_objective():
     assert problem.primal(w) == pytest.approx(brute_force_objective(w, X, Y, C), rel=1e-12)
 
 
-def test_problem_is_set_up_as_the_cutting_plane_learner_sets_it_up():
+def test_problem_is_set_up_as_the_cutting_plane_learner_sets_it_up(random_problem):
     # pixel counts, area weights and kappa from the data: every set-up step counts
     X, _ = random_problem(9, n_graphs=3)
     rng = np.random.default_rng(9)
@@ -162,7 +139,7 @@ def test_line_search_ends_of_the_segment():
     ("alternating", "hamming", None, "permutation"),
     ("random", "iou", brute_force, "uniform"),
 ])
-def test_bcfw_gap_bounds_the_error_and_reaches_the_optimum(targets, loss, oracle, sampling):
+def test_bcfw_gap_bounds_the_error_and_reaches_the_optimum(random_problem, targets, loss, oracle, sampling):
     X, Y = random_problem(3, targets=targets)
     C, tol = 1.0, 1e-3
     optimum = full_qp_optimum(X, Y, C, loss).primal
@@ -180,7 +157,7 @@ def test_bcfw_gap_bounds_the_error_and_reaches_the_optimum(targets, loss, oracle
     assert np.all(result.w[nonpositive_block(X)] <= 0.0)
 
 
-def test_bcfw_agrees_with_the_cutting_plane_learner():
+def test_bcfw_agrees_with_the_cutting_plane_learner(random_problem):
     X, Y = random_problem(4, n_graphs=4)
     svm = StructuredSVM(loss="hamming", C=2.0, solver="nslack", scope="image", tol=1e-6).fit(X, Y)
     C = svm.svm_C_                    # the objective's C
@@ -190,7 +167,7 @@ def test_bcfw_agrees_with_the_cutting_plane_learner():
     assert svm.primal_ - result.dual <= C * 1e-6 + C * 1e-3
 
 
-def test_the_bound_is_active_on_the_alternating_problem():
+def test_the_bound_is_active_on_the_alternating_problem(random_problem):
     # otherwise the tests on it would not exercise w_p <= 0
     X, Y = random_problem(3, targets="alternating")
     bounded = full_qp_optimum(X, Y, 1.0)
@@ -201,7 +178,7 @@ def test_the_bound_is_active_on_the_alternating_problem():
 
 @pytest.mark.parametrize("name, rel", [("subgradient", 1e-3), ("sgd", 2e-2)])
 @pytest.mark.parametrize("targets", ["random", "alternating"])
-def test_subgradient_learners_approach_the_optimum_with_feasible_iterates(name, rel, targets):
+def test_subgradient_learners_approach_the_optimum_with_feasible_iterates(random_problem, name, rel, targets):
     X, Y = random_problem(3, targets=targets)
     C = 1.0
     optimum = full_qp_optimum(X, Y, C).primal
@@ -224,7 +201,7 @@ def test_subgradient_learners_approach_the_optimum_with_feasible_iterates(name, 
     assert result.primal - optimum <= rel * optimum
 
 
-def test_bcfw_iterates_are_feasible():
+def test_bcfw_iterates_are_feasible(random_problem):
     X, Y = random_problem(3, targets="alternating")
     nonpositive = nonpositive_block(X)
     highest = []
@@ -235,7 +212,7 @@ def test_bcfw_iterates_are_feasible():
 
 
 @pytest.mark.parametrize("name", sorted(LEARNERS))
-def test_each_learner_fits_a_separable_problem(name):
+def test_each_learner_fits_a_separable_problem(random_problem, name):
     X, Y = random_problem(5, n_graphs=4, separable=True)
     model = MRFModel()
     result = LEARNERS[name](X, Y, loss="hamming", C=1.0)
@@ -245,7 +222,7 @@ def test_each_learner_fits_a_separable_problem(name):
 
 
 @pytest.mark.parametrize("learner", [stochastic_subgradient, bcfw])
-def test_the_same_seed_gives_the_same_weights(learner):
+def test_the_same_seed_gives_the_same_weights(random_problem, learner):
     X, Y = random_problem(6, n_graphs=5)
     first = learner(X, Y, loss="hamming", max_epochs=20, seed=7)
     again = learner(X, Y, loss="hamming", max_epochs=20, seed=7)
@@ -255,13 +232,13 @@ def test_the_same_seed_gives_the_same_weights(learner):
     assert not np.array_equal(first.w, other.w)
 
 
-def test_subgradient_descent_is_deterministic():
+def test_subgradient_descent_is_deterministic(random_problem):
     X, Y = random_problem(6)
     first = subgradient_descent(X, Y, loss="hamming", max_epochs=20)
     assert np.array_equal(first.w, subgradient_descent(X, Y, loss="hamming", max_epochs=20).w)
 
 
-def test_trace_records_calls_and_times():
+def test_trace_records_calls_and_times(random_problem):
     X, Y = random_problem(7)
     result = bcfw(X, Y, loss="hamming", max_epochs=6, tol=1e-12, eval_every=2)
     assert [e["epoch"] for e in result.trace] == [2, 4, 6]
@@ -279,7 +256,7 @@ def test_trace_records_calls_and_times():
     (lambda X, Y: subgradient_descent(X, Y, max_epochs=0), "max_epochs"),
     (lambda X, Y: bcfw(X, Y, C=-1.0), "C must be a finite number > 0"),
 ])
-def test_bad_settings_are_refused(call, message):
+def test_bad_settings_are_refused(random_problem, call, message):
     X, Y = random_problem(8)
     with pytest.raises(ValueError, match=message):
         call(X, Y)

@@ -111,7 +111,7 @@ def non_maximum_suppression(boxes: np.ndarray, scores: np.ndarray,
     """
     order = np.argsort(-np.asarray(scores, np.float64), kind="stable")
     boxes = np.asarray(boxes, np.float64)
-    keep = []
+    keep: list[np.intp] = []
     while order.size and (limit is None or len(keep) < limit):
         i = order[0]
         keep.append(i)

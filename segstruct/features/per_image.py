@@ -1,0 +1,202 @@
+"""The per-image work of feature extraction, run in worker processes: an
+image's superpixel graph and features, its top-down block, a sample of its
+descriptors for the codebook; every result from the cache when possible
+(``segstruct.features.extraction`` maps these over a data set)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from segstruct.datasets.voc import VOCDataset
+from segstruct.features import descriptors as F
+from segstruct.features.cache import ArrayCache, file_digest
+from segstruct.features.detection import top_down_key, train_shape_detector
+from segstruct.features.superpixels import (SuperpixelParams, adjacency, segment,
+                                            superpixel_means)
+from segstruct.features.topdown.features import topdown_features
+from segstruct.features.topdown.training import TooFewObjects
+
+# Bump when the meaning of a cached array changes, so old entries are ignored.
+FEATURE_VERSION = 1
+
+
+@dataclass
+class SuperpixelGraph:
+    """An image's superpixel graph and features (independent of the class).
+
+    Attributes
+    ----------
+    image_id : str
+    segments : (H, W) int32 superpixel map, values 0 .. N-1.
+    edges : (E, 2) int64, adjacent pairs with i < j.
+    boundary : (E,) float64 shared boundary length (pixels).
+    unary : (N, D) float64 unary features phi_u, or None when not computed
+        (with the top-down block: of the class it was computed for).
+    pairwise : (E, 3) float64 pairwise features phi_p (>= 0), or None.
+    """
+
+    image_id: str
+    segments: np.ndarray
+    edges: np.ndarray
+    boundary: np.ndarray
+    unary: np.ndarray | None = None
+    pairwise: np.ndarray | None = None
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.segments.max()) + 1
+
+
+
+def _superpixel_key(digest: str, params: SuperpixelParams) -> dict:
+    return {"image": digest, "superpixels": params.to_dict(), "version": FEATURE_VERSION}
+
+
+def _superpixels_of(image, digest, params, cache):
+    def compute():
+        segments = segment(image(), params)
+        edges, boundary = adjacency(segments)
+        # "labels": the array's name in caches written before the renaming
+        return {"labels": segments, "edges": edges, "boundary": boundary}
+    return cache.get_or_compute("superpixels", _superpixel_key(digest, params), compute)
+
+
+def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
+                cache_enabled, with_features):
+    """Superpixels (and features) of one image, from the cache when possible.
+
+    ``dataset`` is anything with ``image_path(id)`` and ``read_image(id)``
+    (a VOCDataset, or the image files of ``segstruct predict``).
+    """
+    with threadpool_limits(1):
+        import cv2
+        cv2.setNumThreads(1)
+        cache = ArrayCache(cache_dir, cache_enabled)
+        digest = file_digest(dataset.image_path(image_id))
+        loaded = {}
+
+        def image():
+            if "image" not in loaded:
+                loaded["image"] = dataset.read_image(image_id)
+            return loaded["image"]
+
+        sp = _superpixels_of(image, digest, config.superpixels, cache)
+        graph = SuperpixelGraph(image_id, sp["labels"], sp["edges"], sp["boundary"])
+        if not with_features:
+            return graph
+        key = {"image": digest, "config": config.bottom_up_dict(), "codebook": codebook_id,
+               "version": FEATURE_VERSION}
+
+        def compute():
+            lab = F.rgb_to_lab(image())
+            n = graph.n_nodes
+            # cached with L1 words; the normalisation asked for comes after
+            unary = F.unary_features(image(), graph.segments, replace(config, sift_norm="l1"),
+                                     codebook, lab=lab)
+            lab_mean = superpixel_means(lab, graph.segments, n)
+            pairwise = F.pairwise_features(lab_mean, graph.edges,
+                                           graph.boundary / config.boundary_unit,
+                                           config.tau1, config.tau2)
+            # before caching: a non-finite result must never be stored
+            check_finite_features(image_id, {"unary": unary, "pairwise": pairwise},
+                                  dataset.image_path(image_id))
+            return {"unary": unary, "pairwise": pairwise}
+
+        feats = cache.get_or_compute("features", key, compute)
+        graph.unary = F.normalise_words(feats["unary"], config)
+        graph.pairwise = feats["pairwise"]
+        # Checked after the cache too: an entry written by other code is
+        # refused here rather than turning into NaN weights in training.
+        check_finite_features(image_id, {"unary": graph.unary, "pairwise": graph.pairwise},
+                              dataset.image_path(image_id),
+                              hint=f"; they came from the cache {cache.path('features', key)}: "
+                                   "delete that file, or run with --no-cache")
+        return graph
+
+
+def top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabled):
+    """The top-down block of one image's superpixels: the mean of the blocks of
+    ``detectors`` (ShapeDetectors), each from the cache when possible."""
+    with threadpool_limits(1):
+        import cv2
+        cv2.setNumThreads(1)
+        cache = ArrayCache(cache_dir, cache_enabled)
+        digest = file_digest(dataset.image_path(image_id))
+        n = int(segments.max()) + 1
+        loaded = {}
+
+        def image():
+            if "image" not in loaded:
+                loaded["image"] = dataset.read_image(image_id)
+            return loaded["image"]
+
+        blocks = []
+        for sd in detectors:
+            key = top_down_key(digest, segments, sd.digest)
+
+            def compute(sd=sd):
+                block = topdown_features(sd.detector, sd.shapes, image(), segments)
+                # before caching: a non-finite block must never be stored
+                check_finite_features(image_id, {"top_down": block},
+                                      dataset.image_path(image_id))
+                return {"top_down": block}
+
+            block = cache.get_or_compute("top_down", key, compute)["top_down"]
+            hint = f" came from the cache {cache.path('top_down', key)}: delete that file, " \
+                   "or run with --no-cache"
+            if block.shape != (n, sd.params.n_filters):
+                raise ValueError(f"image {image_id!r}: a top-down block of shape "
+                                 f"{block.shape} for {n} superpixels{hint}")
+            check_finite_features(image_id, {"top_down": block},
+                                  dataset.image_path(image_id), hint=f"; they{hint}")
+            blocks.append(block)
+        return blocks[0] if len(blocks) == 1 else np.mean(blocks, axis=0)
+
+
+def detector_or_error(*args):
+    """``train_shape_detector(*args)`` as (detector, None), or (None, the
+    TooFewObjects): one class short of objects must not stop the others'."""
+    try:
+        return train_shape_detector(*args), None
+    except TooFewObjects as err:
+        return None, err
+
+
+def check_finite_features(image_id: str, blocks: dict, image_path=None,
+                          hint: str = "") -> None:
+    """Raise ValueError naming the image if any feature is NaN or infinite.
+
+    The features are finite by construction (empty superpixels and
+    histograms are guarded), so this is a last line of defence that stops a
+    run with the image's name instead of training on NaN.
+
+    Parameters
+    ----------
+    image_id : str
+    blocks : dict, name -> (N, D) float array (or None, skipped), e.g.
+        ``{"unary": ..., "pairwise": ...}``.
+    image_path : path named in the message, optional.
+    hint : str appended to the message.
+    """
+    for name, values in blocks.items():
+        if values is None:
+            continue
+        bad = ~np.isfinite(values)
+        if bad.any():
+            rows, cols = np.nonzero(bad)
+            where = f" ({image_path})" if image_path is not None else ""
+            raise ValueError(
+                f"image {image_id!r}{where}: {int(bad.sum())} non-finite {name} "
+                f"feature value(s), first at superpixel {rows[0]}, column {cols[0]}{hint}")
+
+
+def sample_descriptors_task(dataset_root, image_id, config, n_keep, seed):
+    with threadpool_limits(1):
+        dataset = VOCDataset(dataset_root)
+        _, desc = F.dense_opponent_sift(dataset.read_image(image_id),
+                                        config.grid_step, config.keypoint_size)
+        rng = np.random.default_rng(seed)
+        take = rng.choice(desc.shape[0], min(n_keep, desc.shape[0]), replace=False)
+        return desc[np.sort(take)]

@@ -610,3 +610,28 @@ def test_train_and_evaluate_stop_with_inspects_message(broken_root, clean_root, 
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.split("error: ", 1)[1] in messages
     assert not out_json.exists()
+
+
+def test_the_python_api_refuses_what_it_would_get_silently_wrong():
+    """Mismatched lengths, NaN counts and arrays given as graphs are refused
+    with messages that say what to give instead."""
+    from segstruct.toy import chain_problem
+    X, Y = chain_problem(n_graphs=4)
+    svm = StructuredSVM(C=1.0).fit(X, Y)
+    with pytest.raises(ValueError, match="4 inputs, 2 label arrays"):
+        svm.voc_score(X, Y[:2])
+    with pytest.raises(ValueError, match="input 1 has 8 nodes but its labels have 3"):
+        svm.voc_score(X[:2], [Y[0], Y[1][:3]])
+    bad = [y.astype(np.float64) for y in Y]
+    bad[2][0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        StructuredSVM(C=1.0).fit(X, bad)
+    bad[2][0, 0] = 0.5
+    with pytest.raises(ValueError, match="whole numbers"):
+        StructuredSVM(C=1.0).fit(X, bad)
+    with pytest.raises(TypeError, match=r"X\[0\] is a ndarray, not a graph"):
+        svm.predict([X[0].unary])
+    with pytest.raises(TypeError, match="X must be a sequence of graphs"):
+        svm.predict(X[0].unary)
+    with pytest.raises(TypeError, match=r"X\[1\] is a ndarray"):
+        StructuredSVM(C=1.0).fit([X[0], X[1].unary], Y[:2])

@@ -654,3 +654,15 @@ def test_square_rooted_words_are_the_l1_words_square_rooted(data_root, tmp_path)
     np.testing.assert_allclose(graphs["sqrt"][:, :words], np.sqrt(graphs["l1"][:, :words]))
     np.testing.assert_array_equal(graphs["sqrt"][:, words:], graphs["l1"][:, words:])
     assert np.allclose(graphs["l1"][:, :words].sum(axis=1), 1.0)
+
+
+def test_resume_with_another_setting_names_it(data_root, tmp_path, capsys):
+    cache = ["--cache", str(tmp_path / "c")]
+    base = ["train", "--data", str(data_root), "--class", "car", "--tol", "1e-6", *cache,
+            *SMALL, "--out", str(tmp_path / "m")]
+    assert main(base + ["--C", "1", "--max-iter", "2"]) == 0
+    assert (tmp_path / "m.ckpt.npz").exists()
+    capsys.readouterr()
+    assert main(base + ["--C", "3", "--resume", "--max-iter", "50"]) == 2
+    err = capsys.readouterr().err
+    assert "other settings: C 1.0 (now 3.0)" in err and "delete it" in err

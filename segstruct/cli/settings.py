@@ -133,7 +133,31 @@ def check_feature_options(args) -> None:
                              "switches SIFT off")
 
 
+#: The settings the options set, by the name a setting's error gives.
+OPTION_OF_SETTING = {"SuperpixelParams.scale": "--fz-scale",
+                     "SuperpixelParams.sigma": "--fz-sigma",
+                     "SuperpixelParams.min_size": "--fz-min-size",
+                     "SuperpixelParams.n_segments": "--slic-segments",
+                     "SuperpixelParams.compactness": "--slic-compactness",
+                     "FeatureConfig.n_words": "--words",
+                     "FeatureConfig.codebook_descriptors": "--codebook-descriptors",
+                     "FeatureConfig.seed": "--seed"}
+
+
 def feature_config(args) -> FeatureConfig:
+    """The feature settings of the options; a bad value is a UsageError
+    naming its option."""
+    try:
+        return _feature_config(args)
+    except ValueError as err:
+        text = str(err)
+        for setting, option in OPTION_OF_SETTING.items():
+            if text.startswith(setting + " "):
+                raise UsageError(option + text[len(setting):]) from err
+        raise
+
+
+def _feature_config(args) -> FeatureConfig:
     check_feature_options(args)
     sp = SuperpixelParams(method=args.superpixels, scale=args.fz_scale, sigma=args.fz_sigma,
                           min_size=args.fz_min_size, n_segments=args.slic_segments,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from segstruct.features._checks import check_number
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.features.topdown.detector import DetectorParams
 
@@ -99,16 +100,18 @@ class FeatureConfig:
     def __post_init__(self):
         if not (self.sift or self.colour or self.position or self.bias):
             raise ValueError("at least one unary feature block must be switched on")
-        if self.grid_step < 1 or self.keypoint_size <= 0 or self.n_words < 2:
-            raise ValueError(f"invalid SIFT settings: {self}")
+        for name, low, integer, inclusive in (
+                ("grid_step", 1, True, True), ("keypoint_size", 0, False, False),
+                ("n_words", 2, True, True), ("codebook_descriptors", 2, True, True),
+                ("codebook_images", 1, True, True), ("kmeans_iterations", 1, True, True),
+                ("tau1", 0, False, True), ("tau2", 0, False, True),
+                ("boundary_unit", 0, False, False), ("seed", 0, True, True)):
+            check_number("FeatureConfig", name, getattr(self, name), low, integer=integer,
+                         inclusive=inclusive)
         if self.codebook_descriptors < self.n_words:
             raise ValueError(
                 f"codebook_descriptors ({self.codebook_descriptors}) must be at "
                 f"least n_words ({self.n_words})")
-        if self.tau1 < 0 or self.tau2 < 0:
-            raise ValueError("tau1 and tau2 must be non-negative")
-        if not self.boundary_unit > 0:
-            raise ValueError("boundary_unit must be positive")
         if self.sift_norm not in SIFT_NORMS:
             raise ValueError(f"unknown sift_norm {self.sift_norm!r}; use one of {SIFT_NORMS}")
         if self.top_down_detector not in TOP_DOWN_DETECTORS:

@@ -392,8 +392,8 @@ class FeatureExtractor:
                     f"but the superpixels of image {self.dataset.image_path(graph.image_id)} "
                     f"are {graph.segments.shape[0]}x{graph.segments.shape[1]}")
             size = shape[0] * shape[1]
-            target = np.unpackbits(target, count=size).reshape(shape).astype(bool)
-            void = np.unpackbits(void, count=size).reshape(shape).astype(bool)
-            fg, bg = pixel_counts(graph.segments, target, void, graph.n_nodes)
+            fg, bg = pixel_counts(
+                graph.segments, np.unpackbits(target, count=size).reshape(shape).astype(bool),
+                np.unpackbits(void, count=size).reshape(shape).astype(bool), graph.n_nodes)
             out.append(Example(graph, fg, bg))
         return out

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from skimage.segmentation import felzenszwalb, slic
 
+from segstruct.features._checks import check_number
+
 SUPERPIXEL_METHODS = ("felzenszwalb", "slic")
 
 
@@ -41,10 +43,12 @@ class SuperpixelParams:
             raise ValueError(
                 f"unknown superpixel method {self.method!r}; "
                 f"choose one of {', '.join(SUPERPIXEL_METHODS)}")
-        if self.scale <= 0 or self.sigma < 0 or self.min_size < 1:
-            raise ValueError(f"invalid superpixel parameters: {self}")
-        if self.n_segments < 1 or self.compactness <= 0:
-            raise ValueError(f"invalid SLIC parameters: {self}")
+        for name, low, integer, inclusive in (
+                ("scale", 0, False, False), ("sigma", 0, False, True),
+                ("min_size", 1, True, True), ("n_segments", 1, True, True),
+                ("compactness", 0, False, False)):
+            check_number("SuperpixelParams", name, getattr(self, name), low,
+                         integer=integer, inclusive=inclusive)
 
     def to_dict(self) -> dict:
         return asdict(self)

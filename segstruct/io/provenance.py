@@ -95,7 +95,7 @@ def source_digest() -> str:
     import segstruct.inference as inference_package
     h = hashlib.sha256()
     packages = (("segstruct", Path(__file__).resolve().parents[1]),
-                *((pkg.__name__, Path(pkg.__file__).resolve().parent)
+                *((pkg.__name__, Path(str(pkg.__file__)).resolve().parent)
                   for pkg in (inference_package, datasets_package)))
     for name, root in packages:
         for path in sorted(root.rglob("*.py")):

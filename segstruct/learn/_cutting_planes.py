@@ -203,7 +203,9 @@ def infer(pool: InferencePool, problems: list, loss: Loss,
     (u, edges, p, t, a), = problems
     parts = pool(split_union(u, edges, p, t, a, *union_parts, pool.n_workers), loss)
     labels = np.concatenate([r.labels for r in parts]).astype(np.uint8)
-    return [labels], [float(loss(*counts(labels, t, a), *totals(t, a)))]
+    fp, fn = counts(labels, t, a)
+    n_pos, n_neg = totals(t, a)
+    return [labels], [float(loss(fp, fn, n_pos, n_neg))]
 
 def line_search(best: Point, at: Point, evaluate, dual: float, nonpositive, C: float,
                 tol: float) -> float:

@@ -39,6 +39,8 @@ class FitRun:
     qp: WorkingSetQP | None = None
     oracle: Callable | None = None
     fingerprint: Callable[[], str] | None = None
+    # the settings in that fingerprint, as a JSON-able dict (to name what changed)
+    settings: Callable[[], dict] | None = None
     seconds_before: float = 0.0        # training time of earlier processes (resume)
 
     def seconds(self) -> float:
@@ -103,8 +105,13 @@ def label_counts(y_k) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError("a (N,) label array must hold targets 0 or 1")
         return y_k.astype(np.int64), (1 - y_k).astype(np.int64)
     if y_k.ndim == 2 and y_k.shape[1] == 2:
+        if not np.issubdtype(y_k.dtype, np.number) or not np.all(np.isfinite(y_k)):
+            raise ValueError("pixel counts must be finite numbers (found NaN, inf or "
+                             "non-numbers)")
         if np.any(y_k < 0):
             raise ValueError("pixel counts must be non-negative")
+        if np.any(y_k != np.rint(y_k)):
+            raise ValueError("pixel counts must be whole numbers")
         return y_k[:, 0].astype(np.int64), y_k[:, 1].astype(np.int64)
     raise ValueError(f"labels must have shape (N,) or (N, 2), got {y_k.shape}")
 

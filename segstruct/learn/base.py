@@ -15,6 +15,8 @@ re-exported here.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
@@ -28,6 +30,27 @@ from segstruct.model import MRFModel, disjoint_union
 
 __all__ = ["BaseSSVM", "DataConversionWarning", "NotFittedError", "ParamsMixin", "Interval",
            "Options", "POSITIVE", "check_param"]
+
+
+def check_inputs(X) -> None:
+    """Refuse what is not a sequence of graphs, naming the first bad item.
+
+    A graph is anything with ``unary`` (N, Du), ``edges`` (E, 2) and
+    ``pairwise`` (E, Dp) arrays: a ``SuperpixelGraph``
+    (``FeatureExtractor.examples(...)[k].graph``) or a
+    :class:`segstruct.model.Graph`.
+    """
+    if isinstance(X, np.ndarray) or not hasattr(X, "__len__"):
+        raise TypeError(f"X must be a sequence of graphs, got {type(X).__name__}: give "
+                        "[example.graph for example in FeatureExtractor.examples(...)] "
+                        "or segstruct.model.Graph(unary, edges, pairwise) objects")
+    for k, x in enumerate(X):
+        missing = [name for name in ("unary", "edges", "pairwise") if not hasattr(x, name)]
+        if missing:
+            raise TypeError(f"X[{k}] is a {type(x).__name__}, not a graph (it has no "
+                            f"{', '.join(missing)}): give objects with unary (N, Du), edges "
+                            "(E, 2) and pairwise (E, Dp) arrays, e.g. "
+                            "segstruct.model.Graph or FeatureExtractor.examples(...)[k].graph")
 
 
 class BaseSSVM(ParamsMixin):
@@ -57,7 +80,7 @@ class BaseSSVM(ParamsMixin):
 
     # what every sibling's __init__ stores, and what fit or from_weights sets
     # (declared for the type checker; none has a class-level value)
-    loss: object
+    loss: str | Loss | Callable
     C: float
     C_units: str
     scope: str
@@ -81,6 +104,7 @@ class BaseSSVM(ParamsMixin):
 
     def _examples(self, X, Y):
         """(inputs, targets, node weights) per training example for the scope."""
+        check_inputs(X)
         if len(X) != len(Y):
             raise ValueError(f"{len(X)} inputs but {len(Y)} label arrays")
         if len(X) == 0:
@@ -141,6 +165,7 @@ class BaseSSVM(ParamsMixin):
         list of (N_k,) uint8 labellings.
         """
         self._check_fitted()
+        check_inputs(X)
         model = MRFModel(pairwise=self.pairwise)
         out = []
         for x in X:
@@ -163,6 +188,7 @@ class BaseSSVM(ParamsMixin):
         """
         from segstruct.inference.maxmarginals import max_marginals
         self._check_fitted()
+        check_inputs(X)
         model = MRFModel(pairwise=self.pairwise)
         out = []
         for x in X:
@@ -175,9 +201,17 @@ class BaseSSVM(ParamsMixin):
 
         ``predictions``: ``predict(X)``, when the caller has it already.
         """
+        predictions = self.predict(X) if predictions is None else predictions
+        if not len(X) == len(Y) == len(predictions):
+            raise ValueError(f"{len(X)} inputs, {len(Y)} label arrays and {len(predictions)} "
+                             "predictions: give one label array per input")
         score = VOCScore()
-        for y_hat, y in zip(self.predict(X) if predictions is None else predictions, Y):
-            score.add(*superpixel_confusion(y_hat, *label_counts(y)))
+        for k, (y_hat, y) in enumerate(zip(predictions, Y)):
+            fg, bg = label_counts(y)
+            if fg.size != np.size(y_hat):
+                raise ValueError(f"input {k} has {np.size(y_hat)} nodes but its labels have "
+                                 f"{fg.size}")
+            score.add(*superpixel_confusion(y_hat, fg, bg))
         return score
 
     def score(self, X, Y) -> float:

@@ -14,6 +14,7 @@ of one's own subclasses :class:`Callback` and overrides the hooks it needs.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -144,11 +145,9 @@ class Checkpoint(Callback):
             return None
         arrays, meta = load_checkpoint(self.path)
         if meta.get("fingerprint") != self._fingerprint:
-            raise CheckpointError(
-                f"checkpoint {self.path} was made with other training data or "
-                "settings (a run started before the top-down block was on by default "
-                "goes on with --no-top-down); delete it (or give another path) to start "
-                "again")
+            raise CheckpointError(f"checkpoint {self.path} was made with "
+                                  f"{_what_differs(meta.get('settings'), run)}; delete it (or "
+                                  "give another path) to start again")
         run.qp.set_state({k[3:]: v for k, v in arrays.items() if k.startswith("qp_")})
         if hasattr(run.oracle, "set_state"):
             run.oracle.set_state({k[7:]: v for k, v in arrays.items()
@@ -170,12 +169,33 @@ class Checkpoint(Callback):
         if hasattr(run.oracle, "get_state"):
             arrays.update({f"oracle_{k}": v for k, v in run.oracle.get_state().items()})
         # the key names of the format's first version, which older runs resume from
-        meta = {"fingerprint": self._fingerprint, "iteration": state.iteration,
+        meta = {"fingerprint": self._fingerprint, "settings": _settings(run),
+                "iteration": state.iteration,
                 "dual": state.dual, "best_primal": float(state.best_primal),
                 "best_l": float(state.best_l), "log": state.log,
                 "converged": state.converged, "elapsed": state.seconds,
                 "qp_solved": state.qp_solved}
         save_checkpoint(self.path, arrays, meta)
+
+
+def _settings(run) -> dict | None:
+    """The run's checkpoint settings, JSON-able (values as text where not)."""
+    if run.settings is None:
+        return None
+    return json.loads(json.dumps(run.settings(), default=repr))
+
+
+def _what_differs(saved: dict | None, run) -> str:
+    """What a checkpoint was made with that the resuming fit does not have."""
+    now = _settings(run)
+    if saved is None or now is None:
+        return ("other training data or settings (a run started before the top-down "
+                "block was on by default goes on with --no-top-down)")
+    changed = [f"{k} {saved.get(k)!r} (now {now.get(k)!r})" for k in sorted(set(saved) | set(now))
+               if saved.get(k) != now.get(k)]
+    if changed:
+        return "other settings: " + ", ".join(changed)
+    return "other training data (images, features or labels) at the same settings"
 
 
 class JSONLog(Callback):

@@ -329,7 +329,8 @@ class StructuredSVM(BaseSSVM):
             estimator=self, C=C, superpixel_loss=delta, model=model, xs=xs, ts=ts, ws=ws,
             loss=loss, oracle=oracle, qp=qp, psi_true=psi_true, nonpositive=nonpositive,
             dim=dim, start=start, warm_key=warm_key, warm=warm,
-            fingerprint=lambda: self._fingerprint(xs, ts, ws, loss), union_parts=union_parts)
+            fingerprint=lambda: self._fingerprint(xs, ts, ws, loss), union_parts=union_parts,
+            settings=lambda: self._checkpoint_settings(loss))
 
     def _warm_state(self, run: "TrainingRun", state: TrainingState) -> None:
         """Start ``state`` from the previous fit's working set and weights."""
@@ -360,14 +361,18 @@ class StructuredSVM(BaseSSVM):
 
     # ------------------------------------------------------------------
     # checkpoints
-    def _fingerprint(self, xs, ts, ws, loss) -> str:
-        arrays = [a for x in xs for a in (x.unary, x.edges, x.pairwise) if a is not None]
+    def _checkpoint_settings(self, loss) -> dict:
+        """The settings a checkpoint must share with the fit that resumes it."""
         # the I/O (progress, log_path, checkpoint_path, resume) was excluded here
         # when it was a hyper-parameter: the same settings, the same fingerprint
         settings = {k: v for k, v in self.get_params(deep=False).items()
                     if k not in ("max_iter", "oracle", "loss", "warm_start", "n_jobs")}
         settings.update(loss=repr(loss), oracle=oracle_name(self.oracle))
-        return fingerprint(arrays + list(ts) + list(ws), settings)
+        return settings
+
+    def _fingerprint(self, xs, ts, ws, loss) -> str:
+        arrays = [a for x in xs for a in (x.unary, x.edges, x.pairwise) if a is not None]
+        return fingerprint(arrays + list(ts) + list(ws), self._checkpoint_settings(loss))
 
     def _warm_key(self, xs, ts, ws, loss) -> str:
         """What a warm start must share with the previous fit: data and all

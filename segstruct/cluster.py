@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
 from joblib import Parallel, delayed, parallel_config
-from tqdm.auto import tqdm
+from segstruct.io.progress import progress_bar
 
 #: What installs Dask's distributed scheduler (``pip install "segstruct[dask]"``).
 DASK_EXTRA = 'pip install "segstruct[dask]"'
@@ -100,14 +100,14 @@ def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
     n_jobs : local worker processes (joblib convention, -1 = every core); 1
         runs in this process. Ignored on a cluster (:func:`use_scheduler`):
         there every task goes to the cluster.
-    progress, desc, unit : a tqdm bar over the tasks.
+    progress, desc, unit : progress over the tasks (:func:`segstruct.io.progress.progress_bar`).
 
     Returns
     -------
     list, the results in the order of ``arg_lists``.
     """
     total = len(arg_lists)
-    bar = tqdm(total=total, desc=desc, unit=unit, disable=not progress, leave=False)
+    bar = progress_bar(total, desc, progress, unit)
     try:
         out = []
         if not on_cluster() and (n_jobs == 1 or total <= 1):

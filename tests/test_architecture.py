@@ -39,7 +39,7 @@ THIRD_PARTY = {
 # API) may import anything.
 LAYERS = (
     ("inference", "datasets"),
-    ("_version", "_build", "io.files", "io.provenance", "io.text", "cluster"),
+    ("_version", "_build", "io.files", "io.provenance", "io.text", "io.progress", "cluster"),
     ("features", "io.checkpoint"),
     ("model", "learn", "evaluate", "toy"),
     ("io.persistence", "report"),

@@ -347,6 +347,12 @@ def edit_json(path, change):
     (lambda d: d.update({"class": "unicorn"}), r"invalid settings.*unicorn"),
     (lambda d: d["features"].update(colour_space="hsv"), r"invalid settings.*colour_space"),
     (lambda d: d["estimator"].update(warp=9), r"invalid estimator settings.*warp"),
+    # a field of the wrong type is named, not a comparison of str and int
+    (lambda d: d["features"]["superpixels"].update(min_size="400"),
+     r"invalid settings \(SuperpixelParams\.min_size must be an integer >= 1, got '400'\)"),
+    (lambda d: d["features"].update(n_words="16"),
+     r"FeatureConfig\.n_words must be an integer >= 2, got '16'"),
+    (lambda d: d["estimator"].update(C="big"), r"own checksum"),
     (lambda d: d.update(format_version=7), r"format version 7"),
     (lambda d: d.pop("arrays_sha256"), r"m\.npz does not match the checksum"),
 ])

@@ -666,3 +666,16 @@ def test_resume_with_another_setting_names_it(data_root, tmp_path, capsys):
     assert main(base + ["--C", "3", "--resume", "--max-iter", "50"]) == 2
     err = capsys.readouterr().err
     assert "other settings: C 1.0 (now 3.0)" in err and "delete it" in err
+
+
+def test_train_shows_progress_in_a_log_and_nothing_with_q(data_root, tmp_path, capsys):
+    """stderr is not a terminal here: plain progress lines, not silence."""
+    loud = [flag for flag in SMALL if flag != "-q"]
+    args = ["train", "--data", str(data_root), "--class", "car", "--C", "1",
+            "--cache", str(tmp_path / "c"), *loud]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "cutting planes: 0/1000 iteration (0 %)" in err and "(started)" in err
+    assert "(done)" in err and "\r" not in err
+    assert main(args + ["-q", "--out", str(tmp_path / "b")]) == 0
+    assert "(started)" not in capsys.readouterr().err

@@ -315,3 +315,23 @@ def test_compare_multiclass_combines_each_methods_models(trained, tmp_path, caps
     assert doc["alone_voc_iou_percent"]["bl1"]["car"] == mine["alone"]["car"][
         "voc_iou_percent"]
     assert "| car |" in (out / "multiclass.md").read_text()
+
+
+def test_a_model_folder_and_a_class_in_capitals_are_understood(trained, tmp_path, capsys):
+    import argparse
+
+    from segstruct.cli.common import voc_class
+    root, cache, models, base = trained
+    # models are path prefixes: a folder names the models it holds
+    rc = main(["predict", "--model", str(base), "--images", str(root / "JPEGImages"),
+               "--out", str(tmp_path / "out"), *cache, "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{base} is a folder: its models are" in err
+    assert str(models["car"]) in err and "without its suffix" in err
+    # one class whatever its case, and a list of the names for a wrong one
+    assert voc_class("Horse") == voc_class("HORSE") == "horse"
+    with pytest.raises(argparse.ArgumentTypeError, match="aeroplane"):
+        voc_class("hourse")
+    with pytest.raises(SystemExit):
+        main(["train", "--data", str(root), "--class", "Hourse", "--out", str(tmp_path / "m")])
+    assert "--class: " in (err := capsys.readouterr().err) and "Hourse" in err and "horse" in err

@@ -48,17 +48,29 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
     out = g.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     out.add_argument("--progress", action="store_true",
-                     help="progress bars even when stderr is not a terminal (by default "
-                          "they are shown only on a terminal, so logs stay small)")
+                     help="progress even with -q (by default it is shown unless -q: a bar "
+                          "when stderr is a terminal, else a plain line every 30 s, so a "
+                          "log shows how far the work got and stays small)")
+
+
+def voc_class(value: str) -> str:
+    """A --class / --classes value as its VOC class name (lower case), or an
+    argparse error listing the names: "Horse" and "horse" are one class."""
+    from segstruct.datasets import DatasetError
+    from segstruct.datasets.voc import class_index
+    try:
+        class_index(value)
+    except DatasetError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return value.lower()
 
 
 def show_progress(args) -> bool:
-    """Progress bars: with --progress, or when stderr is a terminal and not -q.
-
-    A bar redrawn into a log file writes every update (measured: 117 KB for
-    one comparison), so non-terminals get none unless asked.
-    """
-    return bool(args.progress or (not args.quiet and sys.stderr.isatty()))
+    """Progress, unless -q (--progress: even then): a bar when stderr is a
+    terminal, else a plain line every 30 s (:mod:`segstruct.io.progress`;
+    a bar redrawn into a log file writes every update, 117 KB for one
+    comparison, and none at all left a log silent for minutes)."""
+    return bool(args.progress or not args.quiet)
 
 
 def open_dataset(args) -> VOCDataset:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from segstruct.cli.common import UsageError, add_scheduler_option, open_dataset, show_progress
+from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset, show_progress,
+                                  voc_class)
 from segstruct.cli.settings import (add_training_options, check_C_options, check_cv_size,
                                     check_loss_options, check_solver_options, checked,
                                     codebook_split, make_extractor, training_settings)
@@ -19,7 +20,7 @@ FEATURES = True
 def add_arguments(p) -> None:
     add_scheduler_option(p)
     g = p.add_argument_group("comparison")
-    g.add_argument("--classes", nargs="+", metavar="CLASS",
+    g.add_argument("--classes", nargs="+", type=voc_class, metavar="CLASS",
                    help="VOC class names; one the training split cannot teach stops the "
                         "run (default: every class in the training masks, leaving out, with "
                         "the reason, those it cannot teach, e.g. too few objects for a "
@@ -28,9 +29,9 @@ def add_arguments(p) -> None:
                    default=["bl1", "bl2", "proposed"],
                    help=f"methods to train (default: bl1 bl2 proposed). {METHOD_HELP}")
     add_training_options(g)
-    g.add_argument("--split-train", default="train",
+    g.add_argument("--split-train", dest="train_split", default="train",
                    help="training split (default %(default)s)")
-    g.add_argument("--split-eval", default="val",
+    g.add_argument("--split-eval", dest="eval_split", default="val",
                    help="split the table scores (default %(default)s)")
     g.add_argument("--out", type=Path, default=Path("segstruct-compare"), metavar="DIR",
                    help="output folder; a second run resumes there (default: "
@@ -55,11 +56,11 @@ def run(args) -> int:
         raise UsageError("--figure-images must be at least 1 (or give --no-figures)")
     if args.no_figures and args.figure_ids:
         raise UsageError("--figure-ids and --no-figures contradict each other; give one")
-    if args.split_train == args.split_eval:
-        raise UsageError(f"--split-train and --split-eval are both {args.split_train!r}: "
+    if args.train_split == args.eval_split:
+        raise UsageError(f"--split-train and --split-eval are both {args.train_split!r}: "
                          "the table would score the models on their own training data")
-    if codebook_split(args) == args.split_eval:
-        raise UsageError(f"--codebook-split {args.split_eval!r} is the evaluation split: "
+    if codebook_split(args) == args.eval_split:
+        raise UsageError(f"--codebook-split {args.eval_split!r} is the evaluation split: "
                          "the codebook must be learnt on training data only")
     check_loss_options(args, args.methods)
     check_solver_options(args, args.methods)
@@ -69,13 +70,13 @@ def run(args) -> int:
         C = args.cv[0][0] if args.cv is not None else args.C
         checked(settings.estimator(method, C=C))
     dataset = open_dataset(args)
-    check_cv_size(args, dataset, args.split_train)
+    check_cv_size(args, dataset, args.train_split)
     extractor = make_extractor(args, dataset)
-    classes = args.classes or classes_in(dataset, args.split_train)
+    classes = args.classes or classes_in(dataset, args.train_split)
     # "every class" leaves out a class too small for a detector; a class asked
     # for by name stops the run instead
     comparison = Comparison(extractor, classes, args.methods, training_settings(args), args.out,
-                            train_split=args.split_train, eval_split=args.split_eval,
+                            train_split=args.train_split, eval_split=args.eval_split,
                             seed=args.seed, progress=show_progress(args),
                             skip_few_objects=args.classes is None, n_jobs=args.n_jobs)
     start = time.perf_counter()

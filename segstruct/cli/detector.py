@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from segstruct.cli.common import UsageError, open_dataset, provenance, show_progress
+from segstruct.cli.common import UsageError, open_dataset, provenance, show_progress, voc_class
 from segstruct.cli.settings import codebook_split, make_extractor
 from segstruct.datasets import DatasetError
 from segstruct.io.files import write_json
@@ -20,7 +20,8 @@ FEATURES = True
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--class", dest="class_name", required=True, metavar="CLASS",
+    p.add_argument("--class", dest="class_name", required=True, type=voc_class,
+                   metavar="CLASS",
                    help="VOC class name to detect")
     p.add_argument("--split", default="val",
                    help="split the average precision is measured on (default "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
-from segstruct.cli.common import UsageError, add_scheduler_option, open_dataset
+from segstruct.cli.common import UsageError, add_scheduler_option, open_dataset, voc_class
 from segstruct.cli.settings import make_extractor
 
 HELP = "extract and cache superpixel graphs and features"
@@ -14,7 +14,7 @@ FEATURES = True
 def add_arguments(p) -> None:
     add_scheduler_option(p)
     p.add_argument("--split", nargs="+", help="splits to extract (default: train)")
-    p.add_argument("--class", dest="class_name", metavar="CLASS",
+    p.add_argument("--class", dest="class_name", type=voc_class, metavar="CLASS",
                    help="also compute the targets of this VOC class and its top-down "
                         "block, training its detector if needed (default: none, graphs "
                         "and bottom-up features only)")

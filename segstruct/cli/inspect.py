@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segstruct.cli.common import open_dataset, provenance
+from segstruct.cli.common import open_dataset, provenance, voc_class
 from segstruct.cli.settings import make_extractor
 from segstruct.io.files import write_json
 from segstruct.report.tables import inspection_text
@@ -16,7 +16,7 @@ FEATURES = True
 
 def add_arguments(p) -> None:
     p.add_argument("--split", nargs="+", help="splits to inspect (default: all)")
-    p.add_argument("--class", dest="class_names", nargs="+", metavar="CLASS",
+    p.add_argument("--class", dest="class_names", nargs="+", type=voc_class, metavar="CLASS",
                    help="VOC class names (default: every class found in the masks)")
     p.add_argument("--json", type=Path,
                    help="also write the report as JSON here (default: not written)")

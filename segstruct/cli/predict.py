@@ -95,8 +95,7 @@ def _stale(out: Path, entries: list[dict]) -> list[str]:
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
+    from segstruct.io.progress import progress_bar
     from segstruct.predict import predict_to_folder, prediction_index
     if args.images is not None and args.data is not None:
         raise UsageError("give --images (any image files) or --data (a VOC-layout data set "
@@ -118,7 +117,7 @@ def run(args) -> int:
     first = models[0]
     extractor = make_extractor(args, source, first.config, first.codebook, detectors)
     start = time.perf_counter()
-    bar = (lambda total: tqdm(total=total, desc="predict", unit="image")) \
+    bar = (lambda total: progress_bar(total, "predict", unit="image")) \
         if show_progress(args) else None
     entries = predict_to_folder(models, extractor, ids, out, overlay=args.overlay, bar=bar)
     stale = _stale(out, entries)

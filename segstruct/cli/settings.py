@@ -175,7 +175,7 @@ def _feature_config(args) -> FeatureConfig:
 def codebook_split(args) -> str:
     """The codebook is learnt on training data: --codebook-split, else the training split."""
     given = getattr(args, "codebook_split", None)
-    training = getattr(args, "split_train", None) or (
+    training = getattr(args, "train_split", None) or (
         args.split if args.command == "train" else "train")
     return given or training
 

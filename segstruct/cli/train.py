@@ -5,7 +5,8 @@ import json
 import sys
 from pathlib import Path
 
-from segstruct.cli.common import UsageError, add_scheduler_option, open_dataset, show_progress
+from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset, show_progress,
+                                  voc_class)
 from segstruct.cli.settings import (add_training_options, check_cv_size, check_resume, checked,
                                     make_estimator, make_extractor, train_estimator)
 from segstruct.io.files import write_json
@@ -20,7 +21,8 @@ FEATURES = True
 def add_arguments(p) -> None:
     add_scheduler_option(p)
     g = p.add_argument_group("training")
-    g.add_argument("--class", dest="class_name", required=True, metavar="CLASS",
+    g.add_argument("--class", dest="class_name", required=True, type=voc_class,
+                   metavar="CLASS",
                    help="VOC class name to segment")
     g.add_argument("--method", choices=sorted(METHODS), default="bl1",
                    help=f"{METHOD_HELP} (default %(default)s)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
-from tqdm.auto import tqdm
+from segstruct.io.progress import progress_bar
 
 from segstruct.datasets.voc import VOCDataset, class_index
 from segstruct.features.detection import ShapeDetector
@@ -53,8 +53,7 @@ def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: s
     """
     cls = class_index(shape_detector.class_name)
     ids = dataset.ids(split)
-    bar = tqdm(total=len(ids), desc=f"detections {shape_detector.class_name}", unit="img",
-               disable=not progress, leave=False)
+    bar = progress_bar(len(ids), f"detections {shape_detector.class_name}", progress, "img")
     results = []
     try:
         runner = Parallel(n_jobs=n_jobs, return_as="generator")

@@ -162,6 +162,14 @@ def load_model(path):
     from segstruct.learn.first_order import FirstOrderSVM
     from segstruct.learn.ssvm import STOCHASTIC_SOLVERS, StructuredSVM
 
+    if Path(path).is_dir():
+        # models are path prefixes (PATH.json + PATH.npz), not folders
+        inside = sorted(p.with_suffix("") for p in Path(path).glob("*.json")
+                        if p.with_suffix(".npz").is_file())
+        hint = (f": its models are {', '.join(str(p) for p in inside[:5])}"
+                f"{', ...' if len(inside) > 5 else ''}" if inside else ", with no model in it")
+        raise ModelFileError(f"{path} is a folder{hint}; give a model's path without its "
+                             "suffix (PATH for PATH.json and PATH.npz)")
     json_path, npz_path = model_paths(path)
     for p in (json_path, npz_path):
         if not p.is_file():

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from segstruct.io.files import write_json
+from segstruct.io.progress import progress_bar
 from segstruct.io.text import fmt
 
 if TYPE_CHECKING:
@@ -223,8 +223,9 @@ class JSONLog(Callback):
 
 
 class ProgressBar(Callback):
-    """A tqdm bar over the iterations (epochs for the first-order solvers),
-    with the gap and, for cutting planes, the working-set size.
+    """Progress over the iterations (epochs for the first-order solvers),
+    with the gap and, for cutting planes, the working-set size: a tqdm bar
+    on a terminal, a line every 30 s in a log (:mod:`segstruct.io.progress`).
 
     Parameters
     ----------
@@ -239,8 +240,8 @@ class ProgressBar(Callback):
         desc = ("cutting planes" if solver in ("oneslack", "nslack") else
                 f"{solver} epochs" if solver in ("subgradient", "sgd", "bcfw") else
                 str(solver))
-        self._bar = tqdm(total=max_iter, initial=min(state.iteration, max_iter),
-                         desc=desc, leave=False)
+        self._bar = progress_bar(max_iter, desc, initial=min(state.iteration, max_iter),
+                                 unit="iteration")
 
     def on_iteration(self, run, state):
         # to the state's iteration: a first-order fit reports its last epoch twice

@@ -31,7 +31,7 @@ import time
 from typing import Callable, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+from segstruct.io.progress import progress_bar
 
 from segstruct.cluster import on_cluster, parallel_map
 from segstruct.datasets.folds import group_folds
@@ -246,8 +246,7 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
                       [Y[i] for i in held.tolist()], grid, k, folds))
     if n_jobs == 1 and not on_cluster():
         # in this process: a bar over every fit, not only over the folds
-        with tqdm(total=len(grid) * folds, desc="cross-validating C", disable=not progress,
-                  leave=False) as bar:
+        with progress_bar(len(grid) * folds, "cross-validating C", progress, "fit") as bar:
             per_fold = [_fold_curve(*task, bar=bar) for task in tasks]
     else:
         # a fold is a worker's whole share: its fits run no workers of their own

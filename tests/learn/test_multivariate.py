@@ -208,3 +208,28 @@ def test_input_validation():
     model = MultivariateSVM().fit(X, y)
     with pytest.raises(ValueError, match="features"):
         model.decision_function(np.zeros((3, 3)))
+
+
+def test_w_zero_is_an_optimum_it_says_so():
+    """Labels independent of the features, a small C: the exact optimum is
+    w = 0 (checked against the primal at w = 0 and at the learnt w), and fit
+    warns instead of returning it without a word."""
+    import warnings
+
+    from segstruct.learn.multivariate import MultivariateSVM
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = (rng.random(200) < 0.3).astype(int)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        svm = MultivariateSVM(loss="f1", C=1e-4).fit(X, y)
+    assert not np.any(svm.coef_) and svm.intercept_ == 0.0 and svm.converged_
+    # at w = 0 the hinge is the largest F1 loss, 1: the objective is C
+    assert svm.objective_ == pytest.approx(1e-4)
+    assert any("optimum at C=0.0001 is w = 0: every point gets label 0" in str(w.message)
+               for w in caught)
+    # labels the features explain: weights, and no such warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = MultivariateSVM(loss="f1", C=10.0).fit(X, (X[:, 0] > 0.5).astype(int))
+    assert np.any(fitted.coef_) and not any("is w = 0" in str(w.message) for w in caught)

@@ -584,8 +584,10 @@ def test_inspect_reports_every_problem_of_every_split(broken_root, cache_dir, tm
 def test_failed_inspect_writes_no_json(broken_root, cache_dir, tmp_path, capsys):
     root, _ = broken_root
     out = tmp_path / "report.json"
-    assert main(["inspect", "--data", str(root), "--class", "unicorn", "--json", str(out),
-                 "--cache", str(cache_dir), *SMALL]) == 2
+    with pytest.raises(SystemExit) as exit_:      # refused while the options are read
+        main(["inspect", "--data", str(root), "--class", "unicorn", "--json", str(out),
+              "--cache", str(cache_dir), *SMALL])
+    assert exit_.value.code == 2
     assert "unicorn" in capsys.readouterr().err and not out.exists()
 
 

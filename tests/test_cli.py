@@ -122,8 +122,9 @@ def test_inspect_reports_broken_files(data_root, tmp_path, capsys):
 
 
 def test_errors_are_clear(data_root, tmp_path, capsys):
-    assert main(["inspect", "--data", str(data_root), "--class", "unicorn", *SMALL]) == 2
-    assert "unicorn" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["inspect", "--data", str(data_root), "--class", "unicorn", *SMALL])
+    assert exit_.value.code == 2 and "unicorn" in capsys.readouterr().err
     assert main(["inspect", "--data", str(tmp_path / "nowhere"), *SMALL]) == 2
     assert "nowhere" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:

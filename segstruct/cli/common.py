@@ -48,9 +48,9 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
     out = g.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     out.add_argument("--progress", action="store_true",
-                     help="progress even with -q (by default it is shown unless -q: a bar "
-                          "when stderr is a terminal, else a plain line every 30 s, so a "
-                          "log shows how far the work got and stays small)")
+                     help="show progress (the default unless -q: a bar when stderr is a "
+                          "terminal, else a plain line every 30 s, so that a log shows how "
+                          "far the work got and stays small)")
 
 
 def voc_class(value: str) -> str:
@@ -66,8 +66,8 @@ def voc_class(value: str) -> str:
 
 
 def show_progress(args) -> bool:
-    """Progress, unless -q (--progress: even then): a bar when stderr is a
-    terminal, else a plain line every 30 s (:mod:`segstruct.io.progress`;
+    """Progress, unless -q: a bar when stderr is a terminal, else a plain
+    line every 30 s (:mod:`segstruct.io.progress`;
     a bar redrawn into a log file writes every update, 117 KB for one
     comparison, and none at all left a log silent for minutes)."""
     return bool(args.progress or not args.quiet)

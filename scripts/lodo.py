@@ -611,8 +611,10 @@ def c_agreement_lines(records, cvs, setting, methods, min_iou: float = 5.0) -> l
     for d, c in classes:
         best_val, chosen, cells = [], [], []
         for m in methods:
+            # the grid's C only: a few extra fits (C 10, proposed on two data
+            # sets) would make the methods' best C incomparable
             fits = [r for r in records if (r["dataset"], r["class"], r["method"])
-                    == (d, c, m) and _setting(r) == tuple(setting)]
+                    == (d, c, m) and _setting(r) == tuple(setting) and r["C"] in GRID]
             cv_run = next((r for r in cvs if (r["dataset"], r["class"], r["method"])
                            == (d, c, m) and _cv_setting(r) == tuple(setting)), None)
             if not fits or cv_run is None:

@@ -201,10 +201,13 @@ class BaseSSVM(ParamsMixin):
 
         ``predictions``: ``predict(X)``, when the caller has it already.
         """
+        if len(X) != len(Y):            # before the work of predicting
+            raise ValueError(f"{len(X)} inputs, {len(Y)} label arrays: give one label "
+                             "array per input")
         predictions = self.predict(X) if predictions is None else predictions
-        if not len(X) == len(Y) == len(predictions):
-            raise ValueError(f"{len(X)} inputs, {len(Y)} label arrays and {len(predictions)} "
-                             "predictions: give one label array per input")
+        if len(predictions) != len(X):
+            raise ValueError(f"{len(X)} inputs but {len(predictions)} predictions: give "
+                             "one prediction per input")
         score = VOCScore()
         for k, (y_hat, y) in enumerate(zip(predictions, Y)):
             fg, bg = label_counts(y)

@@ -97,10 +97,11 @@ class TrainingSettings:
     loss: str = "iou"            # of bl2 / proposed / exact; bl1 and hamming have their own
     beta: float = 1.0
     scope: str = _SVM["scope"]
-    # "auto": C by cross-validation on the training split. Chosen on held-out
-    # data sets (scripts/lodo.py, results/lodo): the best C differs by data set
-    # (0.01-0.03 on CamVid, 1-3 elsewhere), so any fixed C was 3-5 points below
-    # the best in grid on a data set it was not chosen on; "auto" was within 2.
+    # "auto": C by cross-validation on the training split. Measured leaving one
+    # data set out (scripts/lodo.py, results/lodo): the best C differs by data
+    # set (0.01-0.03 on CamVid, 1-3 elsewhere); a fixed C chosen on the other
+    # three was 2.2-5.7 points below the best in grid on the fourth, on average
+    # per method, "auto" 1.6-2.3.
     C: float | str = "auto"
     C_units: str = _SVM["C_units"]
     node_weights: str = _SVM["node_weights"]

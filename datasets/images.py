@@ -2,10 +2,12 @@
 
 :class:`ImageFiles` names each image by its file name without the suffix
 and reads it as :class:`~.voc.VOCDataset` does, so the feature extractor
-handles it like a data set's split (``image_path``, ``read_image``). Unlike
-a training set's, an image in another colour mode (grey, palette, RGBA,
-CMYK) is converted to RGB rather than refused: a user applying a model
-should get a segmentation of any readable image.
+handles it like a data set's split (``image_path``, ``image_size``,
+``read_image``). Unlike a training set's, an image in another colour mode
+(grey, palette, RGBA, CMYK, 16-bit) is converted to RGB rather than
+refused: a user applying a model should get a segmentation of any readable
+image. An EXIF orientation (phone photos) is applied, so that the image,
+and the mask made of it, are the way viewers show the file.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 import numpy as np
+from PIL import Image, ImageOps
 
 from .voc import DatasetError, open_image
 
@@ -92,7 +95,8 @@ class ImageFiles:
             raise DatasetError(f"no image named {id!r}") from None
 
     def read_image(self, id: str) -> np.ndarray:
-        """The image as (H, W, 3) uint8 RGB, converted from any other mode.
+        """The image as (H, W, 3) uint8 RGB, converted from any other mode and
+        turned as its EXIF orientation says.
 
         Raises
         ------
@@ -100,15 +104,28 @@ class ImageFiles:
             A file that is not a readable image, or truncated.
         """
         path = self.image_path(id)
-        with open_image(path, "image") as im:
+        with open_image(path, "image") as stored:
             try:
+                im = ImageOps.exif_transpose(stored) if _orientation(stored) != 1 else stored
                 if im.mode in WIDE_MODES:
                     return _wide_to_rgb(np.asarray(im), im.mode)
-                rgb = im.convert("RGB") if im.mode != "RGB" else im
+                return np.array(im.convert("RGB") if im.mode != "RGB" else im, dtype=np.uint8)
             except (OSError, ValueError) as err:
-                raise DatasetError(f"cannot convert image {path} ({im.mode}) to RGB: "
+                raise DatasetError(f"cannot convert image {path} ({stored.mode}) to RGB: "
                                    f"{err}") from err
-            return np.array(rgb, dtype=np.uint8)
+
+    def image_size(self, id: str) -> tuple[int, int]:
+        """The (height, width) of image ``id`` as viewers show it (its EXIF
+        orientation applied), from its header alone.
+
+        Raises
+        ------
+        DatasetError
+            A file that is not a readable image.
+        """
+        path = self.image_path(id)
+        with open_image(path, "image", decode=False) as im:
+            return _oriented_size(im)
 
     def check(self, decode: bool = False) -> dict[str, tuple[int, int]]:
         """Every image's (height, width), from its header (and, with
@@ -127,7 +144,7 @@ class ImageFiles:
         for id_, path in self._paths.items():
             try:
                 with open_image(path, "image", decode=decode) as im:
-                    sizes[id_] = (im.height, im.width)
+                    sizes[id_] = _oriented_size(im)
             except DatasetError as err:
                 failed[id_] = str(err)
         return sizes, failed
@@ -165,3 +182,18 @@ def _wide_to_rgb(pixels: np.ndarray, mode: str) -> np.ndarray:
         scale = 65535.0 if top <= 65535.0 else top
     grey = np.rint(values / (scale or 1.0) * 255.0).astype(np.uint8)
     return np.repeat(grey[..., None], 3, axis=2)
+
+
+def _orientation(im: Image.Image) -> int:
+    """The EXIF orientation tag (1 to 8; 1, as stored, when absent or bad)."""
+    try:
+        value = im.getexif().get(0x0112, 1)
+    except Exception:          # a malformed EXIF block: show the image as stored
+        return 1
+    return value if isinstance(value, int) and 1 <= value <= 8 else 1
+
+
+def _oriented_size(im: Image.Image) -> tuple[int, int]:
+    """(height, width) of an image as viewers show it."""
+    swap = _orientation(im) in (5, 6, 7, 8)     # the turns by a quarter
+    return (im.width, im.height) if swap else (im.height, im.width)

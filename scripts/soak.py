@@ -124,8 +124,10 @@ class Soak:
             base = replace(base, max_iter=args.max_iter)
         self.base = base
         # the library's default features: the bottom-up blocks (`segstruct compare
-        # --no-top-down`); the command line adds the top-down block by default
-        self.features = FeatureConfig()
+        # --no-top-down`); the command line adds the top-down block by default.
+        # Images as given: the soak was made before the working resolution,
+        # and a resumed soak must add runs of the same features.
+        self.features = FeatureConfig(long_side=None)
         self.code_version = code_version()
         self.source_digest = source_digest()
         self.doc = self._load()
@@ -333,7 +335,7 @@ def execute(job: dict) -> dict:
             log.flush()
         try:
             dataset = VOCDataset(job["root"])
-            extractor = FeatureExtractor(dataset, FeatureConfig(), ArrayCache(),
+            extractor = FeatureExtractor(dataset, FeatureConfig(long_side=None), ArrayCache(),
                                          n_jobs=job["n_jobs"], progress=job["progress"],
                                          codebook_split=TRAIN_SPLIT)
             comparison = Comparison(extractor, [job["class_name"]], [job["method"]],

@@ -302,17 +302,18 @@ def test_non_finite_cached_features_are_refused(tmp_path):
 def test_adversarial_images_give_finite_features(tmp_path, name, image):
     ds = tiny_voc(tmp_path, {name: (image, mask(*image.shape[:2], value=CAR))})
     codebook = np.random.default_rng(0).uniform(0, 200, (8, 384)).astype(np.float32)
-    for method in ("felzenszwalb", "slic"):
-        config = FeatureConfig(n_words=8, codebook_descriptors=8,
+    for method, long_side in (("felzenszwalb", None), ("slic", None), ("felzenszwalb", 64)):
+        config = FeatureConfig(n_words=8, codebook_descriptors=8, long_side=long_side,
                                superpixels=SuperpixelParams(method=method))
         graph, = FeatureExtractor(ds, config, ArrayCache(enabled=False), progress=False,
                                   codebook=codebook).graphs("train")
+        assert graph.segments.shape == image.shape[:2]
         assert graph.unary.shape == (graph.n_nodes, config.n_unary)
         assert np.isfinite(graph.unary).all() and np.isfinite(graph.pairwise).all()
 
 
 # ----------------------------------------------------------------- model files
-CONFIG = FeatureConfig(sift=False)          # 13 unary weights
+CONFIG = FeatureConfig(sift=False, long_side=None)   # 13 unary weights
 
 
 def fitted_svm(seed=0, n_unary=CONFIG.n_unary):
@@ -410,7 +411,8 @@ def test_model_arrays_inconsistent_with_a_valid_checksum(saved):
 
 
 def test_model_codebook_must_fit_the_features(tmp_path):
-    config = FeatureConfig(n_words=4, codebook_descriptors=10, colour=False, position=False)
+    config = FeatureConfig(n_words=4, codebook_descriptors=10, colour=False, position=False,
+                           long_side=None)
     svm = fitted_svm(n_unary=config.n_unary)
     for codebook, words in ((None, "no codebook"), (np.zeros((5, 384)), r"\(5, 384\)"),
                             (np.full((4, 384), np.inf), "non-finite")):

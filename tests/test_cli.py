@@ -285,6 +285,8 @@ def test_default_C_auto_falls_back_on_a_split_too_small_to_fold(data_root, tmp_p
     (["--no-top-down", "--top-down-folds", "5"], "--top-down-folds"),
     (["--no-top-down", "--top-down-detector", "whole"], "--top-down-detector"),
     (["--top-down-folds", "0"], "--top-down-folds must be at least 1"),
+    (["--long-side", "8"], "a long side of at least 16 pixels, got 8"),
+    (["--long-side", "big"], "expected auto, none or a number of pixels, got 'big'"),
 ])
 def test_feature_options_that_would_be_ignored_are_refused(extra, words, data_root, tmp_path,
                                                            capsys):
@@ -504,8 +506,9 @@ def test_train_lovasz_end_to_end_and_its_model_predicts_the_same_after_loading(
     ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c"),
                           progress=False, codebook=codebook)
     train, val = ex.examples("train", "car"), ex.examples("val", "car")
-    fitted = estimator_for("lovasz").fit([e.graph for e in train],
-                                         [e.pixel_counts for e in train])
+    # at the C that the command line's cross-validation chose
+    fitted = estimator_for("lovasz", C=doc["estimator"]["C"]).fit(
+        [e.graph for e in train], [e.pixel_counts for e in train])
     np.testing.assert_array_equal(svm.w_, fitted.w_)
     for a, b in zip(svm.predict([e.graph for e in val]), fitted.predict([e.graph for e in val])):
         np.testing.assert_array_equal(a, b)

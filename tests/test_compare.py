@@ -84,9 +84,12 @@ def test_tables_match_results(finished):
     assert (f"| car | {iou['car']['bl1']:.2f} ({train['car']['bl1']:.1f}) | "
             f"{iou['car']['bl2']:.2f} ({train['car']['bl2']:.1f}) |") in md
     assert f"**{means[2]:.2f} ({means[5]:.1f})**" in md
-    # the table names data, loss, scope, C, M and the code version
+    # the table names data, loss, scope, C, M, the working resolution and the code version
+    side = results["features"]["long_side"]
+    assert isinstance(side, int)
     for words in (results["data_root"], "scope dataset", f"C {DEFAULT_C:g}",
-                  "oracle envelope (exact)", results["code_version"]):
+                  "oracle envelope (exact)", f"images at a long side of {side} px",
+                  results["code_version"]):
         assert words in md
 
 

@@ -9,7 +9,7 @@ from PIL import Image
 
 from segstruct import SegmentationModel
 from segstruct.cli import main
-from segstruct.datasets import VOCDataset, make_synthetic_voc
+from segstruct.datasets import ImageFiles, VOCDataset, make_synthetic_voc
 from segstruct.features.cache import ArrayCache
 from segstruct.io.persistence import ModelFileError
 
@@ -94,3 +94,60 @@ def test_a_model_file_of_an_older_version_loads():
     model = SegmentationModel.load(data / "model_7b38227")
     assert model.detectors is None and model.codebook is None
     assert (model.estimator.C, model.estimator.C_units) == (4.0, "paper")
+
+
+def _agreement(model, dataset, cache, factors=(2, 4)) -> np.ndarray:
+    """(images, factors): the share of pixels where the mask of each val
+    image's up-sampled copy (bicubic) is the image's own mask, up-sampled."""
+    out = []
+    for image_id in dataset.ids("val"):
+        image = Image.open(dataset.image_path(image_id))
+        copies = [image.resize((image.width * f, image.height * f), Image.BICUBIC)
+                  for f in factors]
+        own, *larger = model.predict([image, *copies], cache=cache)
+        for f, mask in zip(factors, larger):
+            assert mask.shape == (image.height * f, image.width * f)
+        out.append([np.mean(mask == np.kron(own, np.ones((f, f), np.uint8)))
+                    for f, mask in zip(factors, larger)])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("name", ["td", "bu"])
+def test_an_image_and_its_up_sampled_copies_get_the_same_mask(name, trained):
+    """The working resolution: an image 2x and 4x larger (a photo at another
+    size) is labelled as the image itself: 98 % of pixels on average over
+    the val images, 95 % on each (Felzenszwalb's superpixels move with
+    grey-level changes of one or two, which resampling makes)."""
+    root, base, cache = trained
+    model = SegmentationModel.load(base / name)
+    dataset = VOCDataset(root)
+    sides = sorted(max(dataset.image_size(i)) for i in dataset.ids("train"))
+    assert model.config.long_side == sides[-1]
+    agreement = _agreement(model, dataset, cache)
+    assert agreement.mean(axis=0).min() >= 0.98 and agreement.min() >= 0.95, agreement
+
+
+def test_images_as_given_are_cut_otherwise_at_another_size(trained, tmp_path):
+    """What the working resolution prevents: with ``--long-side none`` the
+    superpixels are in the image's own pixels, its 4x copy is cut into
+    several times as many, and the masks agree less (the test above can
+    fail)."""
+    root, base, cache = trained
+    dataset = VOCDataset(root)
+    agreement = {}
+    for long_side, more in (("none", True), ("auto", False)):
+        assert main(["train", "--data", str(root), "--class", "car", "--no-top-down",
+                     "--long-side", long_side, "--out", str(tmp_path / long_side),
+                     "--cache", str(base / "cache"), *SMALL]) == 0
+        model = SegmentationModel.load(tmp_path / long_side)
+        assert (model.config.long_side is None) == (long_side == "none")
+        path = dataset.image_path(dataset.ids("val")[0])
+        image = Image.open(path)
+        image.resize((image.width * 4, image.height * 4), Image.BICUBIC).save(
+            tmp_path / "big.png")
+        small, big = (model.extractor(ImageFiles([f]), cache).graphs(ids=[f.stem])[0]
+                      for f in (path, tmp_path / "big.png"))
+        assert (big.n_nodes > 2 * small.n_nodes) == more, (long_side, small.n_nodes,
+                                                            big.n_nodes)
+        agreement[long_side] = _agreement(model, dataset, cache).mean()
+    assert agreement["none"] < agreement["auto"] - 0.02, agreement

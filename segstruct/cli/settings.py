@@ -13,6 +13,7 @@ from segstruct.cli.common import EarlierName, UsageError, show_progress
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import SIFT_NORMS, TOP_DOWN_DETECTORS, FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.scale import MIN_LONG_SIDE
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.features.topdown.detector import DetectorParams
 from segstruct.inference.proposed import INFERENCE_CHOICES
@@ -83,11 +84,32 @@ def add_feature_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sift-norm", choices=SIFT_NORMS, default=d.sift_norm,
                    help="each superpixel's bag of words: word counts over their sum (l1), "
                         "or its square root (sqrt, Hellinger's) (default %(default)s)")
+    g.add_argument("--long-side", type=long_side, default=d.long_side, metavar="PIXELS",
+                   help="the working resolution: every image is resized to this long side "
+                        "before superpixels, descriptors and detectors see it, and its "
+                        "labels are painted back on its own pixels; auto: the largest long "
+                        "side of the training split's images, at most 1024; none: images "
+                        "as given (default %(default)s)")
     g.add_argument("--seed", type=int, default=d.seed,
                    help="random seed of the codebook's descriptor sample and k-means, of "
                         "each class's detector (another seed trains other detectors), and "
                         "of the --C auto folds and the figures' images where the command "
                         "has them (default %(default)s)")
+
+
+def long_side(text: str) -> int | str | None:
+    """``--long-side``'s value: "auto", "none" (None) or a number of pixels."""
+    if text.lower() in ("auto", "none"):
+        return None if text.lower() == "none" else "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected auto, none or a number of pixels, got {text!r}") from None
+    if value < MIN_LONG_SIDE:
+        raise argparse.ArgumentTypeError(f"a long side of at least {MIN_LONG_SIDE} pixels, "
+                                         f"got {value}")
+    return value
 
 
 def check_feature_options(args) -> None:
@@ -169,7 +191,8 @@ def _feature_config(args) -> FeatureConfig:
                          sift_norm=args.sift_norm,
                          detector=None if args.no_top_down else DetectorParams(seed=args.seed),
                          top_down_folds=args.top_down_folds,
-                         top_down_detector=args.top_down_detector)
+                         top_down_detector=args.top_down_detector,
+                         long_side=args.long_side)
 
 
 def codebook_split(args) -> str:

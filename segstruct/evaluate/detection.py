@@ -15,23 +15,37 @@ from segstruct.io.progress import progress_bar
 
 from segstruct.datasets.voc import VOCDataset, class_index
 from segstruct.features.detection import ShapeDetector
+from segstruct.features.scale import resize_image, resize_labels, working_shape
 from segstruct.features.topdown.boxes import boxes_from_mask
 from segstruct.features.topdown.evaluation import average_precision
 
 
-def _detect_task(dataset_root, image_id, shape_detector, cls):
+def _detect_task(dataset_root, image_id, shape_detector, cls, long_side=None):
+    """Detections, boxes and ignored boxes of one image, found at the working
+    resolution (where the detector was trained) and given in the image's own
+    pixels (box overlaps, and so the average precision, are the same)."""
     with threadpool_limits(1):
         import cv2
         cv2.setNumThreads(1)           # joblib already runs one process per core
         dataset = VOCDataset(dataset_root)
         params = shape_detector.params
-        truths, ignored = boxes_from_mask(dataset.read_mask(image_id), cls, params.min_box_area,
-                                          params.max_void_fraction, return_ignored=True)
-        return shape_detector.detector.detect(dataset.read_image(image_id)), truths, ignored
+        image = dataset.read_image(image_id)
+        work = working_shape(image.shape, long_side)
+        truths, ignored = boxes_from_mask(resize_labels(dataset.read_mask(image_id), work),
+                                          cls, params.min_box_area, params.max_void_fraction,
+                                          return_ignored=True)
+        detections = shape_detector.detector.detect(resize_image(image, work))
+        if work == image.shape[:2]:
+            return detections, truths, ignored
+        # x0, y0, x1, y1 back to the image's pixels
+        scale = np.array([image.shape[1] / work[1], image.shape[0] / work[0]] * 2)
+        return tuple(np.concatenate([b[:, :4] * scale, b[:, 4:]], axis=1)
+                     for b in (detections, truths, ignored))
 
 
 def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: str,
-                    n_jobs: int = 1, progress: bool = False) -> dict:
+                    n_jobs: int = 1, progress: bool = False,
+                    long_side: int | None = None) -> dict:
     """VOC average precision of a class's detector on a split.
 
     Parameters
@@ -41,6 +55,8 @@ def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: s
     split : str, e.g. "val".
     n_jobs : worker processes (joblib convention).
     progress : show a progress bar.
+    long_side : the working resolution the detector was trained at
+        (``FeatureConfig.long_side``; None: images as given).
 
     Returns
     -------
@@ -57,8 +73,8 @@ def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: s
     results = []
     try:
         runner = Parallel(n_jobs=n_jobs, return_as="generator")
-        for out in runner(delayed(_detect_task)(dataset.root, i, shape_detector, cls)
-                          for i in ids):
+        for out in runner(delayed(_detect_task)(dataset.root, i, shape_detector, cls,
+                                                long_side) for i in ids):
             results.append(out)
             bar.update()
     finally:
@@ -76,7 +92,7 @@ def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: s
 
 
 def detectors_report(dataset: VOCDataset, detectors, split: str, n_jobs: int = 1,
-                     progress: bool = False) -> dict:
+                     progress: bool = False, long_side: int | None = None) -> dict:
     """:func:`detector_report` of each of a class's detectors (the folds' of the
     cross-fitted block, or the one), and their mean average precision.
 
@@ -87,8 +103,8 @@ def detectors_report(dataset: VOCDataset, detectors, split: str, n_jobs: int = 1
         "average_precision" the mean over the detectors that have one (None
         when none has) and "detector_average_precision" the list of each's.
     """
-    reports = [detector_report(dataset, sd, split, n_jobs=n_jobs, progress=progress)
-               for sd in detectors]
+    reports = [detector_report(dataset, sd, split, n_jobs=n_jobs, progress=progress,
+                               long_side=long_side) for sd in detectors]
     aps = [r["average_precision"] for r in reports]
     known = [a for a in aps if a is not None]
     return {**reports[0], "average_precision": float(np.mean(known)) if known else None,

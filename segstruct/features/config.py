@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from segstruct.features._checks import check_number
+from segstruct.features.scale import MIN_LONG_SIDE
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.features.topdown.detector import DetectorParams
 
@@ -75,6 +76,16 @@ class FeatureConfig:
         splits, new images): the mean of the folds' detectors' blocks
         ("folds"; no detector sees the whole split), or the block of one
         detector trained on the whole training split ("whole").
+    long_side : int, "auto" or None
+        The working resolution (``segstruct.features.scale``): every image
+        is resized to this long side in pixels before superpixels,
+        descriptors and the detector see it, and its superpixels are
+        brought back to its own pixels, so that an image and its up-sampled
+        copy get nearly the same labels, and a 12-megapixel photo costs
+        about what a training image costs. "auto" (the default) is the largest long side
+        of the training split's images, at most 1024 (``scale.auto_long_side``),
+        fixed when the features are made (a model records the number). None
+        works on images as given (the model files made before the setting).
     """
 
     superpixels: SuperpixelParams = field(default_factory=SuperpixelParams)
@@ -96,6 +107,7 @@ class FeatureConfig:
     detector: DetectorParams | None = None
     top_down_folds: int = 3
     top_down_detector: str = "folds"
+    long_side: int | str | None = "auto"
 
     def __post_init__(self):
         if not (self.sift or self.colour or self.position or self.bias):
@@ -121,6 +133,13 @@ class FeatureConfig:
                 self.top_down_folds or self.top_down_folds < 1:
             raise ValueError(f"top_down_folds must be an integer >= 1, got "
                              f"{self.top_down_folds!r}")
+        if self.long_side is not None and self.long_side != "auto":
+            try:
+                check_number("FeatureConfig", "long_side", self.long_side, MIN_LONG_SIDE,
+                             integer=True)
+            except ValueError:
+                raise ValueError(f"FeatureConfig.long_side must be 'auto', None or an integer "
+                                 f">= {MIN_LONG_SIDE} (pixels), got {self.long_side!r}") from None
 
     def to_dict(self) -> dict:
         """The settings as recorded; without a detector, as they were before
@@ -130,13 +149,17 @@ class FeatureConfig:
             del out["detector"], out["top_down_folds"], out["top_down_detector"]
         if self.sift_norm == "l1":        # what files made before the option hold
             del out["sift_norm"]
+        if self.long_side is None:        # likewise
+            del out["long_side"]
         return out
 
     def bottom_up_dict(self) -> dict:
         """The settings the cached class-independent features depend on (their
-        cache key; ``sift_norm`` is applied after the cache)."""
+        cache key; ``sift_norm`` is applied after the cache, and the key of
+        an image worked on at another size than its own holds that size)."""
         out = asdict(self)
         del out["detector"], out["top_down_folds"], out["top_down_detector"], out["sift_norm"]
+        del out["long_side"]
         return out
 
     @classmethod
@@ -145,6 +168,7 @@ class FeatureConfig:
         d["superpixels"] = SuperpixelParams(**d.get("superpixels", {}))
         # settings that files made before them lack: what those files used
         d.setdefault("sift_norm", "l1")
+        d.setdefault("long_side", None)
         if d.get("detector") is not None:
             d["detector"] = DetectorParams(**d["detector"])
             d.setdefault("top_down_folds", 1)

@@ -19,6 +19,7 @@ import numpy as np
 from segstruct.datasets.folds import make_folds
 from segstruct.datasets.voc import VOCDataset, class_index
 from segstruct.features.cache import ArrayCache, canonical_json, file_digest
+from segstruct.features.scale import resize_image, resize_labels, working_shape
 from segstruct.features.topdown.detector import Detector, DetectorParams
 from segstruct.features.topdown.shapes import AverageShapes, average_shapes
 from segstruct.features.topdown.training import TooFewObjects, train_detector
@@ -92,22 +93,25 @@ def detectors_digest(detectors) -> str:
 
 
 class _Images:
-    """A split's images, read from disk when indexed (training reads each
-    image several times; holding them all would take gigabytes)."""
+    """A split's images at the working resolution, read from disk when
+    indexed (training reads each image several times; holding them all would
+    take gigabytes)."""
 
-    def __init__(self, dataset: VOCDataset, ids):
-        self.dataset, self.ids = dataset, list(ids)
+    def __init__(self, dataset: VOCDataset, ids, long_side: int | None = None):
+        self.dataset, self.ids, self.long_side = dataset, list(ids), long_side
 
     def __len__(self):
         return len(self.ids)
 
     def __getitem__(self, k):
-        return self.dataset.read_image(self.ids[k])
+        image = self.dataset.read_image(self.ids[k])
+        return resize_image(image, working_shape(image.shape, self.long_side))
 
 
 def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
                          params: DetectorParams, cache: ArrayCache,
-                         say=None, ids=None, what: str = "") -> ShapeDetector:
+                         say=None, ids=None, what: str = "",
+                         long_side: int | None = None) -> ShapeDetector:
     """The class's detector and shapes, trained on ``split`` (cached).
 
     The cache key holds the bytes of every image and mask it is trained on,
@@ -126,6 +130,10 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
         Train on these images of ``split`` only (a cross-fitting fold's
         training part); default all of them.
     what : str, how ``say`` names the images (e.g. "without fold 2").
+    long_side : int or None
+        The working resolution (``FeatureConfig.long_side``): images and
+        masks are resized to it, so that objects have the sizes the
+        detector meets on the working images it labels.
 
     Raises
     ------
@@ -137,13 +145,17 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
     key = {"images": [file_digest(dataset.image_path(i)) for i in ids],
            "masks": [file_digest(dataset.mask_path(i)) for i in ids],
            "class": class_name, "detector": params.to_dict(), "version": TOP_DOWN_VERSION}
+    sizes = [tuple(dataset.image_size(i)) for i in ids]
+    work = [working_shape(size, long_side) for size in sizes]
+    if work != sizes:
+        key["work"] = [list(w) for w in work]   # absent otherwise: the entries made before
 
     def compute():
         if say is not None:
             say(f"training the {class_name} detector on {dataset.name}/{split}"
                 f"{' ' + what if what else ''} ({len(ids)} images)")
-        images = _Images(dataset, ids)
-        masks = [dataset.read_mask(i) for i in ids]
+        images = _Images(dataset, ids, long_side)
+        masks = [resize_labels(dataset.read_mask(i), w) for i, w in zip(ids, work)]
         try:
             detector = train_detector(images, masks, cls, params)
         except TooFewObjects as err:

@@ -9,7 +9,7 @@ targets are cheap and are computed from the mask on every load.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -26,7 +26,9 @@ from segstruct.features.detection import ShapeDetector, detector_folds, train_sh
 from segstruct.features.per_image import (FEATURE_VERSION,  # noqa: F401
                                           SuperpixelGraph, check_finite_features,
                                           detector_or_error, graph_task,
-                                          sample_descriptors_task, top_down_task)
+                                          resized_shape, sample_descriptors_task,
+                                          top_down_task)
+from segstruct.features.scale import auto_long_side
 from segstruct.features.superpixels import majority_targets, pixel_counts
 from segstruct.features.topdown.training import TooFewObjects
 
@@ -119,7 +121,7 @@ class FeatureExtractor:
                  detectors: Mapping[str, ShapeDetector | Sequence[ShapeDetector]] | None = None,
                  from_model: bool = False):
         self.dataset = dataset
-        self.config = config or F.FeatureConfig()
+        self._config = config or F.FeatureConfig()
         self.cache = cache if cache is not None else ArrayCache()
         self.n_jobs = n_jobs
         self.progress = progress
@@ -133,17 +135,62 @@ class FeatureExtractor:
         self._fold_detectors: dict = {}          # class -> (fold of image, detectors)
         self._from_model = from_model or codebook is not None
         for name, sds in self._given.items():
-            if not sds or any(sd.params != self.config.detector for sd in sds):
+            if not sds or any(sd.params != self._config.detector for sd in sds):
                 raise ValueError(f"the {name} detector's settings differ from the feature "
                                  "settings' (config.detector)")
         if codebook is not None:
             codebook = np.ascontiguousarray(codebook, np.float32)
-            if codebook.shape != (self.config.n_words, F.OPPONENT_DIM):
+            if codebook.shape != (self._config.n_words, F.OPPONENT_DIM):
                 raise ValueError(f"codebook has shape {codebook.shape}, expected "
-                                 f"({self.config.n_words}, {F.OPPONENT_DIM})")
+                                 f"({self._config.n_words}, {F.OPPONENT_DIM})")
             if not np.all(np.isfinite(codebook)):
                 raise ValueError("codebook holds non-finite values")
             self._codebook = (codebook, codebook_digest(codebook))
+
+    @property
+    def config(self) -> F.FeatureConfig:
+        """The feature settings, with a ``long_side`` of "auto" replaced by
+        the largest long side of ``codebook_split``'s images
+        (:func:`~segstruct.features.scale.auto_long_side`, read from their
+        headers on first use): the number a model records. Unreadable images
+        are left out (the run that needs them stops at them, naming them); a
+        split without a readable image leaves the images as given (None)."""
+        if self._config.long_side == "auto":
+            if self._from_model:
+                raise ValueError("a trained model's features must give their long_side; "
+                                 "'auto' is resolved when a model is trained")
+            self._config = replace(self._config, long_side=self._auto_long_side())
+        return self._config
+
+    @property
+    def long_side(self) -> int | None:
+        """The working long side in pixels (None: images as given)."""
+        value = self.config.long_side
+        assert not isinstance(value, str)         # "auto" is resolved by config
+        return value
+
+    def _auto_long_side(self) -> int | None:
+        try:
+            ids = self.dataset.ids(self.codebook_split)
+        except DatasetError:
+            return None
+        sizes = []
+        for image_id in ids:
+            try:
+                sizes.append(self.dataset.image_size(image_id))
+            except DatasetError:
+                continue
+        return auto_long_side(sizes) if sizes else None
+
+    def _resized(self, ids) -> dict[str, list[int]]:
+        """The working (h, w) of each of these images worked on at another
+        size than its own (the cache keys of what is learnt on them)."""
+        out = {}
+        for i in ids:
+            work = resized_shape(self.dataset.image_size(i), self.long_side)
+            if work is not None:
+                out[i] = list(work)
+        return out
 
     # -- codebook -----------------------------------------------------------
     def codebook(self) -> tuple[np.ndarray, str]:
@@ -166,6 +213,9 @@ class FeatureExtractor:
         digests = [file_digest(self.dataset.image_path(i)) for i in chosen_ids]
         key = {"images": digests, "settings": cfg.codebook_dict(),
                "version": FEATURE_VERSION}
+        resized = self._resized(chosen_ids)
+        if resized:       # absent otherwise: the entries made before the setting
+            key["work"] = [resized.get(i) for i in chosen_ids]
 
         def compute():
             per_image = -(-cfg.codebook_descriptors // len(chosen_ids))
@@ -204,7 +254,8 @@ class FeatureExtractor:
                                  "(segstruct.load_shape_detectors(path))")
             self._detectors[class_name] = train_shape_detector(
                 self.dataset, class_name, self.codebook_split, self.config.detector,
-                self.cache, tqdm.write if self.progress else None)
+                self.cache, tqdm.write if self.progress else None,
+                long_side=self.long_side)
         return self._detectors[class_name]
 
     def block_detectors(self, class_name: str) -> list[ShapeDetector]:
@@ -272,7 +323,8 @@ class FeatureExtractor:
             return errors
         args = [(self.dataset, name, self.codebook_split, self.config.detector, self.cache,
                  tqdm.write if self.progress else None, ids,
-                 "" if f is None else f"without fold {f + 1} of {k}") for name, f, ids in jobs]
+                 "" if f is None else f"without fold {f + 1} of {k}", self.long_side)
+                for name, f, ids in jobs]
         done = parallel_map(detector_or_error, args, min(self._cores(), len(jobs)),
                             self.progress and len(jobs) > 1, "detectors", unit="detector")
         folds: dict[str, dict[int, ShapeDetector]] = {}
@@ -317,7 +369,7 @@ class FeatureExtractor:
     def _add_top_down(self, graphs: list[SuperpixelGraph], class_name: str) -> None:
         """Append the class's top-down block to every graph's unary features."""
         chosen = self._graph_detectors(graphs, class_name)
-        args = [(self.dataset, g.image_id, g.segments, detectors,
+        args = [(self.dataset, g.image_id, g.working_segments, detectors,
                  self.cache.directory, self.cache.enabled)
                 for g, detectors in zip(graphs, chosen)]
         blocks = _map_images(top_down_task, args, self.n_jobs, self.progress,

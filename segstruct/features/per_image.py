@@ -13,6 +13,7 @@ from segstruct.datasets.voc import VOCDataset
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest
 from segstruct.features.detection import top_down_key, train_shape_detector
+from segstruct.features.scale import resize_image, resize_labels, working_shape
 from segstruct.features.superpixels import (SuperpixelParams, adjacency, segment,
                                             superpixel_means)
 from segstruct.features.topdown.features import topdown_features
@@ -29,12 +30,20 @@ class SuperpixelGraph:
     Attributes
     ----------
     image_id : str
-    segments : (H, W) int32 superpixel map, values 0 .. N-1.
+    segments : (H, W) int32 superpixel map, values 0 .. N-1, on the image's
+        own pixels (where masks are painted and pixels counted).
     edges : (E, 2) int64, adjacent pairs with i < j.
-    boundary : (E,) float64 shared boundary length (pixels).
+    boundary : (E,) float64 shared boundary length (pixels of the working
+        resolution).
     unary : (N, D) float64 unary features phi_u, or None when not computed
         (with the top-down block: of the class it was computed for).
     pairwise : (E, 3) float64 pairwise features phi_p (>= 0), or None.
+    work_segments : (h, w) int32 superpixel map at the working resolution
+        (``FeatureConfig.long_side``) the features were computed at, or None
+        when that is the image's own size (then ``segments`` is it). An image
+        smaller than the working size can lose superpixels narrower than one
+        of its pixels from ``segments``: they keep their node and features,
+        and cover no pixel.
     """
 
     image_id: str
@@ -43,59 +52,97 @@ class SuperpixelGraph:
     boundary: np.ndarray
     unary: np.ndarray | None = None
     pairwise: np.ndarray | None = None
+    work_segments: np.ndarray | None = None
+
+    @property
+    def working_segments(self) -> np.ndarray:
+        """The superpixel map the features were computed on."""
+        return self.segments if self.work_segments is None else self.work_segments
 
     @property
     def n_nodes(self) -> int:
-        return int(self.segments.max()) + 1
+        return int(self.working_segments.max()) + 1
 
 
 
-def _superpixel_key(digest: str, params: SuperpixelParams) -> dict:
-    return {"image": digest, "superpixels": params.to_dict(), "version": FEATURE_VERSION}
+def _superpixel_key(digest: str, params: SuperpixelParams, work=None) -> dict:
+    key = {"image": digest, "superpixels": params.to_dict(), "version": FEATURE_VERSION}
+    if work is not None:
+        key["work"] = list(work)
+    return key
 
 
-def _superpixels_of(image, digest, params, cache):
+def _superpixels_of(image, digest, params, cache, work=None):
     def compute():
         segments = segment(image(), params)
         edges, boundary = adjacency(segments)
         # "labels": the array's name in caches written before the renaming
         return {"labels": segments, "edges": edges, "boundary": boundary}
-    return cache.get_or_compute("superpixels", _superpixel_key(digest, params), compute)
+    return cache.get_or_compute("superpixels", _superpixel_key(digest, params, work), compute)
+
+
+def read_working_image(dataset, image_id, long_side) -> np.ndarray:
+    """The image at the working resolution (``FeatureConfig.long_side``)."""
+    image = dataset.read_image(image_id)
+    return resize_image(image, working_shape(image.shape, long_side))
+
+
+def resized_shape(shape, long_side) -> tuple[int, int] | None:
+    """The working (height, width) of an image of ``shape`` (H, W) worked on
+    at another size than its own, None for one worked on as it is: the part
+    of a cache key that tells them apart, absent for the second so that
+    their entries are those made before the working resolution."""
+    if long_side == "auto":
+        raise ValueError("long_side 'auto' must be resolved first (FeatureExtractor does)")
+    work = working_shape(shape, long_side)
+    return None if work == tuple(shape[:2]) else work
 
 
 def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
                 cache_enabled, with_features):
     """Superpixels (and features) of one image, from the cache when possible.
 
-    ``dataset`` is anything with ``image_path(id)`` and ``read_image(id)``
-    (a VOCDataset, or the image files of ``segstruct predict``).
+    ``dataset`` is anything with ``image_path(id)``, ``image_size(id)`` and
+    ``read_image(id)`` (a VOCDataset, or the image files of ``segstruct
+    predict``). Superpixels and features are computed at the working
+    resolution (``config.long_side``); the graph's ``segments`` are on the
+    image's own pixels.
     """
     with threadpool_limits(1):
         import cv2
         cv2.setNumThreads(1)
         cache = ArrayCache(cache_dir, cache_enabled)
         digest = file_digest(dataset.image_path(image_id))
+        shape = tuple(dataset.image_size(image_id))
+        work = resized_shape(shape, config.long_side)
         loaded = {}
 
         def image():
             if "image" not in loaded:
-                loaded["image"] = dataset.read_image(image_id)
+                loaded["image"] = read_working_image(dataset, image_id, config.long_side)
             return loaded["image"]
 
-        sp = _superpixels_of(image, digest, config.superpixels, cache)
-        graph = SuperpixelGraph(image_id, sp["labels"], sp["edges"], sp["boundary"])
+        sp = _superpixels_of(image, digest, config.superpixels, cache, work)
+        if work is None:
+            graph = SuperpixelGraph(image_id, sp["labels"], sp["edges"], sp["boundary"])
+        else:
+            graph = SuperpixelGraph(image_id, resize_labels(sp["labels"], shape), sp["edges"],
+                                    sp["boundary"], work_segments=sp["labels"])
         if not with_features:
             return graph
         key = {"image": digest, "config": config.bottom_up_dict(), "codebook": codebook_id,
                "version": FEATURE_VERSION}
+        if work is not None:
+            key["work"] = list(work)
 
         def compute():
             lab = F.rgb_to_lab(image())
             n = graph.n_nodes
             # cached with L1 words; the normalisation asked for comes after
-            unary = F.unary_features(image(), graph.segments, replace(config, sift_norm="l1"),
+            segments = graph.working_segments
+            unary = F.unary_features(image(), segments, replace(config, sift_norm="l1"),
                                      codebook, lab=lab)
-            lab_mean = superpixel_means(lab, graph.segments, n)
+            lab_mean = superpixel_means(lab, segments, n)
             pairwise = F.pairwise_features(lab_mean, graph.edges,
                                            graph.boundary / config.boundary_unit,
                                            config.tau1, config.tau2)
@@ -118,7 +165,10 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
 
 def top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabled):
     """The top-down block of one image's superpixels: the mean of the blocks of
-    ``detectors`` (ShapeDetectors), each from the cache when possible."""
+    ``detectors`` (ShapeDetectors), each from the cache when possible.
+    ``segments`` is the superpixel map at the working resolution
+    (``SuperpixelGraph.working_segments``): the detector sees the image at
+    that size."""
     with threadpool_limits(1):
         import cv2
         cv2.setNumThreads(1)
@@ -129,7 +179,7 @@ def top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabl
 
         def image():
             if "image" not in loaded:
-                loaded["image"] = dataset.read_image(image_id)
+                loaded["image"] = resize_image(dataset.read_image(image_id), segments.shape)
             return loaded["image"]
 
         blocks = []
@@ -195,7 +245,7 @@ def check_finite_features(image_id: str, blocks: dict, image_path=None,
 def sample_descriptors_task(dataset_root, image_id, config, n_keep, seed):
     with threadpool_limits(1):
         dataset = VOCDataset(dataset_root)
-        _, desc = F.dense_opponent_sift(dataset.read_image(image_id),
+        _, desc = F.dense_opponent_sift(read_working_image(dataset, image_id, config.long_side),
                                         config.grid_step, config.keypoint_size)
         rng = np.random.default_rng(seed)
         take = rng.choice(desc.shape[0], min(n_keep, desc.shape[0]), replace=False)

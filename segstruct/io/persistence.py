@@ -93,6 +93,10 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
     -------
     Path of the JSON file.
     """
+    if feature_config.long_side == "auto":
+        raise ValueError("the feature settings' long_side is 'auto': save the settings the "
+                         "features were made with (FeatureExtractor.config), which hold "
+                         "the working long side in pixels")
     json_path, npz_path = model_paths(path)
     arrays = {"w": np.asarray(estimator.w_, np.float64)}
     if codebook is not None:

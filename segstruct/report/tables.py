@@ -92,8 +92,11 @@ def features_text(features: dict) -> str:
     top_down (14)": name and width, as ``FeatureConfig.unary_blocks`` gives them."""
     if not features:
         return "features not recorded"
-    blocks = FeatureConfig.from_dict(features).unary_blocks()
-    return "features " + ", ".join(f"{name} ({width})" for name, width in blocks)
+    config = FeatureConfig.from_dict(features)
+    side = config.long_side
+    where = "images as given" if side is None else f"images at a long side of {side} px"
+    return "features " + ", ".join(f"{name} ({width})" for name, width in
+                                   config.unary_blocks()) + f" ({where})"
 
 
 def _chosen_C_table(out, results: dict) -> None:

@@ -5,6 +5,7 @@ import pytest
 from segstruct.datasets import VOCDataset, class_index
 from segstruct.evaluate.detection import best_images, detector_report
 from segstruct.features.detection import ShapeDetector
+from segstruct.features.scale import resize_image, resize_labels, working_shape
 from segstruct.features.topdown.boxes import boxes_from_mask
 from segstruct.features.topdown.detector import DetectorParams
 from segstruct.features.topdown.shapes import AverageShapes
@@ -18,15 +19,16 @@ class Oracle:
     """A stand-in detector that returns each image's true boxes (score 1),
     shifted by ``shift`` pixels, plus ``extra`` false boxes scored 2."""
 
-    def __init__(self, dataset, shift=0, extra=0):
+    def __init__(self, dataset, shift=0, extra=0, long_side=None):
         self.params = DetectorParams()
         self.dataset, self.shift, self.extra = dataset, shift, extra
         self.truths = {}
         for i in dataset.ids("val"):
             image = dataset.read_image(i)
-            self.truths[image.tobytes()] = boxes_from_mask(
-                dataset.read_mask(i), class_index("car"), self.params.min_box_area,
-                self.params.max_void_fraction)
+            work = working_shape(image.shape, long_side)
+            self.truths[resize_image(image, work).tobytes()] = boxes_from_mask(
+                resize_labels(dataset.read_mask(i), work), class_index("car"),
+                self.params.min_box_area, self.params.max_void_fraction)
 
     def detect(self, image):
         boxes = self.truths[image.tobytes()] + self.shift
@@ -52,6 +54,29 @@ def test_perfect_detections_give_ap_one_and_false_ones_lower_it(data_root):
                           "val")
     assert off["average_precision"] == 0.0
     assert best_images(perfect, 2) and len(best_images(perfect, 2)) <= 2
+
+
+def test_detections_at_the_working_resolution_come_back_in_image_pixels(data_root):
+    """A detector trained at a working resolution sees the images at it; its
+    boxes and the true ones are reported in each image's own pixels."""
+    dataset = VOCDataset(data_root)
+    long_side = 150                        # about half the generated images' size
+    oracle = ShapeDetector("car", Oracle(dataset, long_side=long_side), _shapes())
+    report = detector_report(dataset, oracle, "val", long_side=long_side)
+    assert report["average_precision"] == pytest.approx(1.0)
+    as_given = detector_report(dataset, ShapeDetector("car", Oracle(dataset), _shapes()), "val")
+    compared = 0
+    for i, entry in report["per_image"].items():
+        native = as_given["per_image"][i]["truths"]
+        if len(entry["truths"]) == len(native) and len(native):
+            # the working boxes, scaled back, lie within two working pixels
+            step = max(dataset.image_size(i)) / long_side
+            assert np.abs(entry["truths"] - native).max() <= 2 * step + 1
+            compared += 1
+    assert compared >= 1
+    # without the long side, the oracle's working images are not the images given
+    with pytest.raises(KeyError):
+        detector_report(dataset, oracle, "val")
 
 
 def test_detector_figure_draws_images_and_shapes(data_root):

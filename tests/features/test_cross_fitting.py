@@ -8,6 +8,7 @@ from segstruct.datasets import VOCDataset, class_index
 from segstruct.features import descriptors as F
 from segstruct.features import detection
 from segstruct.features.cache import ArrayCache
+from segstruct.features.scale import resize_image
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.features.topdown.detector import DetectorParams
@@ -56,8 +57,10 @@ def trained(data_root, tmp_path_factory):
 
 
 def _block(sd, dataset, graph):
-    return topdown_features(sd.detector, sd.shapes, dataset.read_image(graph.image_id),
-                            graph.segments)
+    # the block is computed at the working resolution
+    segments = graph.working_segments
+    image = resize_image(dataset.read_image(graph.image_id), segments.shape)
+    return topdown_features(sd.detector, sd.shapes, image, segments)
 
 
 def test_folds_cover_the_training_split_and_each_holds_the_class(trained):
@@ -105,7 +108,7 @@ def test_a_model_carries_the_folds_detectors(trained, tmp_path):
     extractor, _, train, val = trained
     svm = estimator_for("bl1", max_iter=20).fit([e.graph for e in train],
                                                 [e.pixel_counts for e in train])
-    save_model(tmp_path / "m", svm, CONFIG, extractor.codebook()[0], {"class": "car"},
+    save_model(tmp_path / "m", svm, extractor.config, extractor.codebook()[0], {"class": "car"},
                shape_detectors=extractor.block_detectors("car"))
     back = load_shape_detectors(tmp_path / "m")
     assert [sd.digest for sd in back] == [sd.digest for sd in extractor.block_detectors("car")]

@@ -3,6 +3,7 @@ on the training split and cached, its columns appended to the unary
 features, model files that carry it, and settings that leave the features
 without it exactly as before."""
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from segstruct.features import descriptors as F
 from segstruct.features import detection
 from segstruct.features.cache import ArrayCache, key_digest
 from segstruct.features.extraction import FeatureExtractor
+from segstruct.features.scale import resize_image
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.features.topdown.detector import DetectorParams
 from segstruct.features.topdown.features import topdown_features
@@ -40,8 +42,11 @@ def _extractor(root, cache_dir, config=TOP_DOWN, **kw):
 
 def test_settings_without_a_detector_are_recorded_as_before():
     assert "detector" not in BOTTOM_UP.to_dict()
-    assert BOTTOM_UP.to_dict() == BOTTOM_UP.bottom_up_dict()
-    assert TOP_DOWN.bottom_up_dict() == BOTTOM_UP.to_dict()   # the same bottom-up cache
+    # the working resolution is recorded; without one, as before the setting
+    assert BOTTOM_UP.to_dict()["long_side"] == "auto"
+    as_given = replace(BOTTOM_UP, long_side=None)
+    assert as_given.to_dict() == BOTTOM_UP.bottom_up_dict() == as_given.bottom_up_dict()
+    assert TOP_DOWN.bottom_up_dict() == as_given.to_dict()    # the same bottom-up cache
     assert TOP_DOWN.to_dict()["detector"] == FAST.to_dict()
     again = F.FeatureConfig.from_dict(json.loads(json.dumps(TOP_DOWN.to_dict())))
     assert again == TOP_DOWN
@@ -54,8 +59,6 @@ def firing(data_root, cache_dir):
     """The trained car detector with its biases raised so that it fires on
     every image (a detector trained on eight images fires on none of the
     val split), and the average shapes of its detections on the train split."""
-    from dataclasses import replace
-
     from segstruct.features.topdown.detector import Detector
     from segstruct.features.topdown.shapes import average_shapes
     sd = _extractor(data_root, cache_dir).shape_detector("car")
@@ -82,8 +85,9 @@ def test_top_down_columns_are_appended_to_the_class_examples(data_root, cache_di
         np.testing.assert_array_equal(b.graph.unary[:, :BOTTOM_UP.n_unary], a.graph.unary)
         np.testing.assert_array_equal(b.graph.pairwise, a.graph.pairwise)
         # the appended block is the detector's feature of that image, computed directly
-        direct = topdown_features(sd.detector, sd.shapes,
-                                  dataset.read_image(b.graph.image_id), b.graph.segments)
+        segments = b.graph.working_segments        # the working resolution's
+        direct = topdown_features(sd.detector, sd.shapes, resize_image(
+            dataset.read_image(b.graph.image_id), segments.shape), segments)
         np.testing.assert_allclose(b.graph.unary[:, BOTTOM_UP.n_unary:], direct)
     with pytest.raises(ValueError, match="per class"):
         extractor.graphs("val")
@@ -127,11 +131,19 @@ def test_model_file_carries_the_detector(data_root, cache_dir, tmp_path, firing,
                                                 [e.pixel_counts for e in train])
     sd = firing
     with pytest.raises(ValueError, match="needs the detector"):
-        save_model(tmp_path / "m", svm, TOP_DOWN, extractor.codebook()[0], {"class": "car"})
-    save_model(tmp_path / "m", svm, TOP_DOWN, extractor.codebook()[0], {"class": "car"},
-               shape_detectors=sd)
+        save_model(tmp_path / "m", svm, extractor.config, extractor.codebook()[0],
+                   {"class": "car"})
+    # the settings as given hold long_side "auto", not the pixels the features had
+    with pytest.raises(ValueError, match="long_side is 'auto'"):
+        save_model(tmp_path / "m", svm, TOP_DOWN, extractor.codebook()[0], {"class": "car"},
+                   shape_detectors=sd)
+    save_model(tmp_path / "m", svm, extractor.config, extractor.codebook()[0],
+               {"class": "car"}, shape_detectors=sd)
     loaded, config, codebook, doc = load_model(tmp_path / "m")
-    assert config == TOP_DOWN
+    assert config == extractor.config == replace(TOP_DOWN, long_side=config.long_side)
+    sides = sorted(max(VOCDataset(data_root).image_size(i))
+                   for i in VOCDataset(data_root).ids("train"))
+    assert config.long_side == sides[-1]           # the split's largest
     back, = load_shape_detector(tmp_path / "m")
     assert back.digest == sd.digest
     # a new extractor given the model's detector makes the same features without
@@ -149,7 +161,7 @@ def test_model_file_carries_the_detector(data_root, cache_dir, tmp_path, firing,
     with pytest.raises(ValueError, match="its car detector was not given"):
         without.examples("val", "car")
     # a model without SIFT has no codebook to tell it by: from_model says it
-    no_sift = F.FeatureConfig(**{**TOP_DOWN.__dict__, "sift": False})
+    no_sift = F.FeatureConfig(**{**config.__dict__, "sift": False})
     model_features = FeatureExtractor(VOCDataset(data_root), no_sift,
                                       ArrayCache(tmp_path / "c4"), progress=False,
                                       from_model=True)

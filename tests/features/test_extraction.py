@@ -24,8 +24,11 @@ def test_graph_shapes_and_invariants(data_root, tmp_path):
     for g in graphs:
         assert g.unary.shape == (g.n_nodes, SMALL.n_unary)
         assert g.pairwise.shape == (len(g.edges), 3) and np.all(g.pairwise >= 0)
-        edges, boundary = adjacency(g.segments)
+        # the graph is the working resolution's superpixels', painted on the image's pixels
+        edges, boundary = adjacency(g.working_segments)
         assert np.array_equal(edges, g.edges) and np.array_equal(boundary, g.boundary)
+        assert g.segments.shape == VOCDataset(data_root).image_size(g.image_id)
+        assert set(np.unique(g.segments)) <= set(range(g.n_nodes))
         assert np.all(np.isfinite(g.unary))
 
 
@@ -99,3 +102,49 @@ def test_examples_counts_match_masks(data_root, tmp_path):
         assert np.array_equal(ex.node_weights("area"), fg + bg)
         assert np.array_equal(ex.node_weights("count"), (fg + bg > 0).astype(float))
     assert sum(ex.targets.sum() for ex in examples) > 0
+
+
+def _one_size(root, out):
+    """A copy of the data set with every image and mask cropped to one size."""
+    shutil.copytree(root, out)
+    ds = VOCDataset(out)
+    ids = ds.ids("train") + ds.ids("val")
+    h = min(ds.image_size(i)[0] for i in ids)
+    w = min(ds.image_size(i)[1] for i in ids)
+    for i in ids:
+        for path in (ds.image_path(i), ds.mask_path(i)):
+            with Image.open(path) as im:
+                im.load()
+                cropped = im.crop((0, 0, w, h))
+            cropped.save(path)
+    return out, (h, w)
+
+
+def test_images_of_the_working_size_keep_their_features_and_cache(data_root, tmp_path,
+                                                                   monkeypatch):
+    """A data set of one image size (CamVid) is worked on as it is: the
+    working resolution changes neither its features nor its cache entries."""
+    from dataclasses import replace
+    root, (h, w) = _one_size(data_root, tmp_path / "one")
+    as_given = _extractor(root, tmp_path / "cache", replace(SMALL, long_side=None))
+    before = as_given.examples("train", "car") + as_given.examples("val", "car")
+    calls = []
+    real = F.unary_features
+    monkeypatch.setattr(F, "unary_features", lambda *a, **k: calls.append(1) or real(*a, **k))
+    working = _extractor(root, tmp_path / "cache")
+    assert working.config.long_side == max(h, w)
+    after = working.examples("train", "car") + working.examples("val", "car")
+    assert calls == []                       # every entry was the one made as given
+    for a, b in zip(before, after):
+        assert b.graph.work_segments is None
+        np.testing.assert_array_equal(a.graph.segments, b.graph.segments)
+        np.testing.assert_array_equal(a.graph.unary, b.graph.unary)
+        np.testing.assert_array_equal(a.pixel_counts, b.pixel_counts)
+    # another working size computes anew, and counts pixels on the image's own
+    smaller = _extractor(root, tmp_path / "cache", replace(SMALL, long_side=max(h, w) // 2))
+    halved = smaller.examples("val", "car")
+    assert calls and all(e.graph.work_segments is not None for e in halved)
+    for a, b in zip(before[-len(halved):], halved):
+        assert a.graph.image_id == b.graph.image_id and b.graph.segments.shape == (h, w)
+        assert b.pixel_counts.sum() == a.pixel_counts.sum()
+        assert b.graph.n_nodes < a.graph.n_nodes

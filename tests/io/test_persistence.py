@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ from segstruct.io.persistence import (DOC_DIGEST, ModelFileError, _doc_digest, l
 from segstruct.learn.ssvm import StructuredSVM
 from segstruct.model import Graph
 
-CONFIG = FeatureConfig(sift=False)          # 6 colour + 6 position + 1 bias = 13
+CONFIG = FeatureConfig(sift=False, long_side=300)   # 6 colour + 6 position + 1 bias = 13
 
 
 def fitted(rng):
@@ -30,7 +31,7 @@ def test_round_trip_predicts_identically(tmp_path):
     svm, X = fitted(np.random.default_rng(0))
     save_model(tmp_path / "m", svm, CONFIG, None, {"class": "car", "method": "bl1"})
     loaded, config, codebook, doc = load_model(tmp_path / "m.json")
-    assert config == CONFIG and codebook is None
+    assert config == CONFIG and codebook is None          # the working long side too
     assert doc["class"] == "car" and "code_version" in doc
     assert np.array_equal(loaded.w_, svm.w_)
     assert loaded.loss_ == svm.loss_ and loaded.C == 2.0
@@ -70,7 +71,8 @@ def test_a_model_saved_before_the_io_left_the_constructor_loads():
     assert "progress" in doc["estimator"]
     loaded, config, codebook, _ = load_model(DATA / "model_7b38227")
     svm, X = fitted(np.random.default_rng(0))
-    assert config == CONFIG and codebook is None
+    # a file from before the working resolution: images as given
+    assert config == replace(CONFIG, long_side=None) and codebook is None
     assert "progress" not in loaded.get_params()
     # its C was the objective's own (2.0): in the paper's units, twice that
     assert (loaded.C, loaded.C_units) == (4.0, "paper")

@@ -1,0 +1,104 @@
+"""The working resolution: one long side for every image.
+
+Superpixel sizes (Felzenszwalb's minimum area), descriptor cells and the
+detector's pyramid are all in pixels, so an image and its up-sampled copy
+would get other superpixels and other features. Every image is therefore
+resized to a working long side (``FeatureConfig.long_side``) before any of
+them see it, and the superpixel map is brought back to the image's own
+pixels, so that masks are painted and pixels counted where the user's image
+has them. Plain numpy in, numpy out.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = ["AUTO_MAX_LONG_SIDE", "MIN_LONG_SIDE", "auto_long_side", "resize_image",
+           "resize_labels", "working_shape"]
+
+#: The smallest working long side, pixels (a few SIFT cells).
+MIN_LONG_SIDE = 16
+#: The largest working long side "auto" gives, pixels: training photos of
+#: many megapixels are brought down to it rather than every image up to
+#: them (cost grows with the pixels; not a measured optimum of IoU).
+AUTO_MAX_LONG_SIDE = 1024
+
+
+def working_shape(shape, long_side: int | None) -> tuple[int, int]:
+    """The (height, width) an image of ``shape`` is worked on.
+
+    Parameters
+    ----------
+    shape : (H, W, ...) the image's shape in pixels.
+    long_side : int or None
+        The working long side in pixels; None works on images as given.
+
+    Returns
+    -------
+    (h, w) : tuple of int, the aspect ratio kept (rounded to whole pixels,
+        at least 1), ``max(h, w) == long_side``; ``(H, W)`` itself when
+        ``long_side`` is None or already the image's long side.
+    """
+    h, w = int(shape[0]), int(shape[1])
+    if long_side is None or max(h, w) == long_side:
+        return h, w
+    s = long_side / max(h, w)
+    return max(1, int(round(h * s))), max(1, int(round(w * s)))
+
+
+def resize_image(image: np.ndarray, shape) -> np.ndarray:
+    """An (H, W, C) uint8 image resized to ``shape`` = (h, w).
+
+    Shrinking averages pixels over their area (no aliasing: a 12-megapixel
+    photo's texture must not turn into noise); growing interpolates
+    linearly.
+    """
+    import cv2
+    h, w = int(shape[0]), int(shape[1])
+    if image.shape[:2] == (h, w):
+        return image
+    shrink = h * w < image.shape[0] * image.shape[1]
+    out = cv2.resize(np.ascontiguousarray(image), (w, h),
+                     interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+    return out.reshape((h, w) + image.shape[2:])
+
+
+def resize_labels(labels: np.ndarray, shape) -> np.ndarray:
+    """An (H, W) label map resized to ``shape`` = (h, w) by nearest pixel.
+
+    Each output pixel takes the label of the input pixel its centre falls
+    in, so no label is invented; growing keeps every label, shrinking can
+    drop labels narrower than a pixel of the output.
+    """
+    h, w = int(shape[0]), int(shape[1])
+    H, W = labels.shape[:2]
+    if (H, W) == (h, w):
+        return labels
+    rows = np.minimum(((np.arange(h) + 0.5) * (H / h)).astype(np.int64), H - 1)
+    cols = np.minimum(((np.arange(w) + 0.5) * (W / w)).astype(np.int64), W - 1)
+    return labels[rows[:, None], cols[None, :]]
+
+
+def auto_long_side(sizes: Iterable) -> int:
+    """The working long side (pixels) that ``long_side="auto"`` gives a
+    training split of images of the given (H, W) sizes: the largest long
+    side among them, so that no training image loses pixels and the smaller
+    ones are enlarged to the same scale; at most :data:`AUTO_MAX_LONG_SIDE`
+    and at least :data:`MIN_LONG_SIDE`.
+
+    Chosen over the median long side and over images as given on the shared
+    data sets with images of many sizes (the horses, Penn-Fudan): the
+    largest gave 9-12 points more val IoU on both, the median 0.4-2.2 fewer
+    than images as given (with Felzenszwalb's minimum superpixel area in
+    pixels, small images got few, coarse superpixels).
+
+    Raises
+    ------
+    ValueError
+        For no sizes.
+    """
+    sides = [max(int(h), int(w)) for h, w in sizes]
+    if not sides:
+        raise ValueError("no image to take the working long side from")
+    return min(AUTO_MAX_LONG_SIDE, max(MIN_LONG_SIDE, max(sides)))

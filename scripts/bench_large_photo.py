@@ -138,7 +138,7 @@ def _figure(rows, path: Path, caption: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    labels = [f"{r['model']}\n{r['input']}" for r in rows]
+    labels = [f"long side {r['long_side'] or 'as given'}\n{r['input']}" for r in rows]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, unit in zip(axes, ("seconds", "peak_mib"), ("seconds", "peak memory, MiB")):
         ax.bar(range(len(rows)), [r[key] for r in rows], color="tab:blue")

@@ -51,7 +51,8 @@ def test_every_mode_reads_as_pillow_converts_it(mode, suffix, tmp_path):
     stored.save(path)
     rgb = ImageFiles([path]).read_image("a")
     with Image.open(path) as back:
-        assert back.mode == mode
+        # Pillow before 10.1 reads a 16-bit PNG as 32-bit "I"
+        assert back.mode == mode or (mode, back.mode) == ("I;16", "I")
         if mode == "I;16":
             expected = np.repeat(_photo()[..., :1], 3, axis=2)
         else:

@@ -145,7 +145,7 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
     key = {"images": [file_digest(dataset.image_path(i)) for i in ids],
            "masks": [file_digest(dataset.mask_path(i)) for i in ids],
            "class": class_name, "detector": params.to_dict(), "version": TOP_DOWN_VERSION}
-    sizes = [tuple(dataset.image_size(i)) for i in ids]
+    sizes = [tuple(dataset.image_size(i)) for i in ids] if long_side is not None else []
     work = [working_shape(size, long_side) for size in sizes]
     if work != sizes:
         key["work"] = [list(w) for w in work]   # absent otherwise: the entries made before
@@ -155,7 +155,9 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
             say(f"training the {class_name} detector on {dataset.name}/{split}"
                 f"{' ' + what if what else ''} ({len(ids)} images)")
         images = _Images(dataset, ids, long_side)
-        masks = [resize_labels(dataset.read_mask(i), w) for i, w in zip(ids, work)]
+        masks = [dataset.read_mask(i) for i in ids]
+        if work:
+            masks = [resize_labels(m, w) for m, w in zip(masks, work)]
         try:
             detector = train_detector(images, masks, cls, params)
         except TooFewObjects as err:

@@ -185,7 +185,9 @@ class FeatureExtractor:
     def _resized(self, ids) -> dict[str, list[int]]:
         """The working (h, w) of each of these images worked on at another
         size than its own (the cache keys of what is learnt on them)."""
-        out = {}
+        out: dict[str, list[int]] = {}
+        if self.long_side is None:          # no header to read
+            return out
         for i in ids:
             work = resized_shape(self.dataset.image_size(i), self.long_side)
             if work is not None:

@@ -113,8 +113,9 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
         cv2.setNumThreads(1)
         cache = ArrayCache(cache_dir, cache_enabled)
         digest = file_digest(dataset.image_path(image_id))
-        shape = tuple(dataset.image_size(image_id))
-        work = resized_shape(shape, config.long_side)
+        # the header is read only when a working size is set (no I/O added otherwise)
+        shape = None if config.long_side is None else tuple(dataset.image_size(image_id))
+        work = None if shape is None else resized_shape(shape, config.long_side)
         loaded = {}
 
         def image():

@@ -26,6 +26,7 @@ import numpy as np
 from PIL import Image
 
 from segstruct.datasets.voc import voc_colormap
+from segstruct.decisions import decide
 from segstruct.features.superpixels import paint
 from segstruct.io.files import atomic_write_bytes
 from segstruct.io.provenance import code_version
@@ -75,7 +76,8 @@ def check_models(models: Sequence[SegmentationModel]) -> None:
                              "separately")
 
 
-def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence) -> np.ndarray:
+def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence,
+                      decision: str = "map", beta: float = 1.0) -> np.ndarray:
     """VOC class index per superpixel of one image.
 
     Parameters
@@ -83,11 +85,19 @@ def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence) -> 
     models : the class models.
     graphs : the image's graph under each model's features, in model order
         (the same superpixels; the top-down block differs per class).
+    decision : one of ``segstruct.decisions.DECISIONS``; other than "map",
+        one model with a temperature, deciding for the image alone.
+    beta : float, of "expected-fbeta".
 
     Returns
     -------
     (N,) uint8: 0 (background) or a model's class index.
     """
+    if decision != "map":
+        if len(models) != 1:
+            raise ValueError(f"decision {decision!r} labels one class: give one model")
+        y = decide(models[0].estimator, [graphs[0]], decision, "image", beta)[0]
+        return (y * models[0].label).astype(np.uint8)
     if len(models) == 1:
         y = models[0].estimator.predict([graphs[0]])[0]
         return (y * models[0].label).astype(np.uint8)
@@ -99,11 +109,13 @@ def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence) -> 
 
 
 def label_images(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
-                 chunk: int = CHUNK) -> Iterator[tuple[str, np.ndarray]]:
+                 chunk: int = CHUNK, decision: str = "map",
+                 beta: float = 1.0) -> Iterator[tuple[str, np.ndarray]]:
     """Yield (image id, (H, W) uint8 label image) for every id, in order.
 
     ``extractor`` is a FeatureExtractor of the models' features (built with
-    their codebook and detectors) over the images.
+    their codebook and detectors) over the images; ``decision`` and ``beta``
+    as for :func:`label_superpixels`.
     """
     top_down = models[0].config.detector is not None
     for start in range(0, len(ids), chunk):
@@ -115,7 +127,8 @@ def label_images(models: Sequence[SegmentationModel], extractor, ids: Sequence[s
             per_model = [shared] * len(models)
         for k, image_id in enumerate(part):
             graphs = [g[k] for g in per_model]
-            yield image_id, paint(graphs[0].segments, label_superpixels(models, graphs))
+            yield image_id, paint(graphs[0].segments,
+                                  label_superpixels(models, graphs, decision, beta))
 
 
 def write_label_png(path: Path, labels: np.ndarray) -> None:
@@ -145,9 +158,11 @@ def write_overlay(path: Path, rgb: np.ndarray, labels: np.ndarray, alpha: float 
 
 def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
                       out_dir: Path, overlay: bool = False,
-                      bar: Callable[[int], Any] | None = None) -> list[dict]:
+                      bar: Callable[[int], Any] | None = None, decision: str = "map",
+                      beta: float = 1.0) -> list[dict]:
     """Label every image, write ``OUT/<id>.png`` (and ``<id>.jpg`` with
-    ``overlay``); return one index entry per image.
+    ``overlay``); return one index entry per image. ``decision`` and
+    ``beta`` as for :func:`label_superpixels`.
 
     ``bar(total)`` gives a progress bar (anything with ``update()`` and
     ``close()``), or None for none.
@@ -157,7 +172,8 @@ def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Seque
     entries, progress = [], bar(len(ids)) if bar is not None else None
     names = {m.label: m.class_name for m in models}
     try:
-        for image_id, labels in label_images(models, extractor, ids):
+        for image_id, labels in label_images(models, extractor, ids, decision=decision,
+                                             beta=beta):
             start = time.perf_counter()
             write_label_png(out_dir / f"{image_id}.png", labels)
             entry = {"id": image_id, "image": str(dataset.image_path(image_id)),
@@ -180,7 +196,7 @@ def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Seque
 
 
 def prediction_index(models: Sequence[SegmentationModel], source: dict, entries: list[dict],
-                     seconds: float) -> dict:
+                     seconds: float, decision: str = "map", beta: float = 1.0) -> dict:
     """``index.json`` of a folder of predictions.
 
     Parameters
@@ -190,6 +206,7 @@ def prediction_index(models: Sequence[SegmentationModel], source: dict, entries:
         {"data_root": ..., "split": ...}.
     entries : :func:`predict_to_folder`'s, one per image.
     seconds : wall-clock seconds of the labelling.
+    decision, beta : how the labels were decided (:func:`label_superpixels`).
     """
     return {
         "format": "segstruct-predictions", "format_version": 1, **source,
@@ -197,7 +214,13 @@ def prediction_index(models: Sequence[SegmentationModel], source: dict, entries:
                     "method": m.doc["method"], "dataset": m.doc.get("dataset"),
                     "train_split": m.doc.get("train_split"),
                     "code_version": m.doc.get("code_version")} for m in models],
-        "combination": "the model's graph cut" if len(models) == 1 else COMBINATION,
+        "combination": ("the model's graph cut" if decision == "map" else
+                        f"decision {decision}" + (f" (beta {beta:g})" if decision ==
+                                                  "expected-fbeta" else "") +
+                        f" from the marginals at temperature "
+                        f"{models[0].estimator.temperature_:.3g}, per image")
+        if len(models) == 1 else COMBINATION,
+        "decision": decision,
         "features": models[0].config.to_dict(), "code_version": code_version(),
         "seconds": seconds, "images": entries}
 

@@ -54,7 +54,8 @@ def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
 def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str,
                 class_name: str, method: str, metadata: dict | None = None,
                 progress: bool = False, resume: bool = True,
-                keep_checkpoint: bool = False, val=None) -> SegmentationModel:
+                keep_checkpoint: bool = False, val=None,
+                temperature: float | None = None) -> SegmentationModel:
     """Fit ``estimator`` on one split's examples and save it as model ``out``.
 
     Parameters
@@ -74,6 +75,10 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     val : (split name, graphs, label counts) of a validation split, optional:
         scored beside the training split, recorded, and checked for
         over-fitting (:func:`segstruct.evaluate.diagnosis.generalisation`).
+    temperature : float, optional
+        The temperature of the marginals of an SSVM, calibrated beforehand
+        (``segstruct.decisions.fit_temperature``): set as ``temperature_``
+        and saved, for ``predict --decision``.
 
     Returns
     -------
@@ -90,6 +95,8 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     log_file, checkpoint = log_path(out), checkpoint_path(out)
     estimator.fit(X, Y, callbacks=training_callbacks(
         progress=progress, log_path=log_file, checkpoint_path=checkpoint, resume=resume))
+    if temperature is not None:
+        estimator.temperature_ = float(temperature)
     predictions = estimator.predict(X)        # one graph cut per image, used twice
     train_score = estimator.voc_score(X, Y, predictions).to_dict()
     diagnosis = diagnose(estimator, X, Y, predictions)

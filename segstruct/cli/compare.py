@@ -10,6 +10,7 @@ from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset
 from segstruct.cli.settings import (add_training_options, check_C_options, check_cv_size,
                                     check_loss_options, check_solver_options, checked,
                                     codebook_split, make_extractor, training_settings)
+from segstruct.decisions import DECISIONS
 from segstruct.learn.methods import METHOD_HELP, METHODS
 
 HELP = ("train several methods for several classes and compare them by VOC IoU (Table 1 "
@@ -29,6 +30,13 @@ def add_arguments(p) -> None:
                    default=["bl1", "bl2", "proposed"],
                    help=f"methods to train (default: bl1 bl2 proposed). {METHOD_HELP}")
     add_training_options(g)
+    g.add_argument("--decisions", nargs="+", choices=DECISIONS, default=["map"],
+                   metavar="DECISION",
+                   help="also score these decisions from each model's marginals (map, "
+                        "the graph cut, is always scored): marginal (q > 1/2), "
+                        "expected-iou, expected-fbeta (--beta) over the whole evaluation "
+                        "split; the SSVMs' marginals need a temperature, fitted on "
+                        "training folds (--folds fits more per pair) (default: map)")
     g.add_argument("--split-train", dest="train_split", default="train",
                    help="training split (default %(default)s)")
     g.add_argument("--split-eval", dest="eval_split", default="val",

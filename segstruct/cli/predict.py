@@ -9,6 +9,7 @@ from pathlib import Path
 from segstruct.cli.common import UsageError, class_models, refuse_overwriting, show_progress
 from segstruct.cli.settings import make_extractor
 from segstruct.datasets import ImageFiles, VOCDataset
+from segstruct.decisions import DECISIONS
 from segstruct.io.files import write_json
 
 HELP = ("label new images with trained models: one VOC palette PNG per image (class index "
@@ -31,6 +32,15 @@ def add_arguments(p) -> None:
     p.add_argument("--out", required=True, type=Path, metavar="DIR",
                    help="writes DIR/<id>.png (VOC palette: class index per pixel, the "
                         "image's size) and DIR/index.json")
+    p.add_argument("--decision", choices=DECISIONS, default="map",
+                   help="how a model's labels are chosen: map (its graph cut), marginal "
+                        "(superpixels whose marginal is above 1/2) or the labelling of "
+                        "largest expected IoU / F-beta (--beta) under the marginals, each "
+                        "image on its own; other than map, one model, which needs a "
+                        "temperature: a crf model, or one trained with --calibrate "
+                        "(default %(default)s)")
+    p.add_argument("--beta", type=float, default=1.0,
+                   help="beta of --decision expected-fbeta (default %(default)s)")
     p.add_argument("--overlay", action="store_true",
                    help="also write DIR/<id>.jpg: the image with its labels drawn on it")
 
@@ -94,6 +104,24 @@ def _stale(out: Path, entries: list[dict]) -> list[str]:
                    if k in e and e[k] not in written and (out / e[k]).exists()})
 
 
+def _check_decision(args, models) -> None:
+    """Refuse a --decision the models cannot make (before any feature)."""
+    if args.beta != 1.0 and args.decision != "expected-fbeta":
+        raise UsageError("--beta applies only to --decision expected-fbeta")
+    if not (args.beta > 0 and args.beta < float("inf")):
+        raise UsageError(f"--beta must be a positive number, got {args.beta}")
+    if args.decision == "map":
+        return
+    if len(models) != 1:
+        raise UsageError(f"--decision {args.decision} labels one class from its marginals: "
+                         f"give one --model (got {len(models)}), or use --decision map to "
+                         "combine class models")
+    if getattr(models[0].estimator, "temperature_", None) is None:
+        raise UsageError(f"{models[0].path} has no temperature for its marginals (its "
+                         f"method, {models[0].doc.get('method')}, scores by margins): train "
+                         "it again with --calibrate, or use a crf model, or --decision map")
+
+
 def run(args) -> int:
     from segstruct.io.progress import progress_bar
     from segstruct.predict import predict_to_folder, prediction_index
@@ -115,13 +143,16 @@ def run(args) -> int:
     # an output must never replace an input, nor mix with the images
     _check_out(out, {source.image_path(i).resolve() for i in ids}, args.overlay, ids)
     first = models[0]
+    _check_decision(args, models)
     extractor = make_extractor(args, source, first.config, first.codebook, detectors)
     start = time.perf_counter()
     bar = (lambda total: progress_bar(total, "predict", unit="image")) \
         if show_progress(args) else None
-    entries = predict_to_folder(models, extractor, ids, out, overlay=args.overlay, bar=bar)
+    entries = predict_to_folder(models, extractor, ids, out, overlay=args.overlay, bar=bar,
+                                decision=args.decision, beta=args.beta)
     stale = _stale(out, entries)
-    index = prediction_index(models, described, entries, time.perf_counter() - start)
+    index = prediction_index(models, described, entries, time.perf_counter() - start,
+                             decision=args.decision, beta=args.beta)
     if bad:
         index["unreadable"] = [{"image": path, "error": why} for path, why in bad.items()]
     write_json(out / "index.json", index)

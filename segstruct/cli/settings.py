@@ -19,6 +19,7 @@ from segstruct.features.topdown.detector import DetectorParams
 from segstruct.inference.proposed import INFERENCE_CHOICES
 from segstruct.learn.base import POSITIVE, Options, check_param
 from segstruct.learn.fenchel_young import SETS
+from segstruct.learn.likelihood import LIKELIHOODS
 from segstruct.learn.methods import (DEFAULTS, METHODS, SINGLE_RUN_METHODS, SINGLE_RUN_SOLVERS,
                                      with_workers)
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
@@ -277,6 +278,11 @@ def add_training_options(g) -> None:
                         "model's attractive edges, but seconds per image per step: small "
                         "data only); budget and marginal need --node-weights count "
                         "(default %(default)s)")
+    g.add_argument("--likelihood", choices=LIKELIHOODS, default=DEFAULTS.likelihood,
+                   help="the crf method's likelihood: pseudo-likelihood (exact, convex, "
+                        "seconds) or the likelihood with log Z and marginals by loopy "
+                        "belief propagation (bethe; the Bethe approximation on loopy "
+                        "superpixel graphs) (default %(default)s)")
     g.add_argument("--scope", choices=SCOPES, default=DEFAULTS.scope,
                    help="one loss over the whole training set (the paper's setting), or "
                         "one loss per image (default %(default)s)")
@@ -327,7 +333,9 @@ def check_solver_options(args, methods) -> None:
             args.solver not in SINGLE_RUN_SOLVERS.get(m, SOLVERS) for m in methods):
         raise UsageError(f"--solver {args.solver} does not apply to {' and '.join(methods)}: "
                          "lovasz trains by 1-slack cutting planes (oneslack) or sgd, "
-                         "projection by L-BFGS-B")
+                         "projection and crf by L-BFGS-B")
+    if args.likelihood != DEFAULTS.likelihood and "crf" not in methods:
+        raise UsageError(f"--likelihood {args.likelihood} applies to the crf method only")
     if args.projection_set != DEFAULTS.projection_set and "projection" not in methods:
         raise UsageError(f"--projection-set {args.projection_set} applies to the projection "
                          f"method only, which {' and '.join(methods)} "
@@ -410,7 +418,14 @@ def training_settings(args):
                             n_triangles=args.triangles, inference=args.inference,
                             polish=not args.no_polish, solver=args.solver, tol=args.tol,
                             max_iter=args.max_iter, C_grid=grid, folds=folds,
-                            projection_set=args.projection_set)
+                            projection_set=args.projection_set,
+                            likelihood=args.likelihood,
+                            decisions=decisions_of(getattr(args, "decisions", None)))
+
+
+def decisions_of(asked) -> tuple:
+    """The decisions to score: "map" first, then those asked for, once each."""
+    return tuple(dict.fromkeys(["map", *(asked or [])]))
 
 
 def make_estimator(args):

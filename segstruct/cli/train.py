@@ -35,6 +35,11 @@ def add_arguments(p) -> None:
     g.add_argument("--out", required=True, type=Path, metavar="MODEL",
                    help="writes MODEL.json, MODEL.npz and MODEL.log.json; while training, "
                         "MODEL.ckpt.npz after every iteration")
+    g.add_argument("--calibrate", action="store_true",
+                   help="also fit the temperature of the model's marginals (scores / T) "
+                        "by held-out likelihood on --folds folds of the training split "
+                        "(one more fit per fold), so that predict --decision can use "
+                        "them; a crf model has its own (T = 1)")
     g.add_argument("--resume", action="store_true",
                    help="continue an interrupted run from MODEL.ckpt.npz (same data and "
                         "options; --max-iter may be raised)")
@@ -110,6 +115,20 @@ def _choose_C_for_train(args, dataset, X, Y) -> dict:
     return curve
 
 
+def _calibrate(args, estimator, X, Y) -> tuple[float, dict]:
+    """--calibrate: the temperature of the marginals, by held-out likelihood."""
+    from segstruct.decisions import fit_temperature
+    from segstruct.learn.selection import DEFAULT_FOLDS
+    folds = args.folds or DEFAULT_FOLDS
+    print(f"fitting the temperature of the marginals on {folds} folds of {args.split}",
+          file=sys.stderr)
+    params = estimator.get_params(deep=False)
+    T, fit = fit_temperature(lambda: type(estimator)(**params), X, Y, folds=folds,
+                             seed=args.seed)
+    print(f"temperature {T:.3g} ({fit['seconds']:.1f} s)", file=sys.stderr)
+    return T, fit
+
+
 def run(args) -> int:
     from segstruct.io.persistence import checkpoint_path, log_path, model_paths
     from segstruct.workflow import check_training_set, train_model
@@ -125,6 +144,9 @@ def run(args) -> int:
     # every option is checked before any feature is computed
     estimator = checked(train_estimator(args))
     check_resume(args, estimator)
+    if args.calibrate and args.method == "crf":
+        raise UsageError("--calibrate: a crf model's scores are its log-probabilities "
+                         "(temperature 1); calibrate the SSVM methods only")
     if args.resume and not checkpoint.exists():
         print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
     dataset = open_dataset(args)
@@ -151,9 +173,14 @@ def run(args) -> int:
         write_json(_cv_figure_path(args.out, ".cv.json"), curve)
         estimator.C = curve["chosen_C"]       # the saved model: all of the split at that C
         extra = {"C_selection": curve}
+    temperature = None
+    if args.calibrate:
+        temperature, fit = _calibrate(args, estimator, X, Y)
+        extra = {**extra, "temperature_fit": fit}
     trained = train_model(estimator, X, Y, args.out, extractor, split=args.split,
                           class_name=args.class_name, method=args.method, metadata=extra,
-                          progress=show_progress(args), resume=args.resume, val=val)
+                          progress=show_progress(args), resume=args.resume, val=val,
+                          temperature=temperature)
     train_score, diagnosis = trained.doc["train_score"], trained.doc["diagnosis"]
     val_score = trained.doc.get("val_score")
     status = "converged" if estimator.converged_ else "stopped at --max-iter"

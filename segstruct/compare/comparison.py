@@ -16,6 +16,7 @@ from segstruct.compare.figures import comparison_figures
 from segstruct.compare.multiclass import multiclass
 from segstruct.compare.store import RecordStore, score_table
 from segstruct.datasets import class_index
+from segstruct.decisions import decide, fit_temperature
 from segstruct.evaluate.diagnosis import generalisation
 from segstruct.features.detection import detectors_digest
 from segstruct.features.extraction import FeatureExtractor
@@ -260,6 +261,15 @@ class Comparison:
             # the checkpoint was made with
             C, curve = self._choose_C(class_name, method, X, Y)
             extra = {"C_selection": curve}
+        temperature = None
+        if self._needs_temperature(method):
+            # before the fit: the fold models' held-out scores, not the final model's
+            temperature, fit = fit_temperature(lambda: self.settings.estimator(method, C=C),
+                                               X, Y, folds=self.settings.cv()[1],
+                                               seed=self.seed)
+            extra = {**extra, "temperature_fit": fit}
+            self.say(f"      {method} {class_name}: temperature {temperature:.3g} of its "
+                     f"marginals, by held-out likelihood ({fit['seconds']:.1f} s)")
         # an interrupted pair continues from its last cutting-plane iteration
         if checkpoint_path(model_path).exists():
             self.say(f"      resuming from {checkpoint_path(model_path)}")
@@ -269,7 +279,7 @@ class Comparison:
         trained = train_model(estimator, X, Y, model_path,
                               self.extractor, split=self.train_split, class_name=class_name,
                               method=method, metadata=extra, progress=self.progress,
-                              keep_checkpoint=True)
+                              keep_checkpoint=True, temperature=temperature)
         estimator, train_score, diagnosis = (trained.estimator, trained.doc["train_score"],
                                              trained.doc["diagnosis"])
         for warning in diagnosis["warnings"]:
@@ -306,10 +316,35 @@ class Comparison:
             "training_log": str(log_path(trained.path).relative_to(self.out_dir)),
             "identity": self.identity(),
         }
+        if len(self.settings.decisions) > 1:
+            record["decisions"] = self._score_decisions(estimator, X, Y, evaluation)
         self.store.write(record)
         # the record is written: nothing to resume
         checkpoint_path(trained.path).unlink(missing_ok=True)
         return record
+
+    def _needs_temperature(self, method: str) -> bool:
+        """Whether the pair's decisions need an SSVM's marginals calibrated
+        (a CRF's scores are its log-probabilities already)."""
+        return method != "crf" and any(d != "map" for d in self.settings.decisions)
+
+    def _score_decisions(self, estimator, X, Y, evaluation) -> dict:
+        """Train and eval VOC scores of every decision (one decision over a
+        whole split: the data-set scope, the way VOC counts)."""
+        start = time.perf_counter()
+        X_eval = [ex.graph for ex in evaluation]
+        Y_eval = [ex.pixel_counts for ex in evaluation]
+        scores = {}
+        for decision in self.settings.decisions:
+            scores[decision] = {
+                split: estimator.voc_score(
+                    graphs, labels, decide(estimator, graphs, decision, "dataset",
+                                           self.settings.beta)).to_dict()
+                for split, graphs, labels in (("train_score", X, Y),
+                                              ("eval_score", X_eval, Y_eval))}
+        return {"scope": "dataset", "beta": self.settings.beta,
+                "temperature": getattr(estimator, "temperature_", None),
+                "scores": scores, "seconds": time.perf_counter() - start}
 
     def _choose_C(self, class_name, method, X, Y) -> tuple[float, dict]:
         """Cross-validate C for one pair on its training examples; say the curve."""

@@ -83,6 +83,9 @@ def _criterion(estimator) -> str:
                 f"{_svm_C(estimator) * estimator.tol:g}")
     if solver == "sgd":
         return "SGD has no stopping test and certifies no gap: the lower bound 0 is trivial"
+    if solver == "perceptron":
+        return ("the perceptron converges when an epoch makes no mistake on the training "
+                "images (they are separated); it minimises no regularised objective")
     if solver == "lbfgs":
         return (f"convergence means an objective within C tol = "
                 f"{_svm_C(estimator) * estimator.tol:g} of its minimum, certified by the "

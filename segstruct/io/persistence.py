@@ -42,7 +42,7 @@ _OLD_IO_PARAMS = ("progress", "log_path", "checkpoint_path", "resume")
 # lovasz method's margin scale),
 # kept in the file to say how it was made; the StructuredSVM that predicts
 # with the weights has no such parameter.
-_TRAINING_ONLY_PARAMS = ("projection_set", "margin_scale")
+_TRAINING_ONLY_PARAMS = ("projection_set", "margin_scale", "likelihood")
 
 
 class ModelFileError(ValueError):
@@ -137,6 +137,10 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
         "features": feature_config.to_dict(),
         "n_features": int(arrays["w"].size),
         **({"top_down": top_down} if top_down is not None else {}),
+        # the temperature of the model's marginals (a CRF's 1; an SSVM's when
+        # calibrated): what predict --decision needs besides the weights
+        **({"temperature": float(estimator.temperature_)}
+           if getattr(estimator, "temperature_", None) is not None else {}),
         "training": training if training is not None else {
             "n_iter": estimator.n_iter_, "converged": estimator.converged_,
             "primal": estimator.primal_, "dual": estimator.dual_, "gap": estimator.gap_,
@@ -231,6 +235,13 @@ def load_model(path):
         estimator = learner.from_weights(w, loss, **{**params, "kappa": None})
     except (TypeError, ValueError) as err:
         raise ModelFileError(f"{json_path} has invalid estimator settings ({err})") from err
+    temperature = doc.get("temperature")
+    if temperature is not None:
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+                or not 0 < temperature < float("inf"):
+            raise ModelFileError(f"{json_path} has an invalid temperature {temperature!r}: "
+                                 "it must be a positive number")
+        estimator.temperature_ = float(temperature)
     # Checked after the specific checks above, whose messages say more.
     if doc["format_version"] >= 2 and doc.get(DOC_DIGEST) != _doc_digest(doc):
         raise ModelFileError(f"{json_path} does not match its own checksum "

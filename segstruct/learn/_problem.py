@@ -78,7 +78,7 @@ class TrainingError(RuntimeError):
 #: The cutting-plane solvers (StructuredSVM), then the first-order ones
 #: (FirstOrderSVM, per-image scope only).
 CUTTING_PLANE_SOLVERS = ("nslack", "oneslack")
-STOCHASTIC_SOLVERS = ("subgradient", "sgd", "bcfw")
+STOCHASTIC_SOLVERS = ("subgradient", "sgd", "bcfw", "perceptron")
 SOLVERS = CUTTING_PLANE_SOLVERS + STOCHASTIC_SOLVERS
 #: What ``C`` is measured in (:func:`svm_C`).
 C_UNITS = ("superpixel", "paper")

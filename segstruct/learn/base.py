@@ -196,6 +196,43 @@ class BaseSSVM(ParamsMixin):
             out.append(max_marginals(u, x.edges, p))
         return out
 
+    def marginals(self, X, temperature: float | None = None) -> list[np.ndarray]:
+        """p(y_i = 1) per superpixel under ``p(y | x) ∝ exp(score(y) / T)``, by
+        loopy belief propagation (``segstruct.inference.marginals``: exact
+        on a forest, the Bethe approximation on loopy graphs).
+
+        For a CRF, T = 1 and these are its own marginals. For an SSVM, whose
+        scores are margins and not log-probabilities, they are an
+        approximation whose temperature must be calibrated on held-out
+        data (``segstruct.decisions.fit_temperature``).
+
+        Parameters
+        ----------
+        X : sequence of graphs.
+        temperature : float > 0, optional
+            Default: the fitted ``temperature_``.
+
+        Returns
+        -------
+        list of (N_k,) float64 arrays in [0, 1].
+        """
+        from segstruct.inference.marginals import loopy_bp
+        self._check_fitted()
+        check_inputs(X)
+        T = getattr(self, "temperature_", None) if temperature is None else temperature
+        if T is None:
+            raise NotFittedError(
+                f"this {type(self).__name__} has no temperature for its marginals: its scores "
+                "are margins, not log-probabilities; calibrate one on held-out data "
+                "(segstruct.decisions.fit_temperature, or train --calibrate)")
+        check_param("temperature", T, [POSITIVE])
+        model = MRFModel(pairwise=self.pairwise)
+        out = []
+        for x in X:
+            u, p = model.potentials(x, self.w_)
+            out.append(loopy_bp(u / T, x.edges, p / T).node)
+        return out
+
     def voc_score(self, X, Y, predictions=None) -> VOCScore:
         """The VOC measure of the predictions (pixel level when Y holds counts).
 

@@ -238,7 +238,7 @@ class ProgressBar(Callback):
         max_iter = run.estimator.max_iter
         solver = getattr(run.estimator, "solver", None)
         desc = ("cutting planes" if solver in ("oneslack", "nslack") else
-                f"{solver} epochs" if solver in ("subgradient", "sgd", "bcfw") else
+                f"{solver} epochs" if solver in ("subgradient", "sgd", "bcfw", "perceptron") else
                 str(solver))
         self._bar = progress_bar(max_iter, desc, initial=min(state.iteration, max_iter),
                                  unit="iteration")

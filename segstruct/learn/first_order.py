@@ -1,5 +1,6 @@
 """The first-order learners of the structural SVM: projected subgradient
-descent, SGD over images and block-coordinate Frank-Wolfe, as an estimator.
+descent, SGD over images and block-coordinate Frank-Wolfe, as an estimator;
+and the averaged structured perceptron beside them.
 
 :class:`FirstOrderSVM` minimises :class:`~segstruct.learn.ssvm.StructuredSVM`'s
 per-image objective (the same loss, C, oracle and bound w_p <= 0) with the
@@ -8,8 +9,9 @@ estimator on :class:`~segstruct.learn.base.BaseSSVM`. An iteration
 (``max_iter``, ``log_``) is an epoch: n oracle calls, plus n more to evaluate
 the objective. The image sampling is seeded, so a fit is repeatable. Only
 BCFW has a stopping test (its duality gap <= svm_C_ tol); subgradient
-descent stops early only when a step leaves w in place, and SGD runs all
-``max_iter`` epochs. The learners keep no resumable state: a checkpoint is
+descent stops early only when a step leaves w in place, SGD runs all
+``max_iter`` epochs, and the perceptron stops after an epoch without a
+mistake (never, on data no weights separate: its log counts the mistakes). The learners keep no resumable state: a checkpoint is
 refused.
 """
 from __future__ import annotations
@@ -31,8 +33,8 @@ from segstruct.learn._problem import (C_UNITS, CUTTING_PLANE_SOLVERS, DEFAULT_C,
 from segstruct.learn.base import BaseSSVM
 from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoints
 from segstruct.learn.qp import QPError
-from segstruct.learn.stochastic import (ImageScopeProblem, solve_bcfw, solve_sgd,
-                                        solve_subgradient)
+from segstruct.learn.stochastic import (ImageScopeProblem, solve_bcfw, solve_perceptron,
+                                        solve_sgd, solve_subgradient)
 from segstruct.model import MRFModel
 
 __all__ = ["FirstOrderSVM"]
@@ -47,11 +49,14 @@ class FirstOrderSVM(BaseSSVM):
     loss, kappa, C, C_units, node_weights, pairwise, oracle, tol, max_iter
         As for :class:`~segstruct.learn.ssvm.StructuredSVM`; ``max_iter``
         counts epochs, and ``tol`` is BCFW's (its duality gap <= svm_C_ tol).
-    solver : {"subgradient", "sgd", "bcfw"}, default "bcfw"
+    solver : {"subgradient", "sgd", "bcfw", "perceptron"}, default "bcfw"
         Projected subgradient descent (step 1/t, the best iterate kept),
         projected SGD over images (step 2/(t+1), weighted average of the
-        iterates) or block-coordinate Frank-Wolfe on the dual (exact line
-        search under w_p <= 0).
+        iterates), block-coordinate Frank-Wolfe on the dual (exact line
+        search under w_p <= 0), or the averaged structured perceptron (MAP
+        by graph cut, no loss and no regulariser: C, loss and oracle are
+        not used; it stops after an epoch without a mistake, and its
+        ``primal`` is the perceptron risk, not F).
     scope : {"image"}, default "image"
         The per-image loss: the data-set scope is one example, with nothing
         to sample or split into blocks.
@@ -184,6 +189,8 @@ class FirstOrderSVM(BaseSSVM):
             elif self.solver == "sgd":
                 result = solve_sgd(problem, epochs, rng, "weighted", 1,
                                               keep_iterate, each_epoch)
+            elif self.solver == "perceptron":
+                result = solve_perceptron(problem, epochs, rng, keep_iterate, each_epoch)
             else:
                 result = solve_bcfw(problem, epochs, float(self.tol), rng,
                                                "uniform", 1, keep_iterate, each_epoch)
@@ -235,4 +242,6 @@ class FirstOrderSVM(BaseSSVM):
                "seconds": entry["seconds"]}
         if "dual" in entry:
             out.update(dual=entry["dual"], gap=entry["gap"])
+        if "mistakes" in entry:
+            out["mistakes"] = entry["mistakes"]
         return out

@@ -22,6 +22,7 @@ from segstruct.inference.triangulation import N_TRIANGLES
 
 from segstruct.learn.lovasz_svm import LovaszSVM
 from segstruct.learn.projection_svm import ProjectionSVM
+from segstruct.learn.crf import CRF
 from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID, check_folds, check_grid
 from segstruct.learn.base import BaseSSVM
 from segstruct.learn.first_order import FirstOrderSVM
@@ -39,15 +40,18 @@ METHODS: dict[str, dict[str, Any]] = {
     # Fenchel-Young loss of the cube projection, L-BFGS (projection_svm); its
     # MAP decoding is calibrated for an error count, hence "hamming"
     "projection": {"loss": "hamming", "pairwise": True, "oracle": None},
+    # a CRF trained by (pseudo- or Bethe) likelihood, L-BFGS (crf); no training
+    # loss: its MAP is calibrated for an error count, hence "hamming"
+    "crf": {"loss": "hamming", "pairwise": True, "oracle": None},
 }
 
 #: The methods trained by one call of their own solver (nothing to resume from).
-SINGLE_RUN_METHODS = ("lovasz", "projection")
+SINGLE_RUN_METHODS = ("lovasz", "projection", "crf")
 
 #: The ``--solver`` values each single-run method takes (projection none: it
 #: trains by L-BFGS-B; :func:`estimator_for` gives either the default solver
 #: for another); the other methods take every one of ``SOLVERS``.
-SINGLE_RUN_SOLVERS = {"lovasz": LovaszSVM.SOLVERS, "projection": ()}
+SINGLE_RUN_SOLVERS = {"lovasz": LovaszSVM.SOLVERS, "projection": (), "crf": ()}
 
 METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the training "
                "set), unary + pairwise, graph cut; hamming: kappa = 1; bl2: the loss with "
@@ -61,7 +65,9 @@ METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the 
                "IoU, by 1-slack cutting planes or --solver sgd; projection: the "
                "Fenchel-Young loss of the projection onto --projection-set (Blondel et "
                "al. 2020), unary and pairwise weights by L-BFGS-B, predicted by graph "
-               "cut (--solver does not apply)")
+               "cut (--solver does not apply); crf: a CRF trained by the regularised "
+               "conditional log-likelihood (--likelihood pseudo or bethe), by L-BFGS-B, "
+               "predicted by graph cut or by a --decision on its marginals")
 
 
 # StructuredSVM's own defaults (C, tol, max_iter, scope, solver, node_weights), read
@@ -85,7 +91,9 @@ class TrainingSettings:
 
     ``projection_set`` is the projection method's set (cube, budget or
     marginal); like ``C_grid`` it is recorded only when it is not the
-    default, so the records made before it existed still resume.
+    default, so the records made before it existed still resume; so are
+    ``likelihood``, the crf method's, and ``decisions``, those compare
+    scores besides the MAP.
 
     ``C`` is a number, or "auto" (the default): each pair then gets the C that ``folds``-fold
     cross-validation on the training split picks from ``C_grid``
@@ -114,6 +122,10 @@ class TrainingSettings:
     C_grid: tuple | None = None
     folds: int | None = None
     projection_set: str = "cube"
+    likelihood: str = "pseudo"
+    # the decisions compare scores besides the MAP ("map" first); the SSVMs'
+    # need a temperature, fitted on training folds (segstruct.decisions)
+    decisions: tuple = ("map",)
 
     @property
     def auto(self) -> bool:
@@ -131,6 +143,12 @@ class TrainingSettings:
         del out["C_grid"], out["folds"]
         if self.projection_set == TrainingSettings.projection_set:
             del out["projection_set"]
+        if self.likelihood == TrainingSettings.likelihood:
+            del out["likelihood"]
+        if tuple(self.decisions) == TrainingSettings.decisions:
+            del out["decisions"]
+        else:
+            out["decisions"] = list(self.decisions)
         if self.auto:
             grid, folds = self.cv()
             out.update(C_grid=list(grid), folds=folds)
@@ -155,6 +173,7 @@ class TrainingSettings:
                              polish=self.polish, node_weights=self.node_weights, C=C,
                              C_units=self.C_units,
                              scope=self.scope, projection_set=self.projection_set,
+                             likelihood=self.likelihood,
                              solver=self.solver, tol=self.tol, max_iter=self.max_iter)
 
 
@@ -234,7 +253,8 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
                   n_triangles: int = DEFAULTS.n_triangles,
                   inference: str = DEFAULTS.inference, polish: bool = DEFAULTS.polish,
                   node_weights: str = DEFAULTS.node_weights,
-                  projection_set: str = DEFAULTS.projection_set, **params) -> BaseSSVM:
+                  projection_set: str = DEFAULTS.projection_set,
+                  likelihood: str = DEFAULTS.likelihood, **params) -> BaseSSVM:
     """The learner of ``method``: a ``StructuredSVM`` (a
     :class:`~segstruct.learn.first_order.FirstOrderSVM` for the solvers
     subgradient, sgd and bcfw), for "lovasz" a
@@ -251,6 +271,7 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
         algorithm and closing greedy flips (False: the paper's method as published).
     node_weights : "count" or "area" node weights.
     projection_set : the projection method's set ("cube", "budget", "marginal").
+    likelihood : the crf method's likelihood ("pseudo", "bethe").
     **params : further StructuredSVM hyper-parameters (C, scope, solver, ...).
 
     Raises
@@ -269,6 +290,10 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
     (IoULoss(), True, 0.905)
     """
     spec = METHODS[_check(method)]
+    if method == "crf":
+        params.pop("solver", None)          # L-BFGS-B: the SSVM solver does not apply
+        return CRF(pairwise=spec["pairwise"], likelihood=likelihood,
+                   node_weights=node_weights, **params)
     if method == "projection":
         params.pop("solver", None)          # L-BFGS-B: the SSVM solver does not apply
         return ProjectionSVM(pairwise=spec["pairwise"], projection_set=projection_set,

@@ -34,6 +34,11 @@ Learners
     Block-coordinate Frank-Wolfe on the dual (Lacoste-Julien, Jaggi, Schmidt
     & Pletscher, ICML 2013, Algorithm 4), with the bound w_p <= 0 (below),
     stopped by its duality gap.
+:func:`structured_perceptron`
+    The averaged structured perceptron (Collins 2002), the lectures'
+    starting point: the stochastic subgradient step with no loss and no
+    regulariser (so C does not matter), each step one MAP by graph cut.
+    Not a minimiser of F: a baseline that needs only MAP.
 
 Every learner here works on the problem the cutting-plane learner builds
 (:class:`ImageScopeProblem`: the same targets, weights, loss and oracle), is
@@ -47,6 +52,8 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from segstruct.inference import maximize
+
 from segstruct.learn._image_scope import (
     AVERAGING, SAMPLING, ImageScopeProblem, IterateCallback, LearnerResult, TraceCallback,
     check_epochs, image_scope_problem)
@@ -55,7 +62,8 @@ from segstruct.learn.bcfw import bcfw, bcfw_line_search, solve_bcfw
 
 __all__ = ["AVERAGING", "SAMPLING", "ImageScopeProblem", "LearnerResult", "IterateCallback",
            "TraceCallback", "subgradient_descent", "solve_subgradient",
-           "stochastic_subgradient", "solve_sgd", "bcfw", "bcfw_line_search", "solve_bcfw"]
+           "stochastic_subgradient", "solve_sgd", "bcfw", "bcfw_line_search", "solve_bcfw",
+           "structured_perceptron", "solve_perceptron"]
 
 # ----------------------------------------------------------------------
 # projected subgradient descent
@@ -220,3 +228,98 @@ def solve_sgd(problem: ImageScopeProblem, max_epochs: int, rng: np.random.Genera
     # a convex combination of points of K is in K; clip rounding all the same
     return LearnerResult(w=problem.project(point), primal=primal, trace=trace, n_iter=t,
                          seconds=time.perf_counter() - start)
+
+
+# ----------------------------------------------------------------------
+# the averaged structured perceptron
+def structured_perceptron(X, Y, *, max_epochs: int = 50, seed: int = 0,
+                          callback: IterateCallback | None = None,
+                          **settings) -> LearnerResult:
+    """The averaged structured perceptron over images, with w_p <= 0.
+
+    Step t picks the images in a seeded random order, labels image i by MAP
+    (``argmax_y w . Psi(x_i, y)``, one graph cut; no loss) and, when that
+    labelling differs from the target on a node that counts (a_i > 0),
+    moves to ``Pi_K(w + Psi(x_i, t_i) - Psi(x_i, y))``. The average of the
+    iterates is returned (Collins 2002: far more stable than the last one).
+    It stops after an epoch without a mistake (the data are then separated
+    by the iterate, and the average stops moving towards a new direction).
+
+    Parameters
+    ----------
+    X, Y : training inputs and labels, as for ``StructuredSVM.fit``.
+    max_epochs : int, passes over the images at most.
+    seed : int, of the image order.
+    callback : ``callback(iteration, w)`` after every step, optional.
+    **settings : as for :func:`subgradient_descent` (C, loss and oracle are
+        not used: the perceptron has neither).
+
+    Returns
+    -------
+    LearnerResult, with ``w`` the average and ``primal`` its perceptron
+    risk ``mean_i max_y w . Psi(x_i, y) - w . Psi(x_i, t_i)`` (>= 0).
+    """
+    check_epochs(max_epochs)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return solve_perceptron(image_scope_problem(X, Y, settings), int(max_epochs),
+                                np.random.default_rng(seed), callback)
+
+
+def _map_step(problem: ImageScopeProblem, i: int, w: np.ndarray) -> tuple[np.ndarray, bool, float]:
+    """Image i's perceptron direction Psi(t) - Psi(MAP), whether the MAP is
+    a mistake, and the perceptron risk max_y score(y) - score(t) >= 0."""
+    x = problem.xs[i]
+    u, p = problem.model.potentials(x, w)
+    y = maximize(u, x.edges, p)[0]
+    g = problem.psi_true[i] - problem.model.joint_feature(x, y)
+    counted = problem.ws[i] > 0
+    mistake = bool(np.any(y[counted] != problem.ts[i][counted]))
+    return g, mistake, max(0.0, -float(g @ w))
+
+
+def solve_perceptron(problem: ImageScopeProblem, max_epochs: int, rng: np.random.Generator,
+                     callback: IterateCallback | None,
+                     on_trace: TraceCallback | None = None) -> LearnerResult:
+    """:func:`structured_perceptron` on a set-up problem (``on_trace``: as
+    :func:`solve_subgradient`).
+
+    Parameters
+    ----------
+    problem : ImageScopeProblem, the examples (its loss, oracle and C unused).
+    max_epochs : int >= 1, passes over the images at most.
+    rng : numpy Generator, the order of the images.
+    callback : callable(iteration, w), optional, after every step.
+    on_trace : callable(trace), optional, after every epoch.
+
+    Returns
+    -------
+    LearnerResult (``converged``: an epoch without a mistake)."""
+    start = time.perf_counter()
+    n = problem.n
+    w = np.zeros(problem.dim)
+    total = np.zeros(problem.dim)        # sum of the iterates: the average's numerator
+    trace, t, evals, primal, converged = [], 0, 0, np.inf, False
+    for epoch in range(1, max_epochs + 1):
+        mistakes = 0
+        for i in rng.permutation(n):
+            t += 1
+            g, mistake, _ = _map_step(problem, i, w)
+            if mistake:
+                mistakes += 1
+                w = problem.project(w + g)
+            total += w
+            if callback is not None:
+                callback(t, w)
+        average = total / t
+        primal = float(np.mean([_map_step(problem, i, average)[2] for i in range(n)]))
+        evals += n
+        converged = mistakes == 0
+        trace.append({"iteration": t, "epoch": epoch, "oracle_calls": t, "eval_calls": evals,
+                      "primal": primal, "mistakes": mistakes,
+                      "seconds": time.perf_counter() - start})
+        if on_trace is not None:
+            on_trace(trace)
+        if converged:
+            break
+    return LearnerResult(w=problem.project(total / max(t, 1)), primal=primal, trace=trace,
+                         n_iter=t, converged=converged, seconds=time.perf_counter() - start)

@@ -61,6 +61,8 @@ def table_markdown(results: dict) -> str:
         out.write(f"| {c} | " + " | ".join(cells) + " |\n")
     if s["C"] == "auto":
         _chosen_C_table(out, results)
+    if len(s.get("decisions", ["map"])) > 1:
+        _decisions_table(out, results)
     for r in results["results"]:
         for warning in r.get("diagnosis", {}).get("warnings", []):
             out.write(f"\n- Warning, {r['class']} / {r['method']}: {warning}")
@@ -119,6 +121,52 @@ def _chosen_C_table(out, results: dict) -> None:
             j = curve["grid"].index(curve["chosen_C"])
             cells.append(f"{curve['chosen_C']:g} ({fmt(curve['pooled_iou_percent'][j])}, "
                          f"{curve['seconds']:.0f} s)")
+        out.write(f"| {c} | " + " | ".join(cells) + " |\n")
+
+
+def _decisions_table(out, results: dict) -> None:
+    """With decisions besides the MAP: val IoU % (train in brackets) of every
+    method and decision, and the temperatures of the SSVMs' marginals."""
+    decisions = results["settings"]["decisions"]
+    methods = results["methods"]
+    by_pair = {(r["class"], r["method"]): r.get("decisions") for r in results["results"]}
+    columns = [(m, d) for m in methods for d in decisions]
+    out.write("\nVOC IoU % by decision (in brackets on the training split): map is the "
+              "model's graph cut; marginal labels q_i > 1/2; expected-iou / expected-fbeta "
+              "maximise the measure of the expected counts over the whole split (one "
+              "threshold of the marginals q, exact). A CRF's marginals are its own; an "
+              "SSVM's are exp(score / T) with T fitted by held-out likelihood on training "
+              "folds (an approximation; T in the last table):\n\n")
+    out.write("| class | " + " | ".join(f"{m} {d}" for m, d in columns) + " |\n")
+    out.write("|---|" + "---|" * len(columns) + "\n")
+    sums: dict = {}
+    for c in results["classes"]:
+        cells = []
+        for m, d in columns:
+            scores = (by_pair.get((c, m)) or {}).get("scores", {}).get(d)
+            if scores is None:
+                cells.append(MISSING)
+                continue
+            val, train = (scores[k]["voc_iou_percent"] for k in ("eval_score", "train_score"))
+            sums.setdefault((m, d), []).append((val, train))
+            cells.append(f"{fmt(val)} ({fmt(train, '.1f')})")
+        out.write(f"| {c} | " + " | ".join(cells) + " |\n")
+    if len(results["classes"]) > 1:
+        cells = []
+        for key in columns:
+            pairs = sums.get(key, [])
+            cells.append(MISSING if len(pairs) < len(results["classes"]) else
+                         f"**{fmt(sum(v for v, _ in pairs) / len(pairs))}** "
+                         f"({fmt(sum(t for _, t in pairs) / len(pairs), '.1f')})")
+        out.write("| **mean** | " + " | ".join(cells) + " |\n")
+    out.write("\nTemperature T of each model's marginals:\n\n")
+    out.write("| class | " + " | ".join(methods) + " |\n")
+    out.write("|---|" + "---|" * len(methods) + "\n")
+    for c in results["classes"]:
+        cells = []
+        for m in methods:
+            t = (by_pair.get((c, m)) or {}).get("temperature")
+            cells.append(MISSING if t is None else f"{t:.3g}")
         out.write(f"| {c} | " + " | ".join(cells) + " |\n")
 
 

@@ -1,0 +1,147 @@
+"""The ``crf`` method: a pairwise binary CRF trained by the regularised
+conditional log-likelihood (the lectures' probabilistic model).
+
+:mod:`segstruct.learn.likelihood` minimises
+
+    1/2 ||w||^2 + C * (negative log-likelihood of the training targets),  w_p <= 0,
+
+by L-BFGS-B (:func:`segstruct.learn.fenchel_young.fit_lbfgs`), with the
+pseudo-likelihood (``likelihood="pseudo"``, the default: exact, convex,
+seconds) or the likelihood whose log Z and marginals come from loopy belief
+propagation (``"bethe"``). The loss enters at prediction time only: the
+model's ``marginals`` feed the decisions of :mod:`segstruct.decisions`
+(``predict --decision``), and its ``predict`` is the MAP labelling by one
+graph cut, as for every other method, so a saved CRF loads as the
+StructuredSVM that predicts the same (with its temperature, 1).
+
+C counts as it does for the SSVMs: the likelihood is a sum over superpixels
+like the Hamming loss (a mean over images at the image scope), and C is
+converted from ``C_units`` as the Hamming loss's, times
+:data:`LIKELIHOOD_SCALE`. That factor puts the CRF's best C inside the grid
+where the SSVMs' lie (``selection.DEFAULT_GRID``, 0.01-3), so that one grid
+serves every method. It was measured by 3-fold cross-validation on the
+training splits of the horses and Penn-Fudan (grid 1-1000 without the
+factor): the CRF's pooled held-out IoU peaked at C 30 (horses; bl1 3) and
+C 100 (Penn-Fudan; bl1 1), within 1 point of its peak over 30-300 on both.
+Likely causes, not measured apart: the log-loss has a gradient of 1/2 at
+a superpixel on the decision boundary where the hinge has 1, and the likelihood
+weighs the many background superpixels as they come where bl1's adjusted
+Hamming balances them, so a small C leaves the CRF with flat,
+background-leaning probabilities. Judged on CamVid and COCO in
+``results/methods`` (the C it chose there).
+"""
+from __future__ import annotations
+
+import time
+from numbers import Integral
+
+import numpy as np
+
+from segstruct.learn.fenchel_young import fit_lbfgs
+from segstruct.learn.likelihood import LIKELIHOODS, LikelihoodProblem
+from segstruct.learn.single_run import SingleRun, SingleRunSVM
+from segstruct.learn._params import POSITIVE, SCOPES, Interval, Options
+from segstruct.learn._problem import C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES
+
+__all__ = ["CRF", "LIKELIHOODS", "LIKELIHOOD_SCALE"]
+
+#: The likelihood's weight per unit of C, against the Hamming loss's 1
+#: (module docstring).
+LIKELIHOOD_SCALE = 30.0
+
+
+class CRF(SingleRunSVM):
+    """A pairwise binary CRF trained by likelihood (module docstring);
+    scikit-learn style, as StructuredSVM.
+
+    Parameters
+    ----------
+    C : float, default 1.0
+        Weight of the negative log-likelihood, in ``C_units`` as for
+        StructuredSVM: it counts as the Hamming loss does, times
+        ``LIKELIHOOD_SCALE`` (module docstring); ``svm_C_`` is the result.
+    C_units : {"superpixel", "paper"}, default "superpixel"
+    scope : {"dataset", "image"}, default "dataset"
+        The likelihood summed over the training set, or its mean over images.
+    likelihood : {"pseudo", "bethe"}, default "pseudo"
+    node_weights : {"count", "area"}, default "count"
+        "area" weighs each superpixel's pseudo-likelihood factor by its
+        pixels (pseudo-likelihood only).
+    pairwise : bool, default True
+    tol : float, default 1e-3
+        Stop once ``F(w) - min F <= C tol`` by the gradient's certificate
+        (approximate with "bethe").
+    max_iter : int, default 1000
+        Objective evaluations at most.
+
+    Attributes
+    ----------
+    w_ : (Du + Dp,) weights, w_p <= 0.
+    temperature_ : float, 1: the model's scores are its log-probabilities.
+    loss_ : the Hamming loss (the MAP's error count; the CRF has no training loss).
+    log_, primal_, dual_, gap_, n_iter_, converged_, n_features_in_, fit_seconds_ :
+        as ProjectionSVM's.
+
+    Examples
+    --------
+    >>> from segstruct.toy import chain_problem
+    >>> X, Y = chain_problem()
+    >>> crf = CRF(C=1.0).fit(X, Y)
+    >>> crf.converged_, [q.shape for q in crf.marginals(X[:2])] == [x.unary.shape[:1] for x in X[:2]]
+    (True, True)
+    """
+
+    method = "crf"
+    solver = "lbfgs"
+    loss = "hamming"
+
+    def __init__(self, C=DEFAULT_C, C_units="superpixel", scope="dataset", likelihood="pseudo",
+                 node_weights="count", pairwise=True, tol=1e-3, max_iter=DEFAULT_MAX_ITER):
+        self.C = C
+        self.C_units = C_units
+        self.scope = scope
+        self.likelihood = likelihood
+        self.node_weights = node_weights
+        self.pairwise = pairwise
+        self.tol = tol
+        self.max_iter = max_iter
+
+    _parameter_constraints = {
+        "C": [POSITIVE], "C_units": [Options(*C_UNITS)], "scope": [Options(*SCOPES)],
+        "likelihood": [Options(*LIKELIHOODS)], "node_weights": [Options(*NODE_WEIGHT_MODES)],
+        "pairwise": [bool], "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)]}
+
+    def check_params(self) -> None:
+        """Raise ValueError for a bad hyper-parameter, without fitting."""
+        self.validate_params()
+        if self.node_weights == "area" and self.likelihood != "pseudo" and self.pairwise:
+            raise ValueError("area node weights need likelihood='pseudo': the likelihood of "
+                             "a labelling counts every superpixel once")
+
+    def objective_C(self, X, Y) -> float:
+        """The C of the objective a fit on (X, Y) solves (``svm_C_``), without fitting."""
+        return LIKELIHOOD_SCALE * super().objective_C(X, Y)
+
+    def _train(self, X: list, Y) -> SingleRun:
+        _, _, _, ts, ws = self._examples(X, Y)
+        start = time.perf_counter()
+        objective = self._objective_C(ts, ws)
+        objective["svm_C_"] *= LIKELIHOOD_SCALE
+        C = objective["svm_C_"]
+        area = self.node_weights == "area"
+        problem = LikelihoodProblem(
+            [x.unary for x in X], ts,
+            pairwise=[x.pairwise for x in X] if self.pairwise else None,
+            edges=[x.edges for x in X], C=C, likelihood=self.likelihood, scope=self.scope,
+            weights=ws if area else None)
+        fit = fit_lbfgs(problem, tol=C * self.tol, max_iter=int(self.max_iter))
+        log, best = [], np.inf
+        for k, (f, s) in enumerate(zip(fit.history, fit.seconds_history), start=1):
+            best = min(best, f)
+            log.append({"iteration": k, "solver": f"{self.likelihood} likelihood L-BFGS-B",
+                        "primal": f, "best_primal": best, "seconds": s})
+        log[-1].update(dual=fit.objective - fit.bound, gap=fit.bound,
+                       seconds=time.perf_counter() - start)
+        return SingleRun(w=fit.w, log=log, n_iter=fit.n_iter, converged=fit.converged,
+                         primal=fit.objective, dual=fit.objective - fit.bound,
+                         attributes={**objective, "temperature_": 1.0})

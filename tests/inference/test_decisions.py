@@ -1,0 +1,90 @@
+"""Decisions from marginals: the threshold decision against every labelling
+(brute force), the expected counts against an expectation over the exact
+distribution, and the check shown to fail on a broken decision."""
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from segstruct.inference.decisions import (expected_counts, expected_measure,
+                                           marginal_decision, threshold_decision)
+from segstruct.inference.marginals import enumerate_marginals
+
+
+def _all_labellings(n):
+    return np.array(list(itertools.product([0, 1], repeat=n)), np.uint8)
+
+
+def check_best(decision, q, a, measure, beta):
+    """``decision`` reaches the largest measure of the expected counts over all labellings."""
+    best = max(expected_measure(y, q, a, measure, beta) for y in _all_labellings(q.size))
+    got = expected_measure(decision(q, a, measure, beta), q, a, measure, beta)
+    assert got == pytest.approx(best, abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 9), st.integers(0, 10_000), st.sampled_from(["iou", "fbeta"]),
+       st.sampled_from([0.5, 1.0, 2.0]), st.booleans())
+def test_threshold_decision_is_the_best_labelling(n, seed, measure, beta, weighted):
+    rng = np.random.default_rng(seed)
+    q = rng.random(n) ** rng.choice([0.5, 1, 3])
+    q[rng.random(n) < 0.2] = rng.choice([0.0, 1.0])        # certain nodes too
+    a = rng.integers(0, 50, n).astype(float) if weighted else None
+    check_best(threshold_decision, q, a, measure, beta)
+
+
+def test_threshold_decision_is_a_threshold():
+    q = np.array([0.9, 0.1, 0.45, 0.6, 0.3])
+    y = threshold_decision(q)
+    assert set(q[y == 1]) and q[y == 1].min() > q[y == 0].max()
+
+
+def test_expected_counts_are_the_expectation_under_the_distribution():
+    """E[TP], E[FP], E[FN] of a labelling under a correlated distribution (an
+    MRF, enumerated) equal the counts computed from its node marginals."""
+    rng = np.random.default_rng(1)
+    n = 6
+    edges = np.array([(i, i + 1) for i in range(n - 1)])
+    u, p = rng.normal(size=n), -rng.random(n - 1) * 2
+    ys = _all_labellings(n).astype(float)
+    s = (2 * ys - 1) @ u + (ys[:, edges[:, 0]] != ys[:, edges[:, 1]]) @ p
+    prob = np.exp(s - s.max())
+    prob /= prob.sum()
+    a = rng.integers(1, 9, n).astype(float)
+    y = np.array([1, 0, 1, 1, 0, 0])
+    tp = prob @ (ys @ (a * y))
+    fp = prob @ ((1 - ys) @ (a * y))
+    fn = prob @ (ys @ (a * (1 - y)))
+    q = enumerate_marginals(u, edges, p).node
+    np.testing.assert_allclose(expected_counts(y, q, a), (tp, fp, fn), rtol=1e-10)
+
+
+def test_marginal_decision_minimises_the_expected_hamming_loss():
+    q = np.array([0.2, 0.51, 0.5, 0.99])
+    best = min(_all_labellings(4), key=lambda y: float(np.sum(y * (1 - q) + (1 - y) * q)))
+    np.testing.assert_array_equal(marginal_decision(q), best)
+
+
+def test_nothing_expected_labels_nothing():
+    assert threshold_decision(np.zeros(4)).sum() == 0
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="probabilities"):
+        threshold_decision([0.2, 1.5])
+    with pytest.raises(ValueError, match="node weights"):
+        threshold_decision([0.2, 0.5], [1.0])
+    with pytest.raises(ValueError, match="unknown measure"):
+        threshold_decision([0.2], measure="dice")
+    with pytest.raises(ValueError, match="beta"):
+        threshold_decision([0.2], measure="fbeta", beta=0)
+
+
+def test_the_check_fails_on_a_broken_decision():
+    """q > 1/2 is not IoU-optimal: on small objects the best decision labels
+    nodes below 1/2 as well."""
+    q = np.array([0.45, 0.4, 0.05, 0.05, 0.05])
+    check_best(threshold_decision, q, None, "iou", 1.0)
+    with pytest.raises(AssertionError):
+        check_best(lambda q, a, m, b: marginal_decision(q), q, None, "iou", 1.0)

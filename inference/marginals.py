@@ -150,7 +150,7 @@ def loopy_bp(u, edges, p, max_iter: int = 200, tol: float = 1e-8, damping: float
         converged = bool(np.max(np.abs(new - mu)) <= tol)
         mu = new
     h = field + np.bincount(dst, mu, minlength=n)
-    node = 1.0 / (1.0 + np.exp(-h))
+    node = 0.5 * (1.0 + np.tanh(0.5 * h))      # the logistic of h, without overflow
     # edge beliefs from the cavities of both ends: log b(y_i, y_j) up to a constant
     a_i = h[edges[:, 0]] - mu[e:]              # without j -> i
     a_j = h[edges[:, 1]] - mu[:e]              # without i -> j

@@ -270,6 +270,9 @@ class Comparison:
             extra = {**extra, "temperature_fit": fit}
             self.say(f"      {method} {class_name}: temperature {temperature:.3g} of its "
                      f"marginals, by held-out likelihood ({fit['seconds']:.1f} s)")
+            if fit["at_edge"]:
+                self.say(f"      warning: {class_name}/{method}: the temperature is at the "
+                         "end of its range: the held-out scores say little about the labels")
         # an interrupted pair continues from its last cutting-plane iteration
         if checkpoint_path(model_path).exists():
             self.say(f"      resuming from {checkpoint_path(model_path)}")

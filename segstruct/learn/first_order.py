@@ -183,17 +183,7 @@ class FirstOrderSVM(BaseSSVM):
             for callback in callbacks:
                 callback.on_fit_start(run, state)
             # every epoch evaluated (eval_every 1): one log entry per epoch
-            if self.solver == "subgradient":
-                result = solve_subgradient(problem, epochs, keep_iterate,
-                                                      each_epoch)
-            elif self.solver == "sgd":
-                result = solve_sgd(problem, epochs, rng, "weighted", 1,
-                                              keep_iterate, each_epoch)
-            elif self.solver == "perceptron":
-                result = solve_perceptron(problem, epochs, rng, keep_iterate, each_epoch)
-            else:
-                result = solve_bcfw(problem, epochs, float(self.tol), rng,
-                                               "uniform", 1, keep_iterate, each_epoch)
+            result = self._solve(problem, epochs, rng, keep_iterate, each_epoch)
             log = self._first_order_log(result.trace)
             certified = result.dual is not None and np.isfinite(result.dual)
             state = TrainingState(
@@ -223,6 +213,17 @@ class FirstOrderSVM(BaseSSVM):
         self.n_features_in_ = dim
         self.fit_seconds_ = run.seconds()
         return self
+
+    def _solve(self, problem: ImageScopeProblem, epochs: int, rng, keep_iterate, each_epoch):
+        """The solver's run on the problem (every epoch evaluated: one log entry each)."""
+        if self.solver == "subgradient":
+            return solve_subgradient(problem, epochs, keep_iterate, each_epoch)
+        if self.solver == "sgd":
+            return solve_sgd(problem, epochs, rng, "weighted", 1, keep_iterate, each_epoch)
+        if self.solver == "perceptron":
+            return solve_perceptron(problem, epochs, rng, keep_iterate, each_epoch)
+        return solve_bcfw(problem, epochs, float(self.tol), rng, "uniform", 1, keep_iterate,
+                          each_epoch)
 
     def _first_order_log(self, trace: list) -> list:
         """``log_`` entries (one per epoch) from a first-order learner's trace."""

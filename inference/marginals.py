@@ -89,11 +89,11 @@ def enumerate_marginals(u, edges, p) -> Marginals:
 
 def _entropy(*probs) -> np.ndarray:
     """Elementwise sum of -q log q over the given arrays (0 log 0 = 0)."""
-    total = 0.0
+    total = np.zeros(np.shape(probs[0]))
     for q in probs:
         q = np.clip(q, 0.0, 1.0)
         total = total - np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0)
-    return np.asarray(total)
+    return total
 
 
 def loopy_bp(u, edges, p, max_iter: int = 200, tol: float = 1e-8, damping: float = 0.5,

@@ -15,9 +15,14 @@ For every data set D under ``--data`` it picks the classes as
     OUT/D/     segstruct compare --classes ... --methods bl1 bl2 proposed crf
                --decisions marginal expected-iou expected-fbeta --no-figures
 
-then writes OUT/table.md and OUT/table.json. Everything resumes (compare
-keeps finished pairs). The decisions are made over the whole val split at
-once (the data-set scope, as the VOC measure counts); the SSVMs' marginals
+    OUT/D/perceptron/     segstruct compare --classes ... --methods hamming
+                          --solver perceptron --scope image --C 1 --max-iter 100
+
+(the averaged structured perceptron, the baseline that needs only MAP: no
+loss, no C, so no cross-validation), then writes OUT/table.md and
+OUT/table.json. Everything resumes (compare keeps finished pairs). The
+decisions are made over the whole val split at once (the data-set scope,
+as the VOC measure counts); the SSVMs' marginals
 come from their scores at a temperature fitted by held-out likelihood on
 training folds, the crf's are its own.
 """
@@ -29,9 +34,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from topdown_table import dataset_names, plan, segstruct, table_parser  # noqa: E402
+from topdown_table import (dataset_names, finished_runs, plan,  # noqa: E402
+                           run_and_tabulate, segstruct, table_parser)
 
-from segstruct.io.files import write_json, write_text  # noqa: E402
 from segstruct.io.provenance import code_version       # noqa: E402
 from segstruct.report.tables import features_text, fmt  # noqa: E402
 
@@ -40,6 +45,8 @@ DECISIONS = ("map", "marginal", "expected-iou", "expected-fbeta")
 #: The two routes the table sets side by side: the loss in training (the
 #: paper's method, decided by its MAP) and in the decision (the CRF).
 TRAINING_ROUTE, DECISION_ROUTE = ("proposed", "map"), ("crf", "expected-iou")
+#: Epochs of the perceptron baseline (it stops earlier only on separable data).
+PERCEPTRON_EPOCHS = 100
 
 
 def run_dataset(root: Path, out: Path, min_images: int, n_jobs: int) -> dict:
@@ -53,6 +60,13 @@ def run_dataset(root: Path, out: Path, min_images: int, n_jobs: int) -> dict:
             raise KeyboardInterrupt
         if rc:
             raise SystemExit(f"compare failed on {root}")
+        rc, _ = segstruct("compare", "--data", str(root), "-j", str(n_jobs), "-q",
+                          "--classes", *p["classes"], "--methods", "hamming", "--solver",
+                          "perceptron", "--scope", "image", "--C", "1", "--max-iter",
+                          str(PERCEPTRON_EPOCHS), "--no-figures", "--out",
+                          str(out / "perceptron"))
+        if rc:
+            raise SystemExit(f"compare --solver perceptron failed on {root}")
     return p
 
 
@@ -71,6 +85,14 @@ def _scores(record, decision):
     return s["eval_score"]["voc_iou_percent"], s["train_score"]["voc_iou_percent"]
 
 
+def _perceptron_cell(record) -> str:
+    """val (train) IoU of the perceptron; * with its last epoch's mistakes when unconverged."""
+    t = record["training"]
+    star = "" if t["converged"] else "*"
+    return (f"{fmt(record['eval_score']['voc_iou_percent'])}{star} "
+            f"({fmt(record['train_score']['voc_iou_percent'], '.1f')})")
+
+
 def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     """(Markdown, JSON document) from the folders ``run_dataset`` wrote."""
     columns = [(m, d) for m in METHODS for d in DECISIONS]
@@ -78,12 +100,8 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     values: dict = {c: [] for c in columns}
     route_wins = {"training": 0, "decision": 0, "tie": 0}
     settings = features = None
-    for name in datasets:
-        p, results = _read(out / name / "plan.json"), _read(out / name / "results.json")
-        if p is None or results is None:
-            continue
+    for name, _, results, records in finished_runs(out, datasets):
         settings, features = settings or results["settings"], features or results["features"]
-        records = {(r["class"], r["method"]): r for r in results["results"]}
         versions.update(r["code_version"] for r in results["results"])
         for c in results["classes"]:
             cells, doc = [], {"dataset": name, "class": c}
@@ -97,6 +115,18 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
                     values[(m, d)].append(got)
                 doc[f"{m} {d}"] = None if got is None else {"val_iou_percent": got[0],
                                                             "train_iou_percent": got[1]}
+            perceptron = (_read(out / name / "perceptron" / "runs" / f"{c}-hamming.json")
+                          if (out / name / "perceptron").is_dir() else None)
+            cells.append(fmt(None) if perceptron is None else _perceptron_cell(perceptron))
+            doc["perceptron map"] = None if perceptron is None else {
+                "val_iou_percent": perceptron["eval_score"]["voc_iou_percent"],
+                "train_iou_percent": perceptron["train_score"]["voc_iou_percent"],
+                "epochs": perceptron["training"]["n_iter"],
+                "converged": perceptron["training"]["converged"]}
+            if perceptron is not None:
+                values.setdefault(("perceptron", "map"), []).append(
+                    (perceptron["eval_score"]["voc_iou_percent"],
+                     perceptron["train_score"]["voc_iou_percent"]))
             rows.append(f"| {name} | {c} | " + " | ".join(cells) + " |")
             doc["temperature"] = {m: (records.get((c, m)) or {}).get("decisions", {})
                                   .get("temperature") for m in METHODS}
@@ -114,6 +144,7 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
                                  f"{r['training']['n_iter']} iterations, the objective "
                                  f"{100 * d.get('relative_gap', np.nan):.3g} % above its "
                                  "certified lower bound")
+    columns.append(("perceptron", "map"))
     full = [k for k, v in values.items() if len(v) == len(rows) and rows]
     means = {k: (float(np.mean([v for v, _ in values[k]])),
                  float(np.mean([t for _, t in values[k]]))) for k in full}
@@ -134,7 +165,10 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             f"Settings: the defaults (scope {s.get('scope')}, C {s.get('C')} over "
             f"{s.get('C_grid')}, loss of bl2/proposed {s.get('loss')}, crf likelihood "
             f"{s.get('likelihood', 'pseudo')}, tol {s.get('tol')}, max_iter "
-            f"{s.get('max_iter')}). {features_text(features or {})}.",
+            f"{s.get('max_iter')}). perceptron: the averaged structured perceptron "
+            f"(--solver perceptron --scope image), decided by its MAP, {PERCEPTRON_EPOCHS} "
+            "epochs at most; * = some training image still mislabelled in its last epoch "
+            f"(the data are not separable). {features_text(features or {})}.",
             f"Code {', '.join(sorted(versions)) or code_version()}."]
     answer = (f"Loss in training ({' '.join(TRAINING_ROUTE)}) against loss in the decision "
               f"({' '.join(DECISION_ROUTE)}), per class (a difference under 0.5 points is a "
@@ -154,17 +188,7 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
 
 def main(argv=None) -> int:
     args = table_parser(__doc__.split("\n\n")[0], "decisions").parse_args(argv)
-    names = dataset_names(args)
-    if not args.table_only:
-        for name in names:
-            p = run_dataset(args.data / name, args.out / name, args.min_images, args.n_jobs)
-            write_json(args.out / name / "plan.json",
-                       {**p, "min_images": args.min_images, "data_root": str(args.data / name)})
-    md, doc = table(args.out, names)
-    write_text(args.out / "table.md", md)
-    write_json(args.out / "table.json", doc)
-    print(md)
-    print(f"wrote {args.out / 'table.md'} and table.json")
+    run_and_tabulate(args, dataset_names(args), run_dataset, table)
     return 0
 
 

@@ -31,9 +31,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # one copy of each, shared with the top-down table
-from topdown_table import dataset_names, plan, segstruct, table_parser  # noqa: E402
+from topdown_table import (dataset_names, finished_runs, plan,  # noqa: E402
+                           run_and_tabulate, segstruct, table_parser)
 
-from segstruct.io.files import write_json, write_text  # noqa: E402
+from segstruct.io.files import write_text  # noqa: E402
 from segstruct.io.provenance import code_version       # noqa: E402
 from segstruct.report.tables import features_text, fmt  # noqa: E402
 
@@ -76,12 +77,8 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     values = {m: [] for m in METHODS}            # IoU of every class, per method
     wins = {m: 0 for m in METHODS}
     settings = features = None
-    for name in datasets:
-        p, results = _read(out / name / "plan.json"), _read(out / name / "results.json")
-        if p is None or results is None:
-            continue
+    for name, p, results, records in finished_runs(out, datasets):
         settings, features = settings or results["settings"], features or results["features"]
-        records = {(r["class"], r["method"]): r for r in results["results"]}
         versions.update(r["code_version"] for r in results["results"])
         for c in results["classes"]:
             got = {m: records.get((c, m)) for m in METHODS}
@@ -191,16 +188,7 @@ def multiclass_table(out: Path, datasets: list[str]) -> str:
 def main(argv=None) -> int:
     args = table_parser(__doc__.split("\n\n")[0], "methods").parse_args(argv)
     names = dataset_names(args)
-    if not args.table_only:
-        for name in names:
-            p = run_dataset(args.data / name, args.out / name, args.min_images, args.n_jobs)
-            write_json(args.out / name / "plan.json",
-                       {**p, "min_images": args.min_images, "data_root": str(args.data / name)})
-    md, doc = table(args.out, names)
-    write_text(args.out / "table.md", md)
-    write_json(args.out / "table.json", doc)
-    print(md)
-    print(f"wrote {args.out / 'table.md'} and table.json")
+    run_and_tabulate(args, names, run_dataset, table)
     multi = multiclass_table(args.out, names)
     if multi:
         write_text(args.out / "multiclass.md", multi)

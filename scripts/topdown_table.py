@@ -246,6 +246,31 @@ def dataset_names(args) -> list[str]:
                   if (d / "ImageSets" / "Segmentation").is_dir())
 
 
+def finished_runs(out: Path, datasets):
+    """(name, plan, results, records by (class, method)) of every data set
+    whose OUT/D holds both plan.json and a compare's results.json."""
+    for name in datasets:
+        p, results = _read(out / name / "plan.json"), _read(out / name / "results.json")
+        if p is not None and results is not None:
+            yield name, p, results, {(r["class"], r["method"]): r for r in results["results"]}
+
+
+def run_and_tabulate(args, names, run_dataset, table) -> None:
+    """The loop of a table script: ``run_dataset(root, out, min_images, n_jobs)``
+    into OUT/D with its plan.json (unless ``--table-only``), then ``table(out,
+    names)`` into OUT/table.md and OUT/table.json, printed."""
+    if not args.table_only:
+        for name in names:
+            p = run_dataset(args.data / name, args.out / name, args.min_images, args.n_jobs)
+            write_json(args.out / name / "plan.json",
+                       {**p, "min_images": args.min_images, "data_root": str(args.data / name)})
+    md, doc = table(args.out, names)
+    write_text(args.out / "table.md", md)
+    write_json(args.out / "table.json", doc)
+    print(md)
+    print(f"wrote {args.out / 'table.md'} and table.json")
+
+
 def main(argv=None) -> int:
     args = table_parser(__doc__.split("\n\n")[0], "topdown").parse_args(argv)
     names = dataset_names(args)

@@ -46,7 +46,7 @@ def test_image_decision_is_the_best_per_image():
     est, X = _tiny()
     per_image = decide(est, X, "expected-iou", "image")
     for x, y in zip(X, per_image):
-        check_dataset_decision(lambda e, xs: [y], est, [x], "iou")
+        check_dataset_decision(lambda e, xs, y=y: [y], est, [x], "iou")
     # the check can fail: the marginals' 1/2 rule is not the set's best decision here
     with pytest.raises(AssertionError):
         check_dataset_decision(lambda e, xs: decide(e, xs, "marginal"), est, X, "iou")
@@ -153,7 +153,7 @@ def test_compare_scores_every_decision(data_root, tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["settings"]["decisions"] == ["map", "expected-iou", "marginal"]
     runs = {r["method"]: r for r in results["results"]}
-    for method, r in runs.items():
+    for r in runs.values():
         scores = r["decisions"]["scores"]
         assert set(scores) == {"map", "expected-iou", "marginal"}
         # the map decision is the record's own score

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.optimize
@@ -60,7 +60,8 @@ import scipy.sparse
 from segstruct.inference.projection import SETS, project
 from segstruct.learn._params import POSITIVE, SCOPES, check_param
 
-__all__ = ["ProjectionFit", "ProjectionProblem", "fit_lbfgs", "SETS", "SCOPES"]
+__all__ = ["BoundedObjective", "ProjectionFit", "ProjectionProblem", "fit_lbfgs", "SETS",
+           "SCOPES"]
 
 
 #: The offset of every part's score (module docstring).
@@ -102,7 +103,32 @@ class ProjectionFit:
     seconds_history: list = field(default_factory=list)
 
 
-class ProjectionProblem:
+class BoundedObjective:
+    """The certificate and bounds of an objective ``F`` that is 1-strongly
+    convex in weights (w_u, w_p) with w_p <= 0 (``n_u``, ``n_p`` set by the
+    subclass)."""
+
+    n_u: int
+    n_p: int
+
+    @property
+    def dim(self) -> int:
+        return self.n_u + self.n_p
+
+    def certificate(self, w: np.ndarray, grad: np.ndarray) -> float:
+        """``||G||^2 / 2``, a bound on ``F(w) - min F`` (module docstring)."""
+        g = np.array(grad, np.float64)
+        pinned = np.zeros(self.dim, bool)
+        pinned[self.n_u:] = (w[self.n_u:] >= 0.0) & (g[self.n_u:] < 0.0)
+        g[pinned] = 0.0
+        return 0.5 * float(g @ g)
+
+    def bounds(self) -> list:
+        """L-BFGS-B's bounds: w_u free, w_p <= 0."""
+        return [(None, None)] * self.n_u + [(None, 0.0)] * self.n_p
+
+
+class ProjectionProblem(BoundedObjective):
     """``F`` and its gradient on a list of images (module docstring).
 
     Parameters
@@ -184,10 +210,6 @@ class ProjectionProblem:
             self._image_options = [{**self.options, "upper": fraction * t.size}
                                    for t in self.t]
 
-    @property
-    def dim(self) -> int:
-        return self.n_u + self.n_p
-
     def scores(self, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(theta_u (N_k,), theta_p (E_k,)) of image k."""
         u = self.U[k] @ w[:self.n_u]
@@ -217,27 +239,29 @@ class ProjectionProblem:
                 grad[self.n_u:] += self.P[k].T @ (self.S[k].T @ r_u - 2.0 * r_p)
         return 0.5 * float(w @ w) + self.C * risk, w + self.C * grad
 
-    def certificate(self, w: np.ndarray, grad: np.ndarray) -> float:
-        """``||G||^2 / 2``, a bound on ``F(w) - min F`` (module docstring)."""
-        g = np.array(grad, np.float64)
-        pinned = np.zeros(self.dim, bool)
-        pinned[self.n_u:] = (w[self.n_u:] >= 0.0) & (g[self.n_u:] < 0.0)
-        g[pinned] = 0.0
-        return 0.5 * float(g @ g)
 
-    def bounds(self) -> list:
-        """L-BFGS-B's bounds: w_u free, w_p <= 0."""
-        return [(None, None)] * self.n_u + [(None, 0.0)] * self.n_p
+class Objective(Protocol):
+    """What :func:`fit_lbfgs` needs of a problem (``ProjectionProblem``,
+    ``segstruct.learn.likelihood.LikelihoodProblem``)."""
+
+    @property
+    def dim(self) -> int: ...
+
+    def value_and_grad(self, w: np.ndarray) -> tuple[float, np.ndarray]: ...
+
+    def certificate(self, w: np.ndarray, grad: np.ndarray) -> float: ...
+
+    def bounds(self) -> list: ...
 
 
-def fit_lbfgs(problem: ProjectionProblem, tol: float = 1e-4,
+def fit_lbfgs(problem: Objective, tol: float = 1e-4,
               max_iter: int = 1000) -> ProjectionFit:
     """Minimise ``problem``'s F by L-BFGS-B from w = 0 until the certified
     bound ``F(w) - min F <= tol`` or ``max_iter`` evaluations.
 
     Parameters
     ----------
-    problem : ProjectionProblem
+    problem : Objective, e.g. a ProjectionProblem
     tol : float
         In units of F.
     max_iter : int

@@ -11,8 +11,8 @@ the objective. The image sampling is seeded, so a fit is repeatable. Only
 BCFW has a stopping test (its duality gap <= svm_C_ tol); subgradient
 descent stops early only when a step leaves w in place, SGD runs all
 ``max_iter`` epochs, and the perceptron stops after an epoch without a
-mistake (never, on data no weights separate: its log counts the mistakes). The learners keep no resumable state: a checkpoint is
-refused.
+mistake (never, on data no weights separate: its log counts the
+mistakes). The learners keep no resumable state: a checkpoint is refused.
 """
 from __future__ import annotations
 

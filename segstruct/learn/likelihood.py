@@ -38,6 +38,7 @@ import numpy as np
 import scipy.sparse
 
 from segstruct.inference.marginals import loopy_bp
+from segstruct.learn.fenchel_young import BoundedObjective
 from segstruct.learn._params import POSITIVE, SCOPES, check_param
 
 __all__ = ["LIKELIHOODS", "LikelihoodProblem"]
@@ -54,9 +55,10 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
-class LikelihoodProblem:
+class LikelihoodProblem(BoundedObjective):
     """``F`` and its gradient on a list of images (module docstring); the
-    interface of :func:`segstruct.learn.fenchel_young.fit_lbfgs`.
+    interface of :func:`segstruct.learn.fenchel_young.fit_lbfgs` (its
+    certificate and bounds are :class:`BoundedObjective`'s).
 
     Parameters
     ----------
@@ -132,10 +134,6 @@ class LikelihoodProblem:
         self.cut_t = (self.t[i] != self.t[j]).astype(np.float64)
         self._messages = None          # BP's last messages: a warm start
 
-    @property
-    def dim(self) -> int:
-        return self.n_u + self.n_p
-
     def potentials(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(u (N,), p (E,)) of the union of the training images."""
         u = self.U @ w[:self.n_u]
@@ -167,15 +165,3 @@ class LikelihoodProblem:
         value, grad = self.risk(w)
         c = self.C * self.scale
         return 0.5 * float(w @ w) + c * value, w + c * grad
-
-    def certificate(self, w: np.ndarray, grad: np.ndarray) -> float:
-        """``||G||^2 / 2``, a bound on ``F(w) - min F`` (module docstring)."""
-        g = np.array(grad, np.float64)
-        pinned = np.zeros(self.dim, bool)
-        pinned[self.n_u:] = (w[self.n_u:] >= 0.0) & (g[self.n_u:] < 0.0)
-        g[pinned] = 0.0
-        return 0.5 * float(g @ g)
-
-    def bounds(self) -> list:
-        """L-BFGS-B's bounds: w_u free, w_p <= 0."""
-        return [(None, None)] * self.n_u + [(None, 0.0)] * self.n_p

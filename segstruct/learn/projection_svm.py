@@ -37,10 +37,9 @@ from __future__ import annotations
 import time
 from numbers import Integral
 
-import numpy as np
 
 from segstruct.learn.fenchel_young import SCOPES, SETS, ProjectionProblem, fit_lbfgs
-from segstruct.learn.single_run import SingleRun, SingleRunSVM
+from segstruct.learn.single_run import SingleRun, SingleRunSVM, lbfgs_run
 from segstruct.learn._params import POSITIVE, Interval, Options
 from segstruct.learn._problem import C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES
 
@@ -132,13 +131,4 @@ class ProjectionSVM(SingleRunSVM):
             edges=[x.edges for x in X], C=C, kind=self.projection_set,
             scope=self.scope, weights=ws if self.projection_set == "cube" else None)
         fit = fit_lbfgs(problem, tol=C * self.tol, max_iter=int(self.max_iter))
-        log, best = [], np.inf
-        for k, (f, s) in enumerate(zip(fit.history, fit.seconds_history), start=1):
-            best = min(best, f)
-            log.append({"iteration": k, "solver": "projection L-BFGS-B", "primal": f,
-                        "best_primal": best, "seconds": s})
-        log[-1].update(dual=fit.objective - fit.bound, gap=fit.bound,
-                       seconds=time.perf_counter() - start)
-        return SingleRun(w=fit.w, log=log, n_iter=fit.n_iter, converged=fit.converged,
-                         primal=fit.objective, dual=fit.objective - fit.bound,
-                         attributes=objective)
+        return lbfgs_run(fit, "projection L-BFGS-B", start, objective)

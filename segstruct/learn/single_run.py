@@ -23,7 +23,7 @@ from segstruct.learn._problem import FitRun, svm_C
 from segstruct.learn.base import BaseSSVM
 from segstruct.model import MRFModel
 
-__all__ = ["SingleRun", "SingleRunSVM"]
+__all__ = ["SingleRun", "SingleRunSVM", "lbfgs_run"]
 
 
 @dataclass
@@ -119,3 +119,20 @@ class SingleRunSVM(BaseSSVM):
         n = 1 if self.scope == "dataset" else len(targets)
         C, delta = svm_C(self.C, self.C_units, get_loss(self.loss), targets, weights, n)
         return {"svm_C_": C, "superpixel_loss_": delta}
+
+
+def lbfgs_run(fit, solver: str, start: float, attributes: dict) -> SingleRun:
+    """A :class:`SingleRun` from a :func:`segstruct.learn.fenchel_young.fit_lbfgs`
+    result: one log entry per objective evaluation, the last with the
+    certified bound as ``gap`` (``start``: ``time.perf_counter()`` at the
+    fit's start)."""
+    log, best = [], np.inf
+    for k, (f, s) in enumerate(zip(fit.history, fit.seconds_history), start=1):
+        best = min(best, f)
+        log.append({"iteration": k, "solver": solver, "primal": f, "best_primal": best,
+                    "seconds": s})
+    log[-1].update(dual=fit.objective - fit.bound, gap=fit.bound,
+                   seconds=time.perf_counter() - start)
+    return SingleRun(w=fit.w, log=log, n_iter=fit.n_iter, converged=fit.converged,
+                     primal=fit.objective, dual=fit.objective - fit.bound,
+                     attributes=attributes)

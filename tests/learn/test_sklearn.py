@@ -18,6 +18,7 @@ from sklearn.model_selection import (GridSearchCV, KFold, StratifiedKFold,  # no
 
 from segstruct import MultivariateSVM, StructuredSVM  # noqa: E402
 from segstruct.learn.base import ParamsMixin  # noqa: E402
+from segstruct.learn.crf import CRF  # noqa: E402
 from segstruct.learn.first_order import FirstOrderSVM  # noqa: E402
 from segstruct.learn.lovasz_svm import LovaszSVM  # noqa: E402
 from segstruct.learn.methods import estimator_for  # noqa: E402
@@ -53,6 +54,8 @@ ESTIMATORS = {
     "first-order-bcfw": lambda: FirstOrderSVM(loss="iou", C=2.0, solver="bcfw", max_iter=50,
                                               oracle=proposed_oracle()),
     "lovasz": lambda: LovaszSVM(C=2.0, scope="image"),
+    "crf": lambda: CRF(C=2.0, scope="image"),
+    "perceptron": lambda: FirstOrderSVM(solver="perceptron", max_iter=20),
 }
 
 

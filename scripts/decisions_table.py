@@ -85,6 +85,15 @@ def _scores(record, decision):
     return s["eval_score"]["voc_iou_percent"], s["train_score"]["voc_iou_percent"]
 
 
+def _features(features, sides: dict) -> str:
+    """The feature blocks, and each data set's working long side."""
+    blocks = features_text({**features, "long_side": None}).removesuffix(
+        " (images as given)") if features else features_text({})
+    return blocks + "; images at a long side of " + ", ".join(
+        f"{'their own size' if side is None else f'{side} px'} ({name})"
+        for name, side in sides.items())
+
+
 def _perceptron_cell(record) -> str:
     """val (train) IoU of the perceptron; * with its last epoch's mistakes when unconverged."""
     t = record["training"]
@@ -100,8 +109,10 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     values: dict = {c: [] for c in columns}
     route_wins = {"training": 0, "decision": 0, "tie": 0}
     settings = features = None
+    sides: dict = {}            # each data set's working long side
     for name, _, results, records in finished_runs(out, datasets):
         settings, features = settings or results["settings"], features or results["features"]
+        sides[name] = (results.get("features") or {}).get("long_side")
         versions.update(r["code_version"] for r in results["results"])
         for c in results["classes"]:
             cells, doc = [], {"dataset": name, "class": c}
@@ -168,7 +179,7 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             f"{s.get('max_iter')}). perceptron: the averaged structured perceptron "
             f"(--solver perceptron --scope image), decided by its MAP, {PERCEPTRON_EPOCHS} "
             "epochs at most; * = some training image still mislabelled in its last epoch "
-            f"(the data are not separable). {features_text(features or {})}.",
+            f"(the data are not separable). {_features(features, sides)}.",
             f"Code {', '.join(sorted(versions)) or code_version()}."]
     answer = (f"Loss in training ({' '.join(TRAINING_ROUTE)}) against loss in the decision "
               f"({' '.join(DECISION_ROUTE)}), per class (a difference under 0.5 points is a "

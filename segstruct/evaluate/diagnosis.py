@@ -64,6 +64,11 @@ def diagnose(estimator, X, Y, predictions=None) -> dict:
         advice = ("raise max_iter" + (" (train --resume continues the run)" if resumable
                                       else "")
                   if at_max_iter else "a larger tol or another C may converge")
+        if getattr(estimator, "solver", None) == "perceptron":
+            mistakes = (estimator.log_[-1].get("mistakes") if getattr(estimator, "log_", None)
+                        else None)
+            advice = (f"{mistakes} training image(s) still mislabelled in the last epoch; "
+                      "on data that no weights separate more epochs will not end that")
         report["warnings"].append(
             f"not converged: {stop} with objective "
             f"{primal:.6g} and lower bound {estimator.dual_:.6g}, a gap of {gap:.3g} "

@@ -72,3 +72,12 @@ def test_the_estimator_trains_by_perceptron(random_problem):
     np.testing.assert_array_equal(est.w_, other.w_)
     with pytest.raises(ValueError, match="per-image"):
         FirstOrderSVM(solver="perceptron", scope="dataset").fit(X, Y)
+
+
+def test_an_unseparated_run_says_so(random_problem):
+    from segstruct.evaluate.diagnosis import diagnose
+    X, Y = random_problem(3, n_graphs=6, n=6)          # random targets: not separable
+    est = FirstOrderSVM(solver="perceptron", max_iter=5).fit(X, Y)
+    assert not est.converged_ and est.log_[-1]["mistakes"] > 0
+    warning = diagnose(est, X, Y)["warnings"][0]
+    assert f"{est.log_[-1]['mistakes']} training image(s) still mislabelled" in warning

@@ -8,7 +8,8 @@ the conditional random field of a likelihood-trained model (and, with the
 scores divided by a temperature, a probabilistic reading of an SSVM's).
 
 :func:`enumerate_marginals` sums over every labelling (N <= 20): the exact
-reference. :func:`loopy_bp` runs sum-product belief propagation on the
+reference. :func:`gibbs_samples` draws labellings from p(y) by Gibbs
+sampling. :func:`loopy_bp` runs sum-product belief propagation on the
 graph's edges: exact on a forest, the Bethe approximation on a loopy graph.
 Each message of a binary model is one number, the log-ratio
 ``m_{i->j}(1) / m_{i->j}(0)``, so a sweep is a few numpy operations over the
@@ -25,7 +26,7 @@ import numpy as np
 
 from ._mrf import check_mrf
 
-__all__ = ["Marginals", "enumerate_marginals", "loopy_bp"]
+__all__ = ["Marginals", "enumerate_marginals", "gibbs_samples", "loopy_bp"]
 
 #: The most nodes :func:`enumerate_marginals` enumerates (2^N labellings).
 MAX_ENUMERATED_NODES = 20
@@ -167,3 +168,61 @@ def loopy_bp(u, edges, p, max_iter: int = 200, tol: float = 1e-8, damping: float
     log_z = energy + float(h_edge.sum()) - float((degree - 1.0) @ h_node)
     return Marginals(node=node, cut=cut, log_z=log_z, converged=converged, n_iter=sweeps,
                      messages=mu)
+
+
+def _colouring(n: int, edges: np.ndarray) -> list[np.ndarray]:
+    """Node sets with no edge inside any (greedy colouring, in node order)."""
+    neighbours: list[list[int]] = [[] for _ in range(n)]
+    for i, j in edges:
+        neighbours[i].append(j)
+        neighbours[j].append(i)
+    colour = np.full(n, -1)
+    for i in range(n):
+        taken = {colour[j] for j in neighbours[i]}
+        colour[i] = next(c for c in range(n + 1) if c not in taken)
+    return [np.flatnonzero(colour == c) for c in range(colour.max() + 1)] if n else []
+
+
+def gibbs_samples(u, edges, p, n_samples: int, seed: int = 0, burn_in: int = 50,
+                  thin: int = 2) -> np.ndarray:
+    """Labellings drawn from p(y) ∝ exp(score(y)) by Gibbs sampling.
+
+    Each sweep resamples the nodes one colour class at a time (a greedy
+    colouring: no two neighbours in a class, so a class's nodes are
+    independent given the rest), node i from its conditional
+    ``p(y_i = 1 | rest) = logistic(2 u_i + sum_{j ~ i} p_ij (1 - 2 y_j))``.
+
+    Parameters
+    ----------
+    u, edges, p : the model (any sign of p).
+    n_samples : int >= 1
+    seed : int, of the draws; the same seed gives the same samples.
+    burn_in : int >= 0, sweeps discarded first (from an all-0 labelling).
+    thin : int >= 1, sweeps between kept samples.
+
+    Returns
+    -------
+    ndarray of uint8, shape (n_samples, N)
+    """
+    u, edges, p = check_mrf(u, edges, p)
+    if n_samples < 1 or burn_in < 0 or thin < 1:
+        raise ValueError("n_samples and thin must be >= 1 and burn_in >= 0")
+    n = u.size
+    rng = np.random.default_rng(seed)
+    # W[i, j] = p_ij on both sides: the neighbours' pull is W @ (1 - 2 y)
+    W = np.zeros((n, n))
+    np.add.at(W, (edges[:, 0], edges[:, 1]), p)
+    np.add.at(W, (edges[:, 1], edges[:, 0]), p)
+    classes = _colouring(n, edges)
+    y = np.zeros(n)
+    out = np.empty((n_samples, n), np.uint8)
+    kept, sweep = 0, 0
+    while kept < n_samples:
+        for nodes in classes:
+            logit = 2.0 * u[nodes] + W[nodes] @ (1.0 - 2.0 * y)
+            y[nodes] = rng.random(nodes.size) < 0.5 * (1.0 + np.tanh(0.5 * logit))
+        sweep += 1
+        if sweep > burn_in and (sweep - burn_in) % thin == 0:
+            out[kept] = y
+            kept += 1
+    return out

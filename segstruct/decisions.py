@@ -13,7 +13,8 @@ A decision turns the marginals ``q_i = p(y_i = 1 | x)`` of
     exactly, over every labelling (``segstruct.inference.decisions``). At
     the ``"dataset"`` scope one decision is made for all the images
     together, the way the VOC measure sums counts over a data set; at the
-    ``"image"`` scope, each image on its own.
+    ``"image"`` scope, each image on its own, where ``samples`` estimates
+    the expected measure itself from Gibbs samples instead.
 
 Nodes are weighed by their pixels (``SuperpixelGraph.segments``), as the
 measure counts pixels; graphs without a superpixel map count each node once.
@@ -33,8 +34,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from segstruct.inference.decisions import marginal_decision, threshold_decision
-from segstruct.inference.marginals import loopy_bp
+from segstruct.inference.decisions import (marginal_decision, sampled_decision,
+                                           threshold_decision)
+from segstruct.inference.marginals import gibbs_samples, loopy_bp
 from segstruct.learn.ssvm import label_counts
 from segstruct.learn.selection import image_strata, make_folds
 from segstruct.model import MRFModel
@@ -66,7 +68,7 @@ def node_areas(graph) -> np.ndarray:
 
 
 def decide(estimator, X: Sequence, decision: str, scope: str = "dataset",
-           beta: float = 1.0) -> list[np.ndarray]:
+           beta: float = 1.0, samples: int = 0, seed: int = 0) -> list[np.ndarray]:
     """Labellings of ``X`` by a decision (module docstring).
 
     Parameters
@@ -77,6 +79,12 @@ def decide(estimator, X: Sequence, decision: str, scope: str = "dataset",
     decision : one of :data:`DECISIONS`.
     scope : {"dataset", "image"}, of the expected measures.
     beta : float > 0, of "expected-fbeta".
+    samples : int >= 0, "image" scope only
+        With S > 0, each image's expected measure is estimated from S Gibbs
+        samples of its p(y | x) (``inference.decisions.sampled_decision``:
+        the threshold labellings and the samples are the candidates) instead
+        of taken of the expected counts.
+    seed : int, of the samples.
 
     Returns
     -------
@@ -86,6 +94,12 @@ def decide(estimator, X: Sequence, decision: str, scope: str = "dataset",
         raise ValueError(f"unknown decision {decision!r}; use one of {DECISIONS}")
     if scope not in DECISION_SCOPES:
         raise ValueError(f"unknown decision scope {scope!r}; use one of {DECISION_SCOPES}")
+    if samples and scope != "image":
+        raise ValueError("samples apply to the image scope: over a data set the measure of "
+                         "the expected counts is the expected measure, and its threshold "
+                         "decision is exact")
+    if samples < 0:
+        raise ValueError(f"samples must be >= 0, got {samples}")
     X = list(X)
     if decision == "map":
         return estimator.predict(X)
@@ -94,10 +108,20 @@ def decide(estimator, X: Sequence, decision: str, scope: str = "dataset",
         return [marginal_decision(q) for q in qs]
     measure = "iou" if decision == "expected-iou" else "fbeta"
     areas = [node_areas(x) for x in X]
+    if scope == "image" and samples:
+        return [sampled_decision(q, _samples(estimator, x, samples, seed), a, measure, beta)
+                for x, q, a in zip(X, qs, areas)]
     if scope == "image":
         return [threshold_decision(q, a, measure, beta) for q, a in zip(qs, areas)]
     y = threshold_decision(np.concatenate(qs), np.concatenate(areas), measure, beta)
     return np.split(y, np.cumsum([q.size for q in qs])[:-1])
+
+
+def _samples(estimator, x, n: int, seed: int) -> np.ndarray:
+    """(n, N) Gibbs samples of the model's p(y | x) at its temperature."""
+    u, p = MRFModel(pairwise=estimator.pairwise).potentials(x, estimator.w_)
+    T = estimator.temperature_
+    return gibbs_samples(u / T, x.edges, p / T, n, seed=seed)
 
 
 def _log_likelihood(q: np.ndarray, fg: np.ndarray, bg: np.ndarray) -> float:

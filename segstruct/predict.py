@@ -77,7 +77,8 @@ def check_models(models: Sequence[SegmentationModel]) -> None:
 
 
 def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence,
-                      decision: str = "map", beta: float = 1.0) -> np.ndarray:
+                      decision: str = "map", beta: float = 1.0,
+                      samples: int = 0) -> np.ndarray:
     """VOC class index per superpixel of one image.
 
     Parameters
@@ -88,6 +89,8 @@ def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence,
     decision : one of ``segstruct.decisions.DECISIONS``; other than "map",
         one model with a temperature, deciding for the image alone.
     beta : float, of "expected-fbeta".
+    samples : int, Gibbs samples per image for the expected measures (0:
+        the measure of the expected counts; ``segstruct.decisions.decide``).
 
     Returns
     -------
@@ -96,7 +99,8 @@ def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence,
     if decision != "map":
         if len(models) != 1:
             raise ValueError(f"decision {decision!r} labels one class: give one model")
-        y = decide(models[0].estimator, [graphs[0]], decision, "image", beta)[0]
+        y = decide(models[0].estimator, [graphs[0]], decision, "image", beta,
+                   samples=samples)[0]
         return (y * models[0].label).astype(np.uint8)
     if len(models) == 1:
         y = models[0].estimator.predict([graphs[0]])[0]
@@ -109,13 +113,13 @@ def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence,
 
 
 def label_images(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
-                 chunk: int = CHUNK, decision: str = "map",
-                 beta: float = 1.0) -> Iterator[tuple[str, np.ndarray]]:
+                 chunk: int = CHUNK, decision: str = "map", beta: float = 1.0,
+                 samples: int = 0) -> Iterator[tuple[str, np.ndarray]]:
     """Yield (image id, (H, W) uint8 label image) for every id, in order.
 
     ``extractor`` is a FeatureExtractor of the models' features (built with
-    their codebook and detectors) over the images; ``decision`` and ``beta``
-    as for :func:`label_superpixels`.
+    their codebook and detectors) over the images; ``decision``, ``beta``
+    and ``samples`` as for :func:`label_superpixels`.
     """
     top_down = models[0].config.detector is not None
     for start in range(0, len(ids), chunk):
@@ -128,7 +132,8 @@ def label_images(models: Sequence[SegmentationModel], extractor, ids: Sequence[s
         for k, image_id in enumerate(part):
             graphs = [g[k] for g in per_model]
             yield image_id, paint(graphs[0].segments,
-                                  label_superpixels(models, graphs, decision, beta))
+                                  label_superpixels(models, graphs, decision, beta,
+                                                    samples))
 
 
 def write_label_png(path: Path, labels: np.ndarray) -> None:
@@ -159,10 +164,10 @@ def write_overlay(path: Path, rgb: np.ndarray, labels: np.ndarray, alpha: float 
 def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
                       out_dir: Path, overlay: bool = False,
                       bar: Callable[[int], Any] | None = None, decision: str = "map",
-                      beta: float = 1.0) -> list[dict]:
+                      beta: float = 1.0, samples: int = 0) -> list[dict]:
     """Label every image, write ``OUT/<id>.png`` (and ``<id>.jpg`` with
-    ``overlay``); return one index entry per image. ``decision`` and
-    ``beta`` as for :func:`label_superpixels`.
+    ``overlay``); return one index entry per image. ``decision``, ``beta``
+    and ``samples`` as for :func:`label_superpixels`.
 
     ``bar(total)`` gives a progress bar (anything with ``update()`` and
     ``close()``), or None for none.
@@ -173,7 +178,7 @@ def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Seque
     names = {m.label: m.class_name for m in models}
     try:
         for image_id, labels in label_images(models, extractor, ids, decision=decision,
-                                             beta=beta):
+                                             beta=beta, samples=samples):
             start = time.perf_counter()
             write_label_png(out_dir / f"{image_id}.png", labels)
             entry = {"id": image_id, "image": str(dataset.image_path(image_id)),
@@ -196,7 +201,8 @@ def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Seque
 
 
 def prediction_index(models: Sequence[SegmentationModel], source: dict, entries: list[dict],
-                     seconds: float, decision: str = "map", beta: float = 1.0) -> dict:
+                     seconds: float, decision: str = "map", beta: float = 1.0,
+                     samples: int = 0) -> dict:
     """``index.json`` of a folder of predictions.
 
     Parameters
@@ -206,7 +212,7 @@ def prediction_index(models: Sequence[SegmentationModel], source: dict, entries:
         {"data_root": ..., "split": ...}.
     entries : :func:`predict_to_folder`'s, one per image.
     seconds : wall-clock seconds of the labelling.
-    decision, beta : how the labels were decided (:func:`label_superpixels`).
+    decision, beta, samples : how the labels were decided (:func:`label_superpixels`).
     """
     return {
         "format": "segstruct-predictions", "format_version": 1, **source,
@@ -218,7 +224,9 @@ def prediction_index(models: Sequence[SegmentationModel], source: dict, entries:
                         f"decision {decision}" + (f" (beta {beta:g})" if decision ==
                                                   "expected-fbeta" else "") +
                         f" from the marginals at temperature "
-                        f"{models[0].estimator.temperature_:.3g}, per image")
+                        f"{models[0].estimator.temperature_:.3g}, per image"
+                        + (f", expected measure from {samples} Gibbs samples" if samples
+                           else ""))
         if len(models) == 1 else COMBINATION,
         "decision": decision,
         "features": models[0].config.to_dict(), "code_version": code_version(),

@@ -63,6 +63,16 @@ def test_map_and_marginal_decisions():
         decide(est, X, "expected-iou", scope="pixel")
 
 
+def test_image_decision_from_samples():
+    est, X = _tiny()
+    a = decide(est, X, "expected-iou", "image", samples=200, seed=1)
+    again = decide(est, X, "expected-iou", "image", samples=200, seed=1)
+    assert all(np.array_equal(x, y) for x, y in zip(a, again))       # seeded
+    assert [y.shape for y in a] == [(x.unary.shape[0],) for x in X]
+    with pytest.raises(ValueError, match="image scope"):
+        decide(est, X, "expected-iou", "dataset", samples=10)
+
+
 def test_node_areas_count_pixels():
     g = Graph(np.zeros((3, 1)), np.zeros((0, 2), int), np.zeros((0, 1)))
     np.testing.assert_array_equal(node_areas(g), [1, 1, 1])
@@ -121,6 +131,15 @@ def test_crf_model_predicts_with_every_decision(data_root, tmp_path, capsys):
     # expected IoU labels at least as much as the marginals' 1/2 rule: its
     # threshold lies at or below 1/2 (IoU's ratio is at most 1)
     assert masks["expected-iou"] >= masks["marginal"]
+    out = tmp_path / "sampled"
+    assert main(["predict", "--model", str(model), "--data", str(data_root), "--split", "val",
+                 "--decision", "expected-iou", "--samples", "50", "--out", str(out), *cache,
+                 "-q"]) == 0
+    assert "50 Gibbs samples" in json.loads((out / "index.json").read_text())["combination"]
+    with pytest.raises(SystemExit):
+        main(["predict", "--model", str(model), "--data", str(data_root), "--split", "val",
+              "--samples", "5", "--out", str(tmp_path / "bad"), *cache, "-q"])
+    assert "--samples" in capsys.readouterr().err
 
 
 def test_predict_decision_needs_a_temperature(data_root, tmp_path, capsys):

@@ -34,9 +34,10 @@ def add_arguments(p) -> None:
                    metavar="DECISION",
                    help="also score these decisions from each model's marginals (map, "
                         "the graph cut, is always scored): marginal (q > 1/2), "
-                        "expected-iou, expected-fbeta (--beta) over the whole evaluation "
-                        "split; the SSVMs' marginals need a temperature, fitted on "
-                        "training folds (--folds fits more per pair) (default: map)")
+                        "expected-iou, expected-fbeta (the beta of --loss fbeta, else 1) "
+                        "over the whole evaluation split; the SSVMs' marginals need a "
+                        "temperature, fitted by held-out likelihood on --folds folds of "
+                        "the training split: that many more fits per pair (default: map)")
     g.add_argument("--split-train", dest="train_split", default="train",
                    help="training split (default %(default)s)")
     g.add_argument("--split-eval", dest="eval_split", default="val",

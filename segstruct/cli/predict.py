@@ -41,6 +41,12 @@ def add_arguments(p) -> None:
                         "(default %(default)s)")
     p.add_argument("--beta", type=float, default=1.0,
                    help="beta of --decision expected-fbeta (default %(default)s)")
+    p.add_argument("--samples", type=int, default=0, metavar="S",
+                   help="with --decision expected-iou or expected-fbeta: estimate each "
+                        "image's expected measure from S Gibbs samples of the model "
+                        "(candidates: the thresholds of the marginals and the samples), "
+                        "instead of taking the measure of the expected counts (default "
+                        "%(default)s)")
     p.add_argument("--overlay", action="store_true",
                    help="also write DIR/<id>.jpg: the image with its labels drawn on it")
 
@@ -110,6 +116,9 @@ def _check_decision(args, models) -> None:
         raise UsageError("--beta applies only to --decision expected-fbeta")
     if not (args.beta > 0 and args.beta < float("inf")):
         raise UsageError(f"--beta must be a positive number, got {args.beta}")
+    if args.samples < 0 or (args.samples and not args.decision.startswith("expected")):
+        raise UsageError("--samples takes a count >= 0 and applies only to --decision "
+                         "expected-iou or expected-fbeta")
     if args.decision == "map":
         return
     if len(models) != 1:
@@ -149,10 +158,11 @@ def run(args) -> int:
     bar = (lambda total: progress_bar(total, "predict", unit="image")) \
         if show_progress(args) else None
     entries = predict_to_folder(models, extractor, ids, out, overlay=args.overlay, bar=bar,
-                                decision=args.decision, beta=args.beta)
+                                decision=args.decision, beta=args.beta,
+                                samples=args.samples)
     stale = _stale(out, entries)
     index = prediction_index(models, described, entries, time.perf_counter() - start,
-                             decision=args.decision, beta=args.beta)
+                             decision=args.decision, beta=args.beta, samples=args.samples)
     if bad:
         index["unreadable"] = [{"image": path, "error": why} for path, why in bad.items()]
     write_json(out / "index.json", index)

@@ -162,7 +162,8 @@ def load_model(path):
     -------
     estimator : StructuredSVM (FirstOrderSVM for the first-order solvers)
         with ``w_``, ``loss_`` and ``n_features_in_`` set (ready to predict;
-        see ``BaseSSVM.from_weights``).
+        see ``BaseSSVM.from_weights``), and ``temperature_`` when the file
+        holds one (a crf model's 1, a calibrated SSVM's).
     feature_config : FeatureConfig
     codebook : (n_words, 384) float32 array or None
     doc : dict, the whole JSON document.

@@ -88,3 +88,48 @@ def test_the_check_fails_on_a_broken_decision():
     check_best(threshold_decision, q, None, "iou", 1.0)
     with pytest.raises(AssertionError):
         check_best(lambda q, a, m, b: marginal_decision(q), q, None, "iou", 1.0)
+
+
+# ------------------------------------------------------- decisions from samples
+def _exact_expected_iou(y, u, edges, p):
+    """E[IoU(y, t)] under p(t) ∝ exp(score(t)), by enumeration."""
+    ts = _all_labellings(u.size).astype(float)
+    s = (2 * ts - 1) @ u + (ts[:, edges[:, 0]] != ts[:, edges[:, 1]]) @ p
+    prob = np.exp(s - s.max())
+    prob /= prob.sum()
+    tp = ts @ y
+    den = tp + (y.sum() - tp) + (ts.sum(axis=1) - tp)
+    return float(prob @ np.where(den > 0, tp / np.where(den > 0, den, 1), 1.0))
+
+
+def check_sampled(decision, u, edges, p):
+    """The decision's exact E[IoU] is the best of the threshold candidates'."""
+    from segstruct.inference.marginals import gibbs_samples
+    q = enumerate_marginals(u, edges, p).node
+    samples = gibbs_samples(u, edges, p, 3000, seed=2)
+    order = np.argsort(-q, kind="stable")
+    best = max(_exact_expected_iou((np.isin(np.arange(q.size), order[:k])).astype(float),
+                                   u, edges, p) for k in range(q.size + 1))
+    got = _exact_expected_iou(decision(q, samples).astype(float), u, edges, p)
+    assert got >= best - 0.01
+
+
+def test_sampled_decision_reaches_the_best_expected_iou():
+    from segstruct.inference.decisions import sampled_decision
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        u, edges = rng.normal(size=6) - 0.5, np.array([(i, i + 1) for i in range(5)])
+        p = -2 * rng.random(5)
+        check_sampled(sampled_decision, u, edges, p)
+
+
+def test_sampled_decision_takes_a_sample_when_the_samples_agree():
+    """Every sample the same labelling t: t has IoU 1 against all of them."""
+    from segstruct.inference.decisions import sampled_decision
+    t = np.array([1, 0, 1, 0, 0], np.uint8)
+    q = np.array([0.2, 0.9, 0.3, 0.1, 0.1])       # no threshold of q gives t
+    np.testing.assert_array_equal(sampled_decision(q, np.tile(t, (4, 1))), t)
+    with pytest.raises(ValueError, match="samples"):
+        sampled_decision(q, np.ones((2, 4)))
+    # broken: the expected-count threshold cannot reach t
+    assert not np.array_equal(threshold_decision(q), t)

@@ -132,3 +132,28 @@ def test_the_checks_fail_on_a_broken_solver(broken):
     check_exact(lambda *a: loopy_bp(*a, tol=1e-12), u, edges, p)     # the real one passes
     with pytest.raises(AssertionError):
         check_exact(broken, u, edges, p)
+
+
+# ---------------------------------------------------------------- Gibbs samples
+def check_samples(sampler, u, edges, p, atol=0.03):
+    """Sample frequencies match the exact node and cut marginals."""
+    ys = sampler(u, edges, p).astype(float)
+    ref = enumerate_marginals(u, edges, p)
+    np.testing.assert_allclose(ys.mean(axis=0), ref.node, atol=atol)
+    cuts = (ys[:, edges[:, 0]] != ys[:, edges[:, 1]]).mean(axis=0)
+    np.testing.assert_allclose(cuts, ref.cut, atol=atol)
+
+
+def test_gibbs_samples_match_the_exact_marginals():
+    from segstruct.inference.marginals import gibbs_samples
+    rng = np.random.default_rng(6)
+    edges = _grid(2, 3)
+    u, p = 0.5 * rng.normal(size=6), -rng.random(len(edges))
+    check_samples(lambda *a: gibbs_samples(*a, n_samples=8000, seed=1), u, edges, p)
+    # seeded: the same draws again
+    np.testing.assert_array_equal(gibbs_samples(u, edges, p, 5, seed=3),
+                                  gibbs_samples(u, edges, p, 5, seed=3))
+    # broken: a sampler that ignores the edges gets the cut marginals wrong
+    with pytest.raises(AssertionError):
+        check_samples(lambda u, e, p: gibbs_samples(u, e, 0 * p, n_samples=8000, seed=1),
+                      u, edges, p)

@@ -242,8 +242,8 @@ def structured_perceptron(X, Y, *, max_epochs: int = 50, seed: int = 0,
     labelling differs from the target on a node that counts (a_i > 0),
     moves to ``Pi_K(w + Psi(x_i, t_i) - Psi(x_i, y))``. The average of the
     iterates is returned (Collins 2002: far more stable than the last one).
-    It stops after an epoch without a mistake (the data are then separated
-    by the iterate, and the average stops moving towards a new direction).
+    It stops after an epoch without a mistake: the iterate then labels every
+    training image right and would not change again.
 
     Parameters
     ----------

@@ -100,6 +100,9 @@ def decide(estimator, X: Sequence, decision: str, scope: str = "dataset",
                          "decision is exact")
     if samples < 0:
         raise ValueError(f"samples must be >= 0, got {samples}")
+    if samples and not decision.startswith("expected"):
+        raise ValueError(f"samples estimate an expected measure: decision {decision!r} "
+                         "uses none")
     X = list(X)
     if decision == "map":
         return estimator.predict(X)

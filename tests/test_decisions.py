@@ -71,6 +71,8 @@ def test_image_decision_from_samples():
     assert [y.shape for y in a] == [(x.unary.shape[0],) for x in X]
     with pytest.raises(ValueError, match="image scope"):
         decide(est, X, "expected-iou", "dataset", samples=10)
+    with pytest.raises(ValueError, match="uses none"):
+        decide(est, X, "marginal", "image", samples=10)
 
 
 def test_node_areas_count_pixels():

@@ -320,7 +320,9 @@ class Comparison:
             "identity": self.identity(),
         }
         if len(self.settings.decisions) > 1:
-            record["decisions"] = self._score_decisions(estimator, X, Y, evaluation)
+            record["decisions"] = self._score_decisions(
+                estimator, X, Y, evaluation, {"train_score": train_score,
+                                              "eval_score": eval_score})
         self.store.write(record)
         # the record is written: nothing to resume
         checkpoint_path(trained.path).unlink(missing_ok=True)
@@ -331,14 +333,15 @@ class Comparison:
         (a CRF's scores are its log-probabilities already)."""
         return method != "crf" and any(d != "map" for d in self.settings.decisions)
 
-    def _score_decisions(self, estimator, X, Y, evaluation) -> dict:
+    def _score_decisions(self, estimator, X, Y, evaluation, map_scores: dict) -> dict:
         """Train and eval VOC scores of every decision (one decision over a
-        whole split: the data-set scope, the way VOC counts)."""
+        whole split: the data-set scope, the way VOC counts); ``map_scores``
+        are the record's own (the graph cut's), not computed again."""
         start = time.perf_counter()
         X_eval = [ex.graph for ex in evaluation]
         Y_eval = [ex.pixel_counts for ex in evaluation]
-        scores = {}
-        for decision in self.settings.decisions:
+        scores = {"map": map_scores}
+        for decision in (d for d in self.settings.decisions if d != "map"):
             scores[decision] = {
                 split: estimator.voc_score(
                     graphs, labels, decide(estimator, graphs, decision, "dataset",

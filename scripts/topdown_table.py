@@ -264,11 +264,15 @@ def run_and_tabulate(args, names, run_dataset, table) -> None:
             p = run_dataset(args.data / name, args.out / name, args.min_images, args.n_jobs)
             write_json(args.out / name / "plan.json",
                        {**p, "min_images": args.min_images, "data_root": str(args.data / name)})
-    md, doc = table(args.out, names)
-    write_text(args.out / "table.md", md)
-    write_json(args.out / "table.json", doc)
+    write_tables(args.out, *table(args.out, names))
+
+
+def write_tables(out: Path, md: str, doc: dict) -> None:
+    """OUT/table.md and OUT/table.json, the Markdown printed."""
+    write_text(out / "table.md", md)
+    write_json(out / "table.json", doc)
     print(md)
-    print(f"wrote {args.out / 'table.md'} and table.json")
+    print(f"wrote {out / 'table.md'} and table.json")
 
 
 def main(argv=None) -> int:
@@ -280,11 +284,7 @@ def main(argv=None) -> int:
             p = run_dataset(args.data / name, out, args.min_images, args.n_jobs)
             write_json(out / "plan.json", {**p, "min_images": args.min_images,
                                            "data_root": str(args.data / name)})
-    md, doc = table(args.out, names)
-    write_text(args.out / "table.md", md)
-    write_json(args.out / "table.json", doc)
-    print(md)
-    print(f"wrote {args.out / 'table.md'} and table.json")
+    write_tables(args.out, *table(args.out, names))
     return 0
 
 

@@ -168,9 +168,9 @@ def sampled_decision(q, samples, a=None, measure: str = "iou",
     if samples.ndim != 2 or samples.shape[1] != q.size or not np.all(
             (samples == 0) | (samples == 1)):
         raise ValueError(f"samples must be an (S, {q.size}) array of 0 and 1")
-    order = np.argsort(-q, kind="stable")
-    thresholds = np.zeros((q.size + 1, q.size), np.uint8)
-    for k in range(1, q.size + 1):
-        thresholds[k, order[:k]] = 1
+    # row k: the k nodes of largest marginal (ties in node order), k = 0 .. N
+    rank = np.empty(q.size, np.int64)
+    rank[np.argsort(-q, kind="stable")] = np.arange(q.size)
+    thresholds = (rank[None, :] < np.arange(q.size + 1)[:, None]).astype(np.uint8)
     candidates = np.concatenate([thresholds, samples.astype(np.uint8)])
     return candidates[int(np.argmax(_measures(candidates, samples, a, measure, beta)))]

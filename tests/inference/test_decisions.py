@@ -133,3 +133,15 @@ def test_sampled_decision_takes_a_sample_when_the_samples_agree():
         sampled_decision(q, np.ones((2, 4)))
     # broken: the expected-count threshold cannot reach t
     assert not np.array_equal(threshold_decision(q), t)
+
+
+def test_sampled_decision_takes_a_threshold_when_no_sample_is_best():
+    """Three samples, each two of the first three nodes: a sample scores
+    (1 + 1/3 + 1/3) / 3 = 5/9 against them, the threshold labelling of the
+    three largest marginals 2/3 against each; the fourth node (q 0.1) must
+    stay out (with it: 1/2). The many-sample check above cannot tell the
+    threshold candidates apart, since the samples hold every likely labelling."""
+    from segstruct.inference.decisions import sampled_decision
+    samples = np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 0]], np.uint8)
+    q = np.array([0.7, 0.8, 0.9, 0.1])
+    np.testing.assert_array_equal(sampled_decision(q, samples), [1, 1, 1, 0])

@@ -38,7 +38,7 @@ from topdown_table import (dataset_names, finished_runs, plan,  # noqa: E402
                            run_and_tabulate, segstruct, table_parser)
 
 from segstruct.io.provenance import code_version       # noqa: E402
-from segstruct.report.tables import features_text, fmt  # noqa: E402
+from segstruct.report.tables import blocks_text, fmt  # noqa: E402
 
 METHODS = ("bl1", "bl2", "proposed", "crf")
 DECISIONS = ("map", "marginal", "expected-iou", "expected-fbeta")
@@ -87,8 +87,7 @@ def _scores(record, decision):
 
 def _features(features, sides: dict) -> str:
     """The feature blocks, and each data set's working long side."""
-    blocks = features_text({**features, "long_side": None}).removesuffix(
-        " (images as given)") if features else features_text({})
+    blocks = blocks_text(features)
     return blocks + "; images at a long side of " + ", ".join(
         f"{'their own size' if side is None else f'{side} px'} ({name})"
         for name, side in sides.items())

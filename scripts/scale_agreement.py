@@ -127,16 +127,9 @@ def superpixel_agreement(settings, dataset, ids, long_side) -> list[dict]:
                        for f in FACTORS},
                     **{f"min_x{f}": float(np.min([r[f"x{f}"] for r in rows]))
                        for f in FACTORS}})
-        print(_setting_name(params) + " " + " ".join(
+        print(params.describe() + " " + " ".join(
             f"x{f} {100 * out[-1][f'mean_x{f}']:.1f} %" for f in FACTORS), flush=True)
     return out
-
-
-def _setting_name(params) -> str:
-    if params.method == "slic":
-        return f"slic, {params.n_segments} segments, compactness {params.compactness:g}"
-    return (f"felzenszwalb, k {params.scale:g}, sigma {params.sigma:g}, "
-            f"min size {params.min_size}")
 
 
 def _superpixel_main(args, dataset, ids) -> int:
@@ -157,7 +150,7 @@ def _superpixel_main(args, dataset, ids) -> int:
     lines = ["| superpixels | superpixels per image | 2x: mean (min) % | 4x: mean (min) % |",
              "|---|---|---|---|"]
     for r in results:
-        lines.append(f"| {_setting_name(SuperpixelParams(**r['params']))} | "
+        lines.append(f"| {SuperpixelParams(**r['params']).describe()} | "
                      f"{r['mean_superpixels']:.1f} | "
                      + " | ".join(f"{100 * r[f'mean_x{f}']:.1f} ({100 * r[f'min_x{f}']:.1f})"
                                   for f in FACTORS) + " |")
@@ -232,7 +225,7 @@ def main(argv=None) -> int:
     for r in results:
         side = "as given" if r["long_side"] is None else f"{r['long_side']} px"
         lines.append(f"| {Path(r['model']).name} | {r['method']} | {r['class']} | {side} | "
-                     f"{_setting_name(SuperpixelParams(**r['superpixels']))} | "
+                     f"{SuperpixelParams(**r['superpixels']).describe()} | "
                      + " | ".join(f"{100 * r[f'mean_{k}']:.1f} ({100 * r[f'min_{k}']:.1f})"
                                   for k in COLUMNS) + " |")
     write_text(args.out / "table.md",

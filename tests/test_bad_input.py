@@ -30,7 +30,7 @@ from segstruct.model import Graph
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400", "-q"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "400", "-q"]
 CAR = 7
 
 
@@ -64,7 +64,7 @@ def mask(h=24, w=32, value=0):
 
 
 def no_sift_extractor(ds, **kw):
-    config = FeatureConfig(sift=False, superpixels=SuperpixelParams(min_size=20))
+    config = FeatureConfig(sift=False, superpixels=SuperpixelParams(method="felzenszwalb", min_size=20))
     return FeatureExtractor(ds, config, ArrayCache(enabled=False), progress=False, **kw)
 
 
@@ -446,7 +446,7 @@ def test_evaluation_uses_the_models_features(clean_root, cache_dir, tmp_path, ca
     # features of another configuration in the same cache change nothing
     assert main(["features", "--data", str(clean_root), "--split", "val", "--cache",
                  str(cache_dir), "--words", "8", "--codebook-descriptors", "2000",
-                 "--fz-min-size", "400", "-q"]) == 0
+                 "--superpixels", "felzenszwalb", "--fz-min-size", "400", "-q"]) == 0
     reports = []
     for cache in (["--cache", str(cache_dir)], ["--no-cache"]):
         out = tmp_path / f"eval{len(reports)}.json"

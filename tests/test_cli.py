@@ -14,7 +14,7 @@ from segstruct.datasets import VOCDataset
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400", "-q"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "400", "-q"]
 
 
 def test_help_for_every_subcommand(capsys):
@@ -279,7 +279,8 @@ def test_default_C_auto_falls_back_on_a_split_too_small_to_fold(data_root, tmp_p
 
 @pytest.mark.parametrize("extra, words", [
     (["--superpixels", "slic", "--fz-scale", "300"], "--fz-scale"),
-    (["--fz-min-size", "300", "--slic-segments", "80"], "--slic-segments"),
+    (["--fz-min-size", "300"], "--fz-min-size"),          # SLIC is the default
+    (["--superpixels", "felzenszwalb", "--slic-segments", "50"], "--slic-segments"),
     (["--no-sift", "--words", "50"], "--words"),
     (["--no-sift", "--codebook-split", "train"], "--codebook-split"),
     (["--no-top-down", "--top-down-folds", "5"], "--top-down-folds"),

@@ -68,7 +68,7 @@ def restore_checkpoint():
 '''
 
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400", "-q"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "400", "-q"]
 
 pytestmark = pytest.mark.slow
 

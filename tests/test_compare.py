@@ -12,7 +12,7 @@ from segstruct.datasets import VOCDataset
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400", "-q"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "400", "-q"]
 METHODS = ["bl1", "bl2", "proposed"]
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -84,12 +84,14 @@ def test_tables_match_results(finished):
     assert (f"| car | {iou['car']['bl1']:.2f} ({train['car']['bl1']:.1f}) | "
             f"{iou['car']['bl2']:.2f} ({train['car']['bl2']:.1f}) |") in md
     assert f"**{means[2]:.2f} ({means[5]:.1f})**" in md
-    # the table names data, loss, scope, C, M, the working resolution and the code version
+    # the table names data, loss, scope, C, M, the superpixels, the working
+    # resolution and the code version
     side = results["features"]["long_side"]
     assert isinstance(side, int)
     for words in (results["data_root"], "scope dataset", f"C {DEFAULT_C:g}",
-                  "oracle envelope (exact)", f"images at a long side of {side} px",
-                  results["code_version"]):
+                  "oracle envelope (exact)",
+                  "superpixels Felzenszwalb, k 200, sigma 0.01, minimum area 400 px",
+                  f"images at a long side of {side} px", results["code_version"]):
         assert words in md
 
 

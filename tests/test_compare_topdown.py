@@ -23,7 +23,7 @@ from segstruct.learn.methods import TrainingSettings
 # cheap detector settings (roots only, one short mining round) on small features
 FAST = DetectorParams(n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=1)
 CONFIG = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=6,
-                         kmeans_iterations=5, superpixels=SuperpixelParams(min_size=400),
+                         kmeans_iterations=5, superpixels=SuperpixelParams(method="felzenszwalb", min_size=400),
                          detector=FAST, top_down_folds=1)
 SETTINGS = TrainingSettings(max_iter=30)
 TOO_FEW = "too few objects of class 15 to train a detector: 1 positive boxes"

@@ -16,7 +16,7 @@ from segstruct.model import Graph
 from segstruct.toy import chain_problem
 
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400", "-q"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "400", "-q"]
 
 
 def _tiny():

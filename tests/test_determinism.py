@@ -9,7 +9,7 @@ from segstruct.cli import main
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400", "-q"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "400", "-q"]
 
 
 # the generated data set of the data_root fixture (tests/conftest.py)

@@ -6,7 +6,7 @@ from segstruct.datasets import make_synthetic_voc
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "400"]
 
 
 def test_table_and_reports(load_script, tmp_path, capsys):

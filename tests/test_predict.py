@@ -16,7 +16,7 @@ from segstruct.datasets import DatasetError, ImageFiles, VOCDataset, make_synthe
 from segstruct.datasets.voc import VOID_LABEL, class_index
 
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400", "-q"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "400", "-q"]
 
 
 @pytest.fixture(scope="module")

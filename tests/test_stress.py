@@ -110,7 +110,7 @@ def _build_case(name: str, root: Path):
                                               0.2 * rest),
                               image_size=IMAGE_SIZE)
     # images as given: each case's superpixel counts were designed on them
-    config = FeatureConfig(superpixels=SuperpixelParams(min_size=MIN_SUPERPIXEL),
+    config = FeatureConfig(superpixels=SuperpixelParams(method="felzenszwalb", min_size=MIN_SUPERPIXEL),
                            n_words=16, codebook_descriptors=1000, long_side=None)
     extractor = FeatureExtractor(VOCDataset(data), config, ArrayCache(enabled=False),
                                  n_jobs=1, progress=False)

@@ -1,8 +1,14 @@
 """Superpixels and their adjacency graph.
 
-An image is over-segmented (Felzenszwalb by default, the paper's choice; SLIC
+An image is over-segmented (SLIC by default; Felzenszwalb, the paper's choice,
 as an option), and the segments become the nodes of an MRF. Everything here
 is plain numpy in, numpy out.
+
+SLIC is the default because it was chosen on held-out data (each shared data
+set's other three chose it; +1.7 points of mean val IoU on the held-out set)
+and because its superpixels barely move when an image is enlarged or gets an
+imperceptible change (a 4x copy keeps 96-97 % of them, Felzenszwalb's 65 %),
+which is what makes a mask stable across photo sizes.
 """
 from __future__ import annotations
 
@@ -16,27 +22,40 @@ from segstruct.features._checks import check_number
 SUPERPIXEL_METHODS = ("felzenszwalb", "slic")
 
 
+#: Per method, the fields it does not use and the value they are held at.
+_UNUSED = {"felzenszwalb": {"n_segments": 50, "compactness": 10.0},
+           "slic": {"scale": 200.0, "sigma": 0.01, "min_size": 1330}}
+
+
 @dataclass(frozen=True)
 class SuperpixelParams:
     """How to over-segment an image.
 
     Parameters
     ----------
-    method : {"felzenszwalb", "slic"}
+    method : {"slic", "felzenszwalb"}
     scale, sigma, min_size : Felzenszwalb's k, Gaussian pre-smoothing (pixels)
-        and minimum component area (pixels). The defaults are the paper's
-        (k = 200, sigma = 0.01, min area 1330: about 50 superpixels on a
-        300x500 image).
+        and minimum component area (pixels), used only by
+        ``method="felzenszwalb"``. The defaults are the paper's (k = 200,
+        sigma = 0.01, min area 1330: about 50 superpixels on a 300x500 image).
     n_segments, compactness : SLIC's target number of segments and
-        colour/space trade-off (used only by ``method="slic"``).
+        colour/space trade-off, used only by ``method="slic"``. 80 segments
+        give 55-80 superpixels after connectivity is enforced (the paper's
+        ~50); compactness 20 is the least compact setting whose superpixels
+        move by at most 4 % when the image is enlarged 4x (10 moves 8 %, 40
+        gains little).
+
+    The fields a method does not use are held at fixed values (whatever is
+    given), so that two settings are equal exactly when they cut images
+    alike.
     """
 
-    method: str = "felzenszwalb"
+    method: str = "slic"
     scale: float = 200.0
     sigma: float = 0.01
     min_size: int = 1330
-    n_segments: int = 50
-    compactness: float = 10.0
+    n_segments: int = 80
+    compactness: float = 20.0
 
     def __post_init__(self):
         if self.method not in SUPERPIXEL_METHODS:
@@ -49,9 +68,23 @@ class SuperpixelParams:
                 ("compactness", 0, False, False)):
             check_number("SuperpixelParams", name, getattr(self, name), low,
                          integer=integer, inclusive=inclusive)
+        # The other method's fields are then set to fixed values: two settings
+        # that cut images alike are equal, and so are their cache keys and the
+        # features a model records (a Felzenszwalb setting made before SLIC
+        # became the default held SLIC's fields at these values).
+        for name, value in _UNUSED[self.method].items():
+            object.__setattr__(self, name, value)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def describe(self) -> str:
+        """The setting in words, for tables: e.g. "SLIC, 80 segments,
+        compactness 20"."""
+        if self.method == "slic":
+            return f"SLIC, {self.n_segments} segments, compactness {self.compactness:g}"
+        return (f"Felzenszwalb, k {self.scale:g}, sigma {self.sigma:g}, minimum area "
+                f"{self.min_size} px")
 
 
 def segment(image: np.ndarray, params: SuperpixelParams | None = None) -> np.ndarray:
@@ -60,7 +93,7 @@ def segment(image: np.ndarray, params: SuperpixelParams | None = None) -> np.nda
     Parameters
     ----------
     image : (H, W, 3) uint8 array, RGB.
-    params : SuperpixelParams, optional (the paper's Felzenszwalb settings).
+    params : SuperpixelParams, optional (SLIC, 80 segments, compactness 20).
 
     Returns
     -------

@@ -89,16 +89,25 @@ def table_markdown(results: dict) -> str:
     return out.getvalue()
 
 
-def features_text(features: dict) -> str:
+def blocks_text(features: dict) -> str:
     """The unary blocks in use, e.g. "features sift (1000), colour (6), ...,
     top_down (14)": name and width, as ``FeatureConfig.unary_blocks`` gives them."""
+    if not features:
+        return "features not recorded"
+    return "features " + ", ".join(f"{name} ({width})" for name, width in
+                                   FeatureConfig.from_dict(features).unary_blocks())
+
+
+def features_text(features: dict) -> str:
+    """The unary blocks, the superpixels and the working resolution, e.g.
+    "features sift (1000), ..., top_down (14) (superpixels SLIC, 80
+    segments, compactness 20; images at a long side of 560 px)"."""
     if not features:
         return "features not recorded"
     config = FeatureConfig.from_dict(features)
     side = config.long_side
     where = "images as given" if side is None else f"images at a long side of {side} px"
-    return "features " + ", ".join(f"{name} ({width})" for name, width in
-                                   config.unary_blocks()) + f" ({where})"
+    return f"{blocks_text(features)} (superpixels {config.superpixels.describe()}; {where})"
 
 
 def _chosen_C_table(out, results: dict) -> None:

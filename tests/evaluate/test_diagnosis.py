@@ -14,7 +14,7 @@ from segstruct.model import Graph
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400", "-q"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "400", "-q"]
 
 
 def separable(rng, n_graphs=4, n=8):

@@ -19,7 +19,7 @@ from segstruct.features.topdown.training import TooFewObjects
 FAST = DetectorParams(n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=1)
 K = 2
 CONFIG = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=6,
-                         kmeans_iterations=5, superpixels=SuperpixelParams(min_size=400),
+                         kmeans_iterations=5, superpixels=SuperpixelParams(method="felzenszwalb", min_size=400),
                          detector=FAST, top_down_folds=K)
 
 

@@ -21,7 +21,7 @@ from segstruct.features.topdown.features import topdown_features
 # Cheap detector settings: roots only, one short mining round (seconds, not minutes).
 FAST = DetectorParams(n_parts=0, mining_rounds=1, mining_images=4, max_positives=40, seed=1)
 BOTTOM_UP = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=6,
-                            kmeans_iterations=5, superpixels=SuperpixelParams(min_size=400))
+                            kmeans_iterations=5, superpixels=SuperpixelParams(method="felzenszwalb", min_size=400))
 # one detector for every image (no cross-fitting; tests/features/test_cross_fitting.py)
 TOP_DOWN = F.FeatureConfig(**{**BOTTOM_UP.__dict__, "detector": FAST, "top_down_folds": 1})
 

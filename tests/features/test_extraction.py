@@ -10,7 +10,7 @@ from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.superpixels import SuperpixelParams, adjacency, pixel_counts
 
 SMALL = F.FeatureConfig(n_words=16, codebook_descriptors=2000, codebook_images=6,
-                        kmeans_iterations=5, superpixels=SuperpixelParams(min_size=400))
+                        kmeans_iterations=5, superpixels=SuperpixelParams(method="felzenszwalb", min_size=400))
 
 
 def _extractor(root, cache_dir, config=SMALL, n_jobs=1):

@@ -92,7 +92,7 @@ def test_pairwise_features_eq27():
 def test_unary_blocks_and_switches():
     rng = np.random.default_rng(4)
     img = rng.integers(0, 256, (60, 80, 3)).astype(np.uint8)
-    labels = segment(img, SuperpixelParams(min_size=200))
+    labels = segment(img, SuperpixelParams(method="felzenszwalb", min_size=200))
     n = labels.max() + 1
     cfg = F.FeatureConfig(n_words=5, codebook_descriptors=50)
     book = rng.uniform(0, 50, (5, 384)).astype(np.float32)

@@ -49,7 +49,7 @@ def test_graph_invariants(method):
 
 
 def test_felzenszwalb_regions_connected_and_large_enough():
-    params = SuperpixelParams(min_size=300)
+    params = SuperpixelParams(method="felzenszwalb", min_size=300)
     labels = segment(_random_image(2), params)
     for k in range(labels.max() + 1):
         mask = labels == k
@@ -76,7 +76,7 @@ def test_pixel_counts_and_majority_hand_made():
 
 def test_paint_round_trip():
     rng = np.random.default_rng(0)
-    labels = segment(_random_image(3), SuperpixelParams(min_size=100))
+    labels = segment(_random_image(3), SuperpixelParams(method="felzenszwalb", min_size=100))
     y = rng.integers(0, 2, labels.max() + 1).astype(np.uint8)
     painted = paint(labels, y)
     # reading any pixel of each superpixel back gives its label
@@ -98,8 +98,44 @@ def test_paper_settings_on_real_image(camvid_root):
     from PIL import Image
     path = sorted((camvid_root / "JPEGImages").glob("*.jpg"))[0]
     img = np.asarray(Image.open(path).convert("RGB"))
-    labels = segment(img)
+    labels = segment(img, SuperpixelParams(method="felzenszwalb"))
     n = labels.max() + 1
     # min area 1330 caps the count at H*W/1330 (130 for 480x360)
     assert 5 <= n <= img.shape[0] * img.shape[1] // 1330
     assert np.bincount(labels.ravel()).min() >= 1330
+
+
+def test_default_slic_on_real_image_gives_about_the_papers_count(camvid_root):
+    """The default (SLIC, 80 segments): connected superpixels, about as many
+    as the paper's ~50 (55-80 on the shared photos), whatever the size."""
+    from PIL import Image
+    from skimage.transform import rescale
+    path = sorted((camvid_root / "JPEGImages").glob("*.jpg"))[0]
+    img = np.asarray(Image.open(path).convert("RGB"))
+    assert SuperpixelParams().method == "slic"
+    half = (rescale(img, 0.5, channel_axis=2) * 255).round().astype(np.uint8)
+    for image in (img, half):
+        labels = segment(image)
+        n = labels.max() + 1
+        assert 40 <= n <= 100, n
+        for k in range(n):
+            assert ndimage.label(labels == k)[1] == 1, f"superpixel {k} is not connected"
+
+
+def test_settings_that_cut_alike_are_equal_and_share_cache_keys():
+    """A method's unused fields do not tell settings apart: a Felzenszwalb
+    setting from a model file written when SLIC's defaults were 50 / 10
+    equals today's, so its model and cached features are found again."""
+    written_before = {"method": "felzenszwalb", "scale": 200.0, "sigma": 0.01,
+                      "min_size": 1330, "n_segments": 50, "compactness": 10.0}
+    today = SuperpixelParams(method="felzenszwalb")
+    assert SuperpixelParams(**written_before) == today
+    assert SuperpixelParams(method="felzenszwalb", n_segments=7, compactness=3.0) == today
+    assert today.to_dict() == written_before
+    slic = SuperpixelParams()
+    assert SuperpixelParams(scale=10.0, min_size=5) == slic
+    # the fields a method uses still tell settings apart, and are still checked
+    assert SuperpixelParams(n_segments=30) != slic
+    assert SuperpixelParams(method="felzenszwalb", min_size=30) != today
+    with pytest.raises(ValueError, match="n_segments"):
+        SuperpixelParams(method="felzenszwalb", n_segments=0)

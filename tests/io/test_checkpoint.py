@@ -197,7 +197,7 @@ def test_damaged_checkpoint_is_refused_with_its_name(tmp_path):
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "200", "-q"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "200", "-q"]
 
 
 def _train(root, cache, out, *extra):

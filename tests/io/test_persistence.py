@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from segstruct.features.config import FeatureConfig
+from segstruct.features.superpixels import SuperpixelParams
 from segstruct.io.persistence import (DOC_DIGEST, ModelFileError, _doc_digest, load_model,
                                    model_paths, save_model)
 from segstruct.learn.ssvm import StructuredSVM
@@ -71,8 +72,10 @@ def test_a_model_saved_before_the_io_left_the_constructor_loads():
     assert "progress" in doc["estimator"]
     loaded, config, codebook, _ = load_model(DATA / "model_7b38227")
     svm, X = fitted(np.random.default_rng(0))
-    # a file from before the working resolution: images as given
-    assert config == replace(CONFIG, long_side=None) and codebook is None
+    # a file from before the working resolution and SLIC's default: images as
+    # given, Felzenszwalb superpixels (every field of them was written)
+    old = SuperpixelParams(method="felzenszwalb", n_segments=50, compactness=10.0)
+    assert config == replace(CONFIG, long_side=None, superpixels=old) and codebook is None
     assert "progress" not in loaded.get_params()
     # its C was the objective's own (2.0): in the paper's units, twice that
     assert (loaded.C, loaded.C_units) == (4.0, "paper")

@@ -18,7 +18,7 @@ from segstruct.model import Graph, MRFModel
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
-         "--fz-min-size", "400", "-q"]
+         "--superpixels", "felzenszwalb", "--fz-min-size", "400", "-q"]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 

@@ -54,6 +54,7 @@ def main(argv=None) -> int:
     from PIL import Image
 
     from segstruct.datasets import VOCDataset
+    from segstruct.features.config import FeatureConfig
     from segstruct.io.provenance import code_version, machine
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, help="a VOC-style data set")
@@ -103,7 +104,9 @@ def main(argv=None) -> int:
             rows.append({"model": name, "method": doc.get("method"),
                          "C": doc.get("estimator", {}).get("C"),
                          "top_down": doc["features"].get("detector") is not None,
-                         "long_side": doc["features"].get("long_side"), "input": what,
+                         "long_side": doc["features"].get("long_side"),
+                         "superpixels": FeatureConfig.from_dict(
+                             doc["features"]).superpixels.describe(), "input": what,
                          "size": list(masks[what].shape[::-1]), **measured})
         up = np.array(Image.fromarray(masks["image"]).resize((width, height), Image.NEAREST))
         rows[-1]["agreement_with_image"] = float(np.mean(up == masks["photo"]))
@@ -118,16 +121,15 @@ def main(argv=None) -> int:
                                  f"{'on' if r['top_down'] else 'off'})" for r in rows}))
              + f"; code {result['code_version']}; "
              f"{result['machine'].get('cpu_count', '?')} cores; one process per run, no cache.",
-             "", "| model | long side | input | size | seconds | peak memory MiB | "
-             "mask agreement with the image's |", "|---|---|---|---|---|---|---|"]
+             "", "| model | superpixels | long side | input | size | seconds | "
+             "peak memory MiB | mask agreement with the image's |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['long_side']} | {r['input']} | "
-                     f"{r['size'][0]}x{r['size'][1]} | {r['seconds']:.1f} | "
-                     f"{r['peak_mib']:.0f} | {100 * r['agreement_with_image']:.1f} % |"
-                     if "agreement_with_image" in r else
-                     f"| {r['model']} | {r['long_side']} | {r['input']} | "
-                     f"{r['size'][0]}x{r['size'][1]} | {r['seconds']:.1f} | "
-                     f"{r['peak_mib']:.0f} | |")
+        agreement = (f"{100 * r['agreement_with_image']:.1f} %"
+                     if "agreement_with_image" in r else "")
+        lines.append(f"| {r['model']} | {r.get('superpixels', '')} | {r['long_side']} | "
+                     f"{r['input']} | {r['size'][0]}x{r['size'][1]} | {r['seconds']:.1f} | "
+                     f"{r['peak_mib']:.0f} | {agreement} |")
     (out / "table.md").write_text("\n".join(lines) + "\n")
     _figure(rows, out / "figure.png", lines[2])
     print("\n".join(lines))
@@ -138,7 +140,8 @@ def _figure(rows, path: Path, caption: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    labels = [f"long side {r['long_side'] or 'as given'}\n{r['input']}" for r in rows]
+    labels = [f"{r.get('superpixels', '').split(',')[0]}\nlong side "
+              f"{r['long_side'] or 'as given'}\n{r['input']}" for r in rows]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, unit in zip(axes, ("seconds", "peak_mib"), ("seconds", "peak memory, MiB")):
         ax.bar(range(len(rows)), [r[key] for r in rows], color="tab:blue")

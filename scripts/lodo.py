@@ -11,6 +11,19 @@ data sets and scores it on D, beside the best setting of the grid on D:
     python scripts/lodo.py cv --fold-groups id-prefix   # ... with folds by video sequence
     python scripts/lodo.py table               # results/lodo/table.md and table.json
 
+results/lodo was made with Felzenszwalb superpixels on images as given
+(``--features as-given``, the default of ``run`` so that it resumes alike);
+results/lodo/defaults with the library's feature defaults, on the main
+classes and settings only:
+
+    python scripts/lodo.py run --features defaults --out results/lodo/defaults \
+        --top-down off plain folds --methods bl1 bl2 proposed \
+        --settings off/l1/dataset plain/l1/dataset folds/l1/dataset \
+        --classes camvid_voc:car camvid_voc:person coco128panoptic_voc:person \
+                  coco128panoptic_voc:diningtable pennfudan_voc:person weizmann_horse_voc:horse
+    python scripts/lodo.py cv --out results/lodo/defaults --cv-settings folds/l1/dataset
+    python scripts/lodo.py table --out results/lodo/defaults
+
 The grid (``run``): for every data set under ``--data`` and every class with
 at least ``--min-images`` training images showing it (the soak's rule), every
 method of ``--methods`` is trained on the train split at every C of ``GRID``
@@ -50,6 +63,7 @@ from segstruct.cluster import parallel_map  # noqa: E402
 from segstruct.datasets import VOCDataset  # noqa: E402
 from segstruct.features.config import FeatureConfig  # noqa: E402
 from segstruct.features.extraction import FeatureExtractor  # noqa: E402
+from segstruct.features.superpixels import SuperpixelParams  # noqa: E402
 from segstruct.features.topdown.detector import DetectorParams  # noqa: E402
 from segstruct.features.topdown.training import TooFewObjects  # noqa: E402
 from segstruct.io.files import write_json, write_text  # noqa: E402
@@ -106,10 +120,18 @@ def setting_name(setting) -> str:
                                                            if scope != "dataset" else []))
 
 
-def feature_config(td: str, norm: str) -> FeatureConfig:
-    # images as given: runs.jsonl was made before the working resolution, and
-    # a run resumed now must add fits of the same features
-    return FeatureConfig(sift_norm=norm, long_side=None, **TOP_DOWN[td])
+#: The feature settings under the grid's (``--features``): the library's
+#: defaults (SLIC superpixels at the working resolution), or those
+#: results/lodo was made with before either existed: the paper's Felzenszwalb
+#: superpixels on images as given.
+FEATURES = {
+    "defaults": {},
+    "as-given": {"long_side": None, "superpixels": SuperpixelParams(method="felzenszwalb")},
+}
+
+
+def feature_config(td: str, norm: str, features: str = "as-given") -> FeatureConfig:
+    return FeatureConfig(sift_norm=norm, **FEATURES[features], **TOP_DOWN[td])
 
 
 def plan(data: Path, datasets, min_images: int) -> dict:
@@ -205,22 +227,24 @@ def _done(path: Path) -> set:
     return {_key(json.loads(line)) for line in path.read_text().splitlines() if line.strip()}
 
 
-def _examples(root: Path, td: str, norm: str, class_name: str, split: str, n_jobs: int = 1):
+def _examples(root: Path, td: str, norm: str, class_name: str, split: str, n_jobs: int = 1,
+              features: str = "as-given"):
     """(graphs, pixel counts) of a split: from the exported arrays when
     ``root`` is such a folder (``export``), else from the data set."""
     if (root / "EXPORTED").exists():
         return _exported(root, td, norm, class_name, split)
-    extractor = FeatureExtractor(VOCDataset(root), feature_config(td, norm), n_jobs=n_jobs,
-                                 progress=False)
+    extractor = FeatureExtractor(VOCDataset(root), feature_config(td, norm, features),
+                                 n_jobs=n_jobs, progress=False)
     ex = extractor.examples(split, class_name)
     return [e.graph for e in ex], [e.pixel_counts for e in ex]
 
 
-def features_task(root: Path, td: str, class_name: str, n_jobs: int = 1) -> str | None:
+def features_task(root: Path, td: str, class_name: str, n_jobs: int = 1,
+                  features: str = "as-given") -> str | None:
     """Compute (and cache) one setting's features of a class: None, or why not."""
     try:
         for split in ("train", "val"):
-            _examples(root, td, "l1", class_name, split, n_jobs)
+            _examples(root, td, "l1", class_name, split, n_jobs, features)
     except TooFewObjects as err:
         return str(err)
     return None
@@ -253,13 +277,14 @@ def calibrate(Xt, Yt, Xv, width: int) -> None:
         g.unary = u
 
 
-def walk_task(root: Path, class_name: str, method: str, setting, grid) -> list[dict]:
+def walk_task(root: Path, class_name: str, method: str, setting, grid,
+              features: str = "as-given") -> list[dict]:
     """Fit one method along the grid of C (warm-started) on one setting's
     features; a record per C."""
     td, norm, scope = setting
     base = td[:-len("-cal")] if td.endswith("-cal") else td
-    Xt, Yt = _examples(root, base, norm, class_name, "train")
-    Xv, Yv = _examples(root, base, norm, class_name, "val")
+    Xt, Yt = _examples(root, base, norm, class_name, "train", features=features)
+    Xv, Yv = _examples(root, base, norm, class_name, "val", features=features)
     if base != td:
         calibrate(Xt, Yt, Xv, DetectorParams().n_filters)
     est = estimator_for(method, scope=scope)
@@ -281,6 +306,25 @@ def walk_task(root: Path, class_name: str, method: str, setting, grid) -> list[d
     return out
 
 
+FEATURE_NOTES = {
+    "as-given": "Every image was worked on as given (`--long-side none`) and cut into "
+                "Felzenszwalb superpixels: the table was made before the working resolution "
+                "(which leaves CamVid's images as they are and enlarges the horses' and "
+                "Penn-Fudan's) and before SLIC became the default (docs/results.md).",
+    "defaults": "Features at the library's defaults: SLIC superpixels (80 segments, "
+                "compactness 20) at the working resolution.",
+}
+
+
+def planned_features(out: Path, default: str = "as-given") -> str:
+    """The ``--features`` a results folder's fits were made with (folders
+    made before the option: images as given)."""
+    path = out / "plan.json"
+    if not path.exists():
+        return default
+    return json.loads(path.read_text()).get("features", "as-given")
+
+
 def run(args) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -290,19 +334,29 @@ def run(args) -> None:
                              - {"train", "val"}) for d in args.datasets}
     else:
         classes = plan(Path(args.data), args.datasets, args.min_images)
+    if args.classes:
+        classes = {d: [c for c in names if f"{d}:{c}" in args.classes]
+                   for d, names in classes.items()}
+    made_with = planned_features(out, default=args.features)
+    if made_with != args.features:
+        raise SystemExit(f"{out} holds fits on --features {made_with}; give that, or "
+                         f"another --out for --features {args.features}")
     write_json(out / "plan.json", {"classes": classes, "grid": list(GRID),
-                                   "machine": machine(), "code_version": code_version()})
+                                   "features": args.features, "machine": machine(),
+                                   "code_version": code_version()})
     settings = [s for s in SETTINGS + FOLD_SETTINGS
-                if s[0].replace("-cal", "") in args.top_down]
+                if s[0].replace("-cal", "") in args.top_down
+                and (not args.settings or "/".join(s) in args.settings)]
     skipped = {}
     # features first, one data set and setting at a time, on workers
     for name, names in classes.items():
         root = Path(args.data) / name
         for td in sorted({s[0] for s in settings} - {"folds-cal"}):
             if len(names) >= args.n_jobs:        # a class a worker
-                why = parallel_map(features_task, [(root, td, c) for c in names], args.n_jobs)
+                why = parallel_map(features_task, [(root, td, c, 1, args.features)
+                                                   for c in names], args.n_jobs)
             else:                                # the workers on each class in turn
-                why = [features_task(root, td, c, args.n_jobs) for c in names]
+                why = [features_task(root, td, c, args.n_jobs, args.features) for c in names]
             skipped.update({(name, c, td): w for c, w in zip(names, why) if w})
     write_json(out / "skipped.json", [{"dataset": d, "class": c, "top_down": td, "why": w}
                                       for (d, c, td), w in skipped.items()])
@@ -323,7 +377,8 @@ def run(args) -> None:
                         continue
                     grid = [C for C in GRID if (name, c, m, *setting, C) not in done]
                     if grid:
-                        tasks.append((Path(args.data) / name, c, m, setting, list(GRID)))
+                        tasks.append((Path(args.data) / name, c, m, setting, list(GRID),
+                                      args.features))
     print(f"{len(tasks)} walks of {len(GRID)} fits to run", flush=True)
     # the paper's methods first; the slowest last would leave a worker idle:
     # proposed and CamVid first among them
@@ -348,9 +403,9 @@ def run(args) -> None:
 # ----------------------------------------------------------------------------- cv
 
 def cv_task(root: Path, class_name: str, method: str, setting, grid, folds,
-            groups=None) -> dict:
+            groups=None, features: str = "as-given") -> dict:
     td, norm, scope = setting
-    Xt, Yt = _examples(root, td, norm, class_name, "train")
+    Xt, Yt = _examples(root, td, norm, class_name, "train", features=features)
     start = time.perf_counter()
     C, curve = select_C(lambda: estimator_for(method, scope=scope), Xt, Yt, grid, folds,
                         groups=groups)
@@ -376,6 +431,7 @@ def cv(args) -> None:
     out = Path(args.out)
     records = _records(out)
     classes = json.loads((out / "plan.json").read_text())["classes"]
+    args.features = planned_features(out)
     grouped = args.fold_groups == "id-prefix"
     path = out / ("cv_grouped.jsonl" if grouped else "cv.jsonl")
     done = set()
@@ -388,7 +444,8 @@ def cv(args) -> None:
         groups = id_prefix_groups(Path(args.data), d, 3) if grouped else None
         if grouped and groups is None:
             continue
-        tasks += [(Path(args.export_root or args.data) / d, c, m, s, list(GRID), 3, groups)
+        tasks += [(Path(args.export_root or args.data) / d, c, m, s, list(GRID), 3, groups,
+                   args.features)
                   for c in names for m in METHODS[:3] for s in settings
                   if (d, c, m, s) not in done
                   and any(r["dataset"] == d and r["class"] == c for r in records)]
@@ -818,9 +875,7 @@ def table(args) -> None:
               "learner sees on its training images are then those of images their "
               "detector never saw, as on new images), not chosen on this grid; the "
               "sections after it choose the block on the other data sets too.",
-              "Every image was worked on as given (`--long-side none`): the table was made "
-              "before the working resolution, which leaves CamVid's images as they are "
-              "and enlarges the horses' and Penn-Fudan's (docs/results.md).", ""]
+              FEATURE_NOTES[planned_features(out)], ""]
     auto = lodo_auto(records, cvs, joint) if joint and cvs else {}
     auto_pick = choose_auto(records, cvs, joint) if joint and cvs else None
     # the library's default: the cross-fitted block, fixed by design (its
@@ -975,6 +1030,16 @@ def main(argv=None) -> int:
                    help="cv: folds by image (none), or by the id up to its first '_'")
     p.add_argument("--export-root", help="cv: the folder of exported arrays (export --to), "
                    "read instead of --data's images")
+    p.add_argument("--features", choices=sorted(FEATURES), default="as-given",
+                   help="run: the feature settings under the grid: the library's defaults, "
+                        "or Felzenszwalb superpixels on images as given (what results/lodo "
+                        "was made with); cv and table read it from the folder")
+    p.add_argument("--settings", nargs="+", metavar="BLOCK/NORM/SCOPE",
+                   choices=["/".join(s) for s in SETTINGS + FOLD_SETTINGS],
+                   help="run: only these settings of the grid (default: every setting of "
+                        "--top-down's blocks)")
+    p.add_argument("--classes", nargs="+", metavar="DATASET:CLASS",
+                   help="run: only these classes (default: every class with --min-images)")
     p.add_argument("-j", "--n-jobs", type=int, default=1)
     args = p.parse_args(argv)
     {"run": run, "cv": cv, "table": table, "export": export}[args.command](args)

@@ -279,7 +279,9 @@ def test_default_C_auto_falls_back_on_a_split_too_small_to_fold(data_root, tmp_p
 
 @pytest.mark.parametrize("extra, words", [
     (["--superpixels", "slic", "--fz-scale", "300"], "--fz-scale"),
-    (["--fz-min-size", "300"], "--fz-min-size"),          # SLIC is the default
+    (["--fz-min-size", "300"],                            # SLIC is the default
+     "--fz-min-size set Felzenszwalb, but --superpixels is slic (the default): "
+     "add --superpixels felzenszwalb"),
     (["--superpixels", "felzenszwalb", "--slic-segments", "50"], "--slic-segments"),
     (["--no-sift", "--words", "50"], "--words"),
     (["--no-sift", "--codebook-split", "train"], "--codebook-split"),

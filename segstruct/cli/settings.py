@@ -127,7 +127,8 @@ def check_feature_options(args) -> None:
                                     ("--fz-sigma", "fz_sigma", s.sigma),
                                     ("--fz-min-size", "fz_min_size", s.min_size)) if given(n, v)]
         if unused:
-            raise UsageError(f"{', '.join(unused)} set Felzenszwalb, but --superpixels is slic")
+            raise UsageError(f"{', '.join(unused)} set Felzenszwalb, but --superpixels is slic "
+                             "(the default): add --superpixels felzenszwalb")
     else:
         unused = [f for f, n, v in (("--slic-segments", "slic_segments", s.n_segments),
                                     ("--slic-compactness", "slic_compactness",

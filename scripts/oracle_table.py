@@ -29,8 +29,8 @@ def main(argv=None) -> int:
     ap.add_argument("--split", default="val")
     ap.add_argument("-j", "--n-jobs", type=int, default=2)
     ap.add_argument("extra", nargs=argparse.REMAINDER,
-                    help="further options for segstruct inspect (e.g. --fz-min-size 300), "
-                         "parsed by its own parser")
+                    help="further options for segstruct inspect (e.g. --superpixels "
+                         "felzenszwalb --fz-min-size 300), parsed by its own parser")
     args = ap.parse_args(argv)
     if args.extra[:1] == ["--"]:
         args.extra = args.extra[1:]

@@ -112,7 +112,8 @@ def training_set_problem(examples: list[Example], class_name: str, split: str) -
     if fg_sp == 0:
         return (f"class {class_name!r} has {fg_px} non-void pixels in split {split!r} but "
                 "is the majority label of no superpixel: nothing to learn; use smaller "
-                "superpixels (--fz-min-size) if its objects are tiny")
+                "superpixels if its objects are tiny (a larger --slic-segments, or a "
+                "smaller --fz-min-size with --superpixels felzenszwalb)")
     if bg_sp == 0:
         return (f"every non-void superpixel of split {split!r} is class {class_name!r}: "
                 "no background to learn to tell it from")

@@ -112,6 +112,26 @@ class _Cutter:
         return self.graph.get_grid_segments(self.nodes).astype(np.uint8)
 
 
+def _dot3(u, v) -> float:
+    return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
+
+
+def _inverse3(columns):
+    """The inverse of the 3x3 matrix with these columns, as three rows of
+    Python floats, or None when it is singular (to rounding)."""
+    (a, d, g), (b, e, h), (c, f, i) = columns
+    co_a, co_b, co_c = e * i - f * h, f * g - d * i, d * h - e * g
+    det = a * co_a + b * co_b + c * co_c
+    size = ((abs(a) + abs(b) + abs(c)) * (abs(d) + abs(e) + abs(f))
+            * (abs(g) + abs(h) + abs(i)))
+    if abs(det) <= 1e-15 * size:
+        return None
+    r = 1.0 / det
+    return ((co_a * r, (c * h - b * i) * r, (b * f - c * e) * r),
+            (co_b * r, (a * i - c * g) * r, (c * d - a * f) * r),
+            (co_c * r, (b * g - a * h) * r, (a * e - b * d) * r))
+
+
 class Hull:
     """The known labellings' upper hull at a point, and its slopes there.
 
@@ -190,49 +210,51 @@ class Hull:
             raise ValueError("the hull of no point is undefined")
         a = self._a[:, :self._n]                         # (3, 4 + m)
         c = self._c[:self._n]
-        b = np.array([1.0, float(point[0]), float(point[1])])
+        b = (1.0, float(point[0]), float(point[1]))
+        # The 3x3 algebra of a pivot runs on Python floats: as numpy calls on
+        # 3-vectors, their per-call overhead was most of the proposed
+        # method's training time (a query walks about ten pivots).
+        columns = a.T.tolist()
+        costs = c.tolist()
         # Start: the best single point, the distance slacks taking up the rest.
-        dist = np.abs(a[1:, 4:] - b[1:, None]).sum(axis=0)
+        dist = np.abs(a[1, 4:] - b[1]) + np.abs(a[2, 4:] - b[2])
         m = 4 + int(np.argmax(c[4:] - self.bound * dist))
-        d = a[1:, m] - b[1:]
-        basis = [m, 0 if d[0] >= 0 else 1, 2 if d[1] >= 0 else 3]
+        basis = [m, 0 if columns[m][1] >= b[1] else 1, 2 if columns[m][2] >= b[2] else 3]
         # Scale of the terms of a reduced cost, for relative tolerances.
-        size = np.abs(c) + np.abs(a).sum(axis=0) * max(1.0, self.bound)
-        zero = 1e-9 * (1.0 + np.abs(b).max())
+        improves = 1e-11 * (np.abs(c) + np.abs(a).sum(axis=0) * max(1.0, self.bound))
+        zero = 1e-9 * (1.0 + max(abs(b[1]), abs(b[2]), 1.0))
         for step in range(self.MAX_PIVOTS):
-            # one LU inverse of the 3x3 basis serves the three products below
-            # (three solves cost three times the per-call overhead)
-            try:
-                inverse = np.linalg.inv(a[:, basis])
-            except np.linalg.LinAlgError:
+            inverse = _inverse3([columns[j] for j in basis])
+            if inverse is None:
                 # Rounding let three collinear points into the basis (seen on
                 # real data with x* on their line, at tiny potentials): the
                 # walk cannot go on from a singular basis; the LP can.
                 break
-            x_b = inverse @ b
-            pi = c[basis] @ inverse
-            reduced = c - pi @ a
+            x_b = [_dot3(row, b) for row in inverse]
+            c_b = [costs[j] for j in basis]
+            pi = [_dot3(c_b, (inverse[0][k], inverse[1][k], inverse[2][k])) for k in range(3)]
+            reduced = c - np.dot(pi, a)
             reduced[basis] = 0.0
-            improving = np.flatnonzero(reduced > 1e-11 * size)
+            improving = np.flatnonzero(reduced > improves)
             if improving.size == 0:
-                return float(pi @ b), float(-pi[1]), float(-pi[2])
+                return _dot3(pi, b), -pi[1], -pi[2]
             j = (int(improving[np.argmax(reduced[improving])]) if step < self.BLAND_AFTER
                  else int(improving[0]))
-            direction = inverse @ a[:, j]
+            direction = [_dot3(row, columns[j]) for row in inverse]
             # a pivot within rounding of 0 would make the next basis singular
-            rising = direction > self.PIVOT_TOL * np.abs(direction).max()
-            if not rising.any():     # cannot happen: the dual is bounded
-                raise RuntimeError("hull: unbounded pivot (rounding)")
+            floor = self.PIVOT_TOL * max(abs(v) for v in direction)
             # Basic values within rounding of 0 count as 0: at a degenerate
             # vertex (x* on a known point) noise of 1e-17 against exact zeros
             # broke the ratio ties, and with them Bland's rule, which then cycled.
-            x_b = np.where(x_b > zero, x_b, 0.0)
-            ratios = np.where(rising, x_b / np.where(rising, direction, 1.0), np.inf)
+            ratios = {r: (x_b[r] if x_b[r] > zero else 0.0) / direction[r]
+                      for r in range(3) if direction[r] > floor}
+            if not ratios:           # cannot happen: the dual is bounded
+                raise RuntimeError("hull: unbounded pivot (rounding)")
             # among tied rows, the one whose column has the smallest index (Bland)
-            ties = np.flatnonzero(ratios <= ratios.min() * (1 + 1e-12) + 1e-300)
-            leave = int(ties[np.argmin(np.asarray(basis)[ties])])
+            low = min(ratios.values()) * (1 + 1e-12) + 1e-300
+            leave = min((r for r, v in ratios.items() if v <= low), key=lambda r: basis[r])
             basis[leave] = j
-        return self._slopes_by_lp(a[:, 4:], c[4:], b)
+        return self._slopes_by_lp(a[:, 4:], c[4:], np.array(b))
 
     def _slopes_by_lp(self, points, heights, b) -> tuple[float, float, float]:
         """The primal LP by a general solver: the fallback should the walk
@@ -426,23 +448,23 @@ class _Boxes:
         """Cut the boxes ``which`` (indices) into up to ``parts`` x ``parts``
         children (fewer along a side of fewer lattice points)."""
         lo, hi = self.lo[which], self.hi[which]
-        children_lo, children_hi = [], []
-        for i in range(parts):
-            for j in range(parts):
-                c_lo, c_hi = lo.copy(), hi.copy()
-                for axis, k in ((0, i), (1, j)):
-                    a, b = lo[:, axis], hi[:, axis]
-                    if self.integral:
-                        # integer pieces [a + floor(k n / parts), a + floor((k+1) n / parts) - 1]
-                        n = b - a + 1.0
-                        c_lo[:, axis] = a + np.floor(k * n / parts)
-                        c_hi[:, axis] = a + np.floor((k + 1) * n / parts) - 1.0
-                    else:
-                        c_lo[:, axis] = a + (b - a) * k / parts
-                        c_hi[:, axis] = a + (b - a) * (k + 1) / parts
-                children_lo.append(c_lo)
-                children_hi.append(c_hi)
-        new_lo, new_hi = np.vstack(children_lo), np.vstack(children_hi)
+        k = np.arange(parts, dtype=float)[:, None]
+
+        def pieces(axis):
+            """(parts, boxes) lower and upper ends of the pieces along ``axis``."""
+            a, b = lo[:, axis], hi[:, axis]
+            if self.integral:
+                # integer pieces [a + floor(k n / parts), a + floor((k+1) n / parts) - 1]
+                n = b - a + 1.0
+                return a + np.floor(k * n / parts), a + np.floor((k + 1) * n / parts) - 1.0
+            return a + (b - a) * k / parts, a + (b - a) * (k + 1) / parts
+
+        # child (i, j), i along FP and j along FN, of every box: block i * parts + j
+        (fp_lo, fp_hi), (fn_lo, fn_hi) = pieces(0), pieces(1)
+        new_lo = np.stack([np.repeat(fp_lo, parts, axis=0), np.tile(fn_lo, (parts, 1))],
+                          axis=-1).reshape(-1, 2)
+        new_hi = np.stack([np.repeat(fp_hi, parts, axis=0), np.tile(fn_hi, (parts, 1))],
+                          axis=-1).reshape(-1, 2)
         ok = np.all(new_hi >= new_lo, axis=1)          # empty integer pieces
         new_lo, new_hi = new_lo[ok], new_hi[ok]
         keep = np.ones(len(self.lo), bool)

@@ -357,15 +357,31 @@ def test_hull_with_the_point_on_a_line_of_known_points():
 
 
 def test_hull_falls_back_to_the_lp_at_a_singular_basis(monkeypatch):
-    """With the old pivot tolerance the walk reaches the singular basis; the
-    answer then comes from the LP instead of a LinAlgError."""
-    monkeypatch.setattr(E.Hull, "PIVOT_TOL", 1e-12)
+    """Should the walk reach a singular basis (as numpy's pivots once did
+    here, with a pivot of rounding noise), the answer comes from the LP
+    instead of an error."""
+    monkeypatch.setattr(E, "_inverse3", lambda columns: None)
     hull = _collinear_hull()
     used = []
     lp = hull._slopes_by_lp
     monkeypatch.setattr(hull, "_slopes_by_lp", lambda *args: used.append(1) or lp(*args))
     _check_collinear(*hull.slopes(COLLINEAR["point"]))
-    assert used, "the walk was expected to reach the singular basis here"
+    assert used
+
+
+def test_inverse3_against_numpy_and_at_singular_bases():
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        m = rng.normal(size=(3, 3)) * rng.choice([1e-3, 1.0, 1e3], size=(1, 3))
+        inverse, reference = np.array(E._inverse3(m.T.tolist())), np.linalg.inv(m)
+        np.testing.assert_allclose(inverse, reference, rtol=1e-7,
+                                   atol=1e-9 * np.abs(reference).max())
+    # three collinear known points (the lifted columns (1, FP, FN)), and a
+    # point with the slack columns of the same row
+    xs = COLLINEAR["xs"]
+    assert E._inverse3([[1.0, *xs[1]], [1.0, *xs[2]], [1.0, *xs[3]]]) is None
+    assert E._inverse3([[1.0, *xs[1]], [0.0, -1.0, 0.0], [0.0, 1.0, 0.0]]) is None
+    assert E._inverse3([[1.0, *xs[1]], [0.0, -1.0, 0.0], [0.0, 0.0, 1.0]]) is not None
 
 
 def test_hull_falls_back_to_a_general_lp(monkeypatch):

@@ -438,3 +438,39 @@ def test_state_of_is_the_state_the_problems_read():
     for problem in problems[1:]:
         assert light(*problem, "iou").objective == oracle(*problem, "iou").objective
     assert oracle.state_of([instance(rng, 4)]) == {}
+
+
+def test_box_split_children_tile_their_parents():
+    """Integer boxes: every lattice point of the split box lies in exactly one
+    child, and no child reaches outside it; continuous boxes: the children's
+    areas add up to the parent's. The other boxes stay as they were."""
+    class NoPlanes:
+        sigma, g = np.zeros((0, 2)), np.zeros(0)
+    rng = np.random.default_rng(2)
+    for integral in (True, False):
+        for _ in range(60):
+            n = int(rng.integers(1, 6))
+            lo = np.floor(rng.random((n, 2)) * 20) if integral else rng.random((n, 2)) * 20
+            hi = lo + (np.floor(rng.random((n, 2)) * 7) if integral else rng.random((n, 2)) * 7)
+            boxes = E._Boxes.__new__(E._Boxes)
+            boxes.integral, boxes.search = integral, NoPlanes
+            boxes.dmax_of = lambda h: h.sum(axis=1)
+            boxes._set(lo.copy(), hi.copy(), np.zeros(n))
+            w, parts = int(rng.integers(n)), int(rng.integers(2, 5))
+            boxes.split(np.array([w]), parts)
+            kept = np.delete(np.arange(n), w)
+            assert np.array_equal(boxes.lo[:n - 1], lo[kept])
+            assert np.array_equal(boxes.hi[:n - 1], hi[kept])
+            c_lo, c_hi = boxes.lo[n - 1:], boxes.hi[n - 1:]
+            assert np.all(c_lo >= lo[w]) and np.all(c_hi <= hi[w]) and np.all(c_hi >= c_lo)
+            assert len(c_lo) <= parts * parts and len(boxes.b) == len(boxes.lo)
+            if integral:
+                fp, fn = np.meshgrid(np.arange(lo[w, 0], hi[w, 0] + 1),
+                                     np.arange(lo[w, 1], hi[w, 1] + 1), indexing="ij")
+                pts = np.stack([fp.ravel(), fn.ravel()], 1)
+                covers = np.all((pts[:, None] >= c_lo) & (pts[:, None] <= c_hi), axis=2)
+                assert np.all(covers.sum(axis=1) == 1)
+            else:
+                area = np.prod(c_hi - c_lo, axis=1).sum()
+                assert area == pytest.approx(np.prod(hi[w] - lo[w]), rel=1e-9, abs=1e-12)
+                assert len(c_lo) == parts * parts

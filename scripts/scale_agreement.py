@@ -35,15 +35,30 @@ from pathlib import Path
 import numpy as np
 
 FACTORS = (2, 4)
-#: the model mode's columns: the copies, then the noise floor
-COLUMNS = tuple(f"x{f}" for f in FACTORS) + ("noise",)
+#: the model mode's columns: the copies compared on their own pixels, then
+#: on the image's, then the noise floor
+COLUMNS = (tuple(f"x{f}" for f in FACTORS) + tuple(f"x{f}_small" for f in FACTORS)
+           + ("noise",))
+#: their headings in the table and the figure
+HEADINGS = {**{f"x{f}": f"{f}x" for f in FACTORS},
+            **{f"x{f}_small": f"{f}x at the image's size" for f in FACTORS},
+            "noise": "noise"}
 
 
 def agreement(model, dataset, ids, cache, seed: int = 0) -> list[dict]:
     """Per image: the share of pixels where each copy's mask agrees with the
     image's, and where the mask of the image with one grey level of noise
-    ("noise") does."""
+    ("noise") does.
+
+    A copy's mask is compared twice: on the copy's pixels, with the image's
+    mask blown up by pixel replication ("x2"), which also counts the pixels
+    where the copy's finer mask draws a boundary through one of the image's
+    pixels; and on the image's pixels, with the copy's mask brought down by
+    nearest pixel ("x2_small"), which counts only where the two masks
+    disagree about a pixel of the image."""
     from PIL import Image
+
+    from segstruct.features.scale import resize_labels
     rng = np.random.default_rng(seed)
     rows = []
     for image_id in ids:
@@ -57,9 +72,11 @@ def agreement(model, dataset, ids, cache, seed: int = 0) -> list[dict]:
                      "foreground_share": float(own.mean()),
                      **{f"x{f}": float(np.mean(m == np.kron(own, np.ones((f, f), own.dtype))))
                         for f, m in zip(FACTORS, larger)},
+                     **{f"x{f}_small": float(np.mean(resize_labels(m, own.shape) == own))
+                        for f, m in zip(FACTORS, larger)},
                      "noise": float(np.mean(jittered == own))})
         print(f"{image_id} {image.size} " + " ".join(
-            f"{k} {100 * rows[-1][k]:.1f} %" for k in COLUMNS), flush=True)
+            f"{HEADINGS[k]} {100 * rows[-1][k]:.1f} %" for k in COLUMNS), flush=True)
     return rows
 
 
@@ -174,6 +191,7 @@ def main(argv=None) -> int:
     from segstruct.features.cache import ArrayCache
     from segstruct.io.files import write_json, write_text
     from segstruct.io.provenance import code_version, machine
+    from segstruct.report.tables import blocks_text
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True, type=Path, help="a VOC-style data set")
     what = p.add_mutually_exclusive_group(required=True)
@@ -206,6 +224,8 @@ def main(argv=None) -> int:
             rows = agreement(model, dataset, ids, ArrayCache(Path(tmp) / path.name))
             results.append({"model": str(path), "method": model.doc["method"],
                             "superpixels": model.config.superpixels.to_dict(),
+                            "features": blocks_text(model.doc["features"])
+                            .removeprefix("features "),
                             "class": model.class_name, "long_side": long_side,
                             "model_code_version": model.doc.get("code_version"),
                             "rows": rows,
@@ -220,24 +240,33 @@ def main(argv=None) -> int:
     write_json(args.out / "results.json", doc)
     caption = (f"data {dataset.name}, split {args.split}, its first {len(ids)} images; "
                f"code {code_version()}")
-    lines = ["| model | method | class | long side | superpixels | 2x: mean (min) % | "
-             "4x: mean (min) % | noise: mean (min) % |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | method | class | long side | superpixels | features | "
+             + " | ".join(f"{HEADINGS[k]}: mean (min) %" for k in COLUMNS) + " |",
+             "|---" * (6 + len(COLUMNS)) + "|"]
     for r in results:
         side = "as given" if r["long_side"] is None else f"{r['long_side']} px"
-        lines.append(f"| {Path(r['model']).name} | {r['method']} | {r['class']} | {side} | "
+        lines.append(f"| {_model_name(r['model'])} | {r['method']} | {r['class']} | {side} | "
                      f"{SuperpixelParams(**r['superpixels']).describe()} | "
+                     f"{r.get('features', '')} | "
                      + " | ".join(f"{100 * r[f'mean_{k}']:.1f} ({100 * r[f'min_{k}']:.1f})"
                                   for k in COLUMNS) + " |")
     write_text(args.out / "table.md",
                "# Same mask for an image and its enlarged copies\n\n" + "\n".join(lines)
                + "\n\nShare of pixels where the mask of a bicubic 2x / 4x copy agrees with "
-               "the image's own mask (pixel-replicated), and where the mask of the image "
+               "the image's own mask (pixel-replicated); the same on the image's pixels "
+               "(the copy's mask brought down by nearest pixel: no pixel counts only "
+               "because the copy's finer mask cuts it); and where the mask of the image "
                "with one grey level of random noise (each channel of each pixel -1, 0 or "
                "+1; seed 0) does: a change in no way one of size, the floor of what the "
                "working resolution can give; " + caption + ".\n")
     _figure(results, args.out / "figure.png", caption)
     print((args.out / "table.md").read_text())
     return 0
+
+
+def _model_name(path: str) -> str:
+    """A model's folder and name (models of one class share the name)."""
+    return "/".join(Path(path).parts[-2:])
 
 
 def _long_side(text: str):
@@ -258,9 +287,9 @@ def _figure(results, path: Path, caption: str) -> None:
             x = k * (len(COLUMNS) + 1) + j
             ax.scatter(np.full(len(values), x), values, s=12, alpha=0.6)
             ax.plot([x - 0.3, x + 0.3], [np.mean(values)] * 2, color="black")
-            label = "noise" if column == "noise" else column[1:] + "x"
+            label = HEADINGS[column].replace(" at the image's size", "\nsmall")
             method = (r.get("superpixels") or {}).get("method", "")
-            ax.annotate(f"{label}\n{Path(r['model']).name}\n{method}\n{side}", (x, 0),
+            ax.annotate(f"{label}\n{_model_name(r['model'])}\n{method}\n{side}", (x, 0),
                         textcoords="offset points", xytext=(0, -40), ha="center",
                         fontsize=6, annotation_clip=False)
     ax.set_xticks([])

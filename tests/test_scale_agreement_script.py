@@ -52,3 +52,42 @@ def _sizes(root):
     from segstruct.datasets import VOCDataset
     dataset = VOCDataset(root)
     return [dataset.image_size(i) for i in dataset.ids("train")]
+
+
+def test_models_of_one_class_in_other_folders_get_other_names(load_script):
+    name = load_script("scale_agreement")._model_name
+    assert name("runs/slic-c20/horse-bl1") == "slic-c20/horse-bl1"
+    assert name("runs/slic-c20/horse-bl1") != name("runs/slic-c40/horse-bl1")
+
+
+class _HalfModel:
+    """Labels the right half of any image, by pixel centres: the masks of an
+    image and of its copies are the same picture, drawn on other grids."""
+
+    def predict(self, images, cache=None):
+        out = []
+        for image in images:
+            width, height = (image.size if hasattr(image, "size") and not hasattr(image, "shape")
+                             else (image.shape[1], image.shape[0]))
+            right = (np.arange(width) + 0.5) / width >= 0.5
+            out.append(np.repeat(right[None, :], height, axis=0).astype(np.uint8))
+        return out
+
+
+def test_a_copy_is_compared_on_its_own_pixels_and_on_the_image_s(load_script, tmp_path):
+    from PIL import Image
+    script = load_script("scale_agreement")
+    Image.fromarray(np.full((3, 5, 3), 128, np.uint8)).save(tmp_path / "a.png")
+
+    class Files:
+        def image_path(self, image_id):
+            return tmp_path / f"{image_id}.png"
+
+    row, = script.agreement(_HalfModel(), Files(), ["a"], cache=None)
+    # 5 columns: the image's mask takes columns 2-4 (centre 2.5 of 5 is the
+    # middle); its 2x copy's takes 5-9 of 10, so replicated, column 4 of the
+    # copy disagrees (1 of 10), and on the image's pixels nothing does
+    assert row["x2"] == pytest.approx(0.9)
+    assert row["x2_small"] == 1.0 and row["x4_small"] == 1.0
+    assert row["x4"] == pytest.approx(18 / 20)       # columns 8 and 9 of 20
+    assert row["noise"] == 1.0

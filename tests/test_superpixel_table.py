@@ -12,7 +12,8 @@ def superpixel_table(load_script):
 
 SUPERPIXELS = {"felzenszwalb": {"method": "felzenszwalb", "scale": 200.0, "sigma": 0.01,
                                 "min_size": 1330},
-               "slic": {"method": "slic", "n_segments": 80, "compactness": 20.0}}
+               "slic": {"method": "slic", "n_segments": 80, "compactness": 20.0},
+               "slic-c40": {"method": "slic", "n_segments": 80, "compactness": 40.0}}
 
 
 def record(class_name, method, val, converged=True):
@@ -78,3 +79,30 @@ def test_table_only_finds_the_runs(tmp_path, superpixel_table):
     md = (tmp_path / "table.md").read_text()
     assert "| a | car | 10.00 (20.0) | 12.00 (22.0) |" in md
     assert "Felzenszwalb, k 200, sigma 0.01" in md and "SLIC, 80 segments, compactness 20" in md
+
+
+def test_a_third_setting_competes_only_where_it_ran_everywhere(tmp_path, superpixel_table):
+    # slic-c40 ran on a, b and c only: no held-out set can be judged with it
+    # (held out d: it has no score there; held out a: none on d to choose on)
+    for d, fz, sl, c40 in (("a", 10, 13, 20), ("b", 20, 22, 30), ("c", 30, 31, 40),
+                           ("d", 40, 35, None)):
+        write_run(tmp_path, "felzenszwalb", d, {"car": fz})
+        write_run(tmp_path, "slic", d, {"car": sl})
+        if c40 is not None:
+            write_run(tmp_path, "slic-c40", d, {"car": c40})
+    md, doc = superpixel_table.table(tmp_path, ["a", "b", "c", "d"])
+    assert all(set(row["on_others"]) == {"felzenszwalb", "slic"} for row in doc["lodo"])
+    assert "| d | 15 | 15 | - |" in md          # its seconds on d: not run
+    # no mean over the classes it has run so far
+    assert doc["mean_val_iou_percent"]["bl1 slic-c40"] is None
+    assert doc["mean_val_iou_percent"]["bl1 slic"] == pytest.approx(25.25)
+    # run on d too, slightly worse there than slic, it wins everywhere else
+    write_run(tmp_path, "slic-c40", "d", {"car": 34})
+    _, doc = superpixel_table.table(tmp_path, ["a", "b", "c", "d"])
+    lodo = {row["held_out"]: row for row in doc["lodo"]}
+    assert {row["chosen"] for row in doc["lodo"]} == {"slic-c40"}
+    # held out d: slic-c40 (34, 35 and 36 over the methods) is chosen, and
+    # felzenszwalb is best there (40, 41, 42): 6 points lost
+    assert lodo["d"]["gap"] == pytest.approx(6.0)
+    assert lodo["d"]["val"]["slic"] == pytest.approx(36.0)
+    assert lodo["a"]["gap"] == 0.0

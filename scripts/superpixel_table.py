@@ -152,8 +152,8 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     cost += [f"| {d} | " + " | ".join(f"{seconds[(d, s)]:.0f}" if (d, s) in ran else fmt(None)
                                       for s in names) + " |"
              for d in datasets]
-    settings_text = "; ".join(f"{s}: " + (SuperpixelParams(**features[s]["superpixels"]).describe()
-                                           if s in features else "not run") for s in names)
+    settings_text = "; ".join(f"{s}: " + SuperpixelParams(**features[s]["superpixels"]).describe()
+                              for s in names)
     blocks = next((blocks_text(f) for f in features.values()), "features not recorded")
     md = "\n".join(
         ["# Superpixels: Felzenszwalb or SLIC, and SLIC's compactness", "",

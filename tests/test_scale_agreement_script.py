@@ -67,8 +67,7 @@ class _HalfModel:
     def predict(self, images, cache=None):
         out = []
         for image in images:
-            width, height = (image.size if hasattr(image, "size") and not hasattr(image, "shape")
-                             else (image.shape[1], image.shape[0]))
+            height, width = np.asarray(image).shape[:2]
             right = (np.arange(width) + 0.5) / width >= 0.5
             out.append(np.repeat(right[None, :], height, axis=0).astype(np.uint8))
         return out

@@ -12,23 +12,33 @@ diagnose and save in one way:
    diagnoses a collapse, saves the model and drops the checkpoint once the
    run converged (one stopped at ``max_iter`` keeps it, so that a higher
    ``max_iter`` can continue it; ``compare`` keeps it until its record of the
-   pair is written, so that an interruption in between costs no training).
+   pair is written, so that an interruption in between costs no training);
+3. with ``--C auto``, :func:`refit_chosen_C` runs :func:`train_model` at the
+   cross-validated C and refuses a refit that finds nothing on its own
+   training split, refitting at the next C; the curve is kept beside the
+   model (:func:`curve_path`) until the model is saved, so that an
+   interrupted refit resumes at its C (:func:`resumable_curve`).
 """
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Callable
 
 from segstruct.datasets import DatasetError
 from segstruct.evaluate.diagnosis import diagnose, generalisation
 from segstruct.evaluate.inspection import training_set_problem
 from segstruct.features.extraction import FeatureExtractor
+from segstruct.io.files import write_json
+from segstruct.io.text import fmt
 from segstruct.io.persistence import checkpoint_path, log_path, model_paths, save_model
 from segstruct.learn.callbacks import training_callbacks
-from segstruct.learn.selection import check_cv_data
+from segstruct.learn.selection import check_cv_data, next_C_after_refit
 from segstruct.learn.ssvm import oracle_name
 from segstruct.segmentation_model import SegmentationModel
 
-__all__ = ["check_training_set", "train_model"]
+__all__ = ["check_training_set", "train_model", "curve_path", "resumable_curve",
+           "refit_chosen_C"]
 
 
 def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
@@ -128,3 +138,81 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     # document as written
     return SegmentationModel(estimator, config, codebook, detectors,
                              json.loads(json_path.read_text()), json_path.with_suffix(""))
+
+
+def curve_path(out) -> Path:
+    """``MODEL.cv.json``: the cross-validation curve of model ``out``'s
+    ``--C auto`` refit, kept while the refit is unfinished."""
+    json_path, _ = model_paths(out)
+    return json_path.with_name(json_path.name[: -len(".json")] + ".cv.json")
+
+
+def resumable_curve(out, grid, folds: int) -> dict | None:
+    """The curve an interrupted ``--C auto`` refit of model ``out`` was made
+    with, so that the run resumes at the checkpoint's C without
+    cross-validating again.
+
+    Parameters
+    ----------
+    out : model path (prefix).
+    grid : sequence of float, the grid of C asked for now.
+    folds : int, the fold count asked for now.
+
+    Returns
+    -------
+    dict or None
+        The saved curve (with ``chosen_C`` and any ``refused`` C); None when
+        there is no checkpoint to continue, no readable curve, or the curve
+        was made with another grid or fold count.
+    """
+    saved = curve_path(out)
+    if not (checkpoint_path(out).exists() and saved.exists()):
+        return None
+    try:
+        curve = json.loads(saved.read_text())
+    except (OSError, ValueError):
+        return None                     # unreadable: cross-validate again
+    if ([float(c) for c in curve.get("grid", [])] != [float(c) for c in grid]
+            or curve.get("folds") != folds):
+        return None
+    return curve
+
+
+def refit_chosen_C(refit: Callable[[float], SegmentationModel], curve: dict, out,
+                   say: Callable[[str], None] = print) -> SegmentationModel:
+    """Refit at the cross-validated C, and at the next C while a refit finds nothing.
+
+    A converged refit whose IoU on its own training split is 0 is refused
+    (:func:`segstruct.learn.selection.next_C_after_refit`): its checkpoint is
+    dropped and the next C by pooled held-out IoU is refitted. A refit
+    stopped at ``max_iter`` is kept as it is (a resumed run continues it).
+    Before each refit the curve is written to :func:`curve_path`, so that an
+    interrupted refit resumes at its C (:func:`resumable_curve`); the caller
+    removes that file once the model (and its own records) are safe.
+
+    Parameters
+    ----------
+    refit : callable (C) -> SegmentationModel
+        :func:`train_model` at that C, saving model ``out`` with ``curve`` in
+        its metadata (which then names the refused C).
+    curve : dict, of :func:`segstruct.learn.selection.select_C`; updated in place.
+    out : model path (prefix).
+    say : callable, prints a refusal.
+
+    Returns
+    -------
+    SegmentationModel, the refit that stands (at ``curve["chosen_C"]``).
+    """
+    while True:
+        C = float(curve["chosen_C"])
+        write_json(curve_path(out), curve)      # an interrupted refit resumes at this C
+        trained = refit(C)
+        iou = trained.doc["train_score"]["voc_iou_percent"]
+        following = next_C_after_refit(curve, iou) if trained.estimator.converged_ else None
+        if following is None:
+            return trained
+        # the refused run is spent: the next C trains from the start
+        checkpoint_path(out).unlink(missing_ok=True)
+        say(f"the refit at C {C:g} finds nothing of the class on its own training split "
+            f"(IoU {fmt(iou, '.2f')} %): refused; refitting at C {following:g}, the next best "
+            "by pooled held-out IoU")

@@ -1,7 +1,6 @@
 """``segstruct train``: train a structural SVM for one class and save the model."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -9,7 +8,6 @@ from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset
                                   voc_class)
 from segstruct.cli.settings import (add_training_options, check_cv_size, check_resume, checked,
                                     make_estimator, make_extractor, train_estimator)
-from segstruct.io.files import write_json
 from segstruct.io.provenance import code_version
 from segstruct.learn.methods import METHOD_HELP, METHODS
 from segstruct.report.tables import fmt
@@ -63,12 +61,11 @@ def _val_split(args, dataset) -> str | None:
     return args.split_val
 
 
-def _cv_figure_path(model, suffix: str = ".cv.png") -> Path:
-    """Where ``train --C auto`` draws its curve: ``MODEL.cv.png`` (and keeps
-    it, for a resumed refit, in ``MODEL.cv.json``)."""
-    from segstruct.io.persistence import model_paths
-    json_path, _ = model_paths(model)
-    return json_path.with_name(json_path.name[: -len(".json")] + suffix)
+def _cv_figure_path(model) -> Path:
+    """Where ``train --C auto`` draws its curve: ``MODEL.cv.png`` (beside
+    ``MODEL.cv.json``, :func:`segstruct.workflow.curve_path`)."""
+    from segstruct.workflow import curve_path
+    return curve_path(model).with_suffix(".png")
 
 
 def _curve_to_resume(args, checkpoint: Path) -> dict | None:
@@ -76,18 +73,14 @@ def _curve_to_resume(args, checkpoint: Path) -> dict | None:
     with (its checkpoint's C), when ``--resume`` continues that refit: the
     cross-validation is not run again (with other --max-iter it could choose
     another C than the checkpoint's)."""
-    saved = _cv_figure_path(args.out, ".cv.json")
-    if not (args.resume and checkpoint.exists() and saved.exists()):
+    from segstruct.workflow import curve_path, resumable_curve
+    if not args.resume:
         return None
-    try:
-        curve = json.loads(saved.read_text())
-    except (OSError, ValueError):
-        return None                     # unreadable: cross-validate again
     grid, folds = args.cv
-    if list(curve.get("grid", [])) != list(grid) or curve.get("folds") != folds:
-        return None
-    print(f"resuming the refit at C {curve['chosen_C']:g}, chosen by the cross-validation "
-          f"of the interrupted run ({saved})")
+    curve = resumable_curve(args.out, grid, folds)
+    if curve is not None:
+        print(f"resuming the refit at C {curve['chosen_C']:g}, chosen by the cross-validation "
+              f"of the interrupted run ({curve_path(args.out)})")
     return curve
 
 
@@ -131,7 +124,7 @@ def _calibrate(args, estimator, X, Y) -> tuple[float, dict]:
 
 def run(args) -> int:
     from segstruct.io.persistence import checkpoint_path, log_path, model_paths
-    from segstruct.workflow import check_training_set, train_model
+    from segstruct.workflow import check_training_set, curve_path, refit_chosen_C, train_model
     checkpoint = checkpoint_path(args.out)
     if checkpoint.exists() and not args.resume:
         raise UsageError(f"{checkpoint} holds an unfinished training run: add --resume to "
@@ -166,21 +159,28 @@ def run(args) -> int:
     if val_split is not None:
         held = extractor.examples(val_split, args.class_name)
         val = (val_split, [ex.graph for ex in held], [ex.pixel_counts for ex in held])
-    extra = {}
+    curve = None
     if args.cv is not None:
         curve = _curve_to_resume(args, checkpoint) or _choose_C_for_train(args, dataset, X, Y)
-        # kept until the model is saved: an interrupted refit resumes at this C
-        write_json(_cv_figure_path(args.out, ".cv.json"), curve)
-        estimator.C = curve["chosen_C"]       # the saved model: all of the split at that C
-        extra = {"C_selection": curve}
-    temperature = None
-    if args.calibrate:
-        temperature, fit = _calibrate(args, estimator, X, Y)
-        extra = {**extra, "temperature_fit": fit}
-    trained = train_model(estimator, X, Y, args.out, extractor, split=args.split,
-                          class_name=args.class_name, method=args.method, metadata=extra,
-                          progress=show_progress(args), resume=args.resume, val=val,
-                          temperature=temperature)
+
+    def refit(C: float):
+        """The saved model at ``C``: all of the split (and its temperature)."""
+        estimator.C = C
+        extra = {} if curve is None else {"C_selection": curve}
+        temperature = None
+        if args.calibrate:
+            temperature, fit = _calibrate(args, estimator, X, Y)
+            extra = {**extra, "temperature_fit": fit}
+        return train_model(estimator, X, Y, args.out, extractor, split=args.split,
+                           class_name=args.class_name, method=args.method, metadata=extra,
+                           progress=show_progress(args), resume=args.resume, val=val,
+                           temperature=temperature)
+
+    if curve is None:
+        trained = refit(estimator.C)
+    else:
+        trained = refit_chosen_C(refit, curve, args.out,
+                                 lambda text: print(f"warning: {text}", file=sys.stderr))
     train_score, diagnosis = trained.doc["train_score"], trained.doc["diagnosis"]
     val_score = trained.doc.get("val_score")
     status = "converged" if estimator.converged_ else "stopped at --max-iter"
@@ -196,7 +196,7 @@ def run(args) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {model_paths(trained.path)[0]} (+ .npz) and {log_path(trained.path)}")
     if args.cv is not None and not checkpoint.exists():
-        _cv_figure_path(args.out, ".cv.json").unlink(missing_ok=True)   # in the model now
+        curve_path(args.out).unlink(missing_ok=True)    # in the model now
     if checkpoint.exists():
         print(f"kept {checkpoint}: rerun with --resume and a higher --max-iter to continue")
     return 0

@@ -27,7 +27,7 @@ from segstruct.learn.methods import METHODS, TrainingSettings, with_workers
 from segstruct.learn.selection import format_curve, select_C
 from segstruct.learn.ssvm import oracle_name
 from segstruct.report.tables import fmt, table_csv, table_markdown
-from segstruct.workflow import train_model
+from segstruct.workflow import curve_path, refit_chosen_C, resumable_curve, train_model
 
 __all__ = ["RESULTS_FORMAT", "Comparison"]
 
@@ -255,34 +255,52 @@ class Comparison:
         model_path.parent.mkdir(parents=True, exist_ok=True)
         train = self.extractor.examples(self.train_split, class_name)
         X, Y = [ex.graph for ex in train], [ex.pixel_counts for ex in train]
-        C, extra = self.settings.C, {}
+        curve = None
         if self.settings.auto:
-            # (re)done before resuming: it is deterministic, so it picks the C
-            # the checkpoint was made with
-            C, curve = self._choose_C(class_name, method, X, Y)
-            extra = {"C_selection": curve}
-        temperature = None
-        if self._needs_temperature(method):
-            # before the fit: the fold models' held-out scores, not the final model's
-            temperature, fit = fit_temperature(lambda: self.settings.estimator(method, C=C),
-                                               X, Y, folds=self.settings.cv()[1],
-                                               seed=self.seed)
-            extra = {**extra, "temperature_fit": fit}
-            self.say(f"      {method} {class_name}: temperature {temperature:.3g} of its "
-                     f"marginals, by held-out likelihood ({fit['seconds']:.1f} s)")
-            if fit["at_edge"]:
-                self.say(f"      warning: {class_name}/{method}: the temperature is at the "
-                         "end of its range: the held-out scores say little about the labels")
-        # an interrupted pair continues from its last cutting-plane iteration
-        if checkpoint_path(model_path).exists():
-            self.say(f"      resuming from {checkpoint_path(model_path)}")
-        # the checkpoint stays until the pair's record is written: an interruption
-        # while the eval split is scored then restores the model at once
-        estimator = with_workers(self.settings.estimator(method, C=C), self.n_jobs)
-        trained = train_model(estimator, X, Y, model_path,
-                              self.extractor, split=self.train_split, class_name=class_name,
-                              method=method, metadata=extra, progress=self.progress,
-                              keep_checkpoint=True, temperature=temperature)
+            grid, folds = self.settings.cv()
+            curve = resumable_curve(model_path, grid, folds)
+            if curve is not None:
+                self.say(f"      resuming the refit at C {curve['chosen_C']:g}, chosen by the "
+                         f"cross-validation of the interrupted run ({curve_path(model_path)})")
+            else:
+                curve = self._choose_C(class_name, method, X, Y)[1]
+
+        def refit(C: float):
+            """The pair's model at ``C`` on all of the training split."""
+            extra = {} if curve is None else {"C_selection": curve}
+            temperature = None
+            if self._needs_temperature(method):
+                # before the fit: the fold models' held-out scores, not the final model's
+                temperature, fit = fit_temperature(
+                    lambda: self.settings.estimator(method, C=C), X, Y,
+                    folds=self.settings.cv()[1], seed=self.seed)
+                extra = {**extra, "temperature_fit": fit}
+                self.say(f"      {method} {class_name}: temperature {temperature:.3g} of its "
+                         f"marginals, by held-out likelihood ({fit['seconds']:.1f} s)")
+                if fit["at_edge"]:
+                    self.say(f"      warning: {class_name}/{method}: the temperature is at "
+                             "the end of its range: the held-out scores say little about the "
+                             "labels")
+            # an interrupted pair continues from its last cutting-plane iteration
+            if checkpoint_path(model_path).exists():
+                self.say(f"      resuming from {checkpoint_path(model_path)}")
+            # the checkpoint stays until the pair's record is written: an interruption
+            # while the eval split is scored then restores the model at once
+            estimator = with_workers(self.settings.estimator(method, C=C), self.n_jobs)
+            return train_model(estimator, X, Y, model_path, self.extractor,
+                               split=self.train_split, class_name=class_name, method=method,
+                               metadata=extra, progress=self.progress, keep_checkpoint=True,
+                               temperature=temperature)
+
+        if curve is None:
+            trained = refit(float(self.settings.C))
+        else:
+            trained = refit_chosen_C(refit, curve, model_path,
+                                     lambda text: self.say(f"      warning: {class_name}/"
+                                                           f"{method}: {text}"))
+        C = trained.estimator.C
+        extra = {key: trained.doc[key] for key in ("C_selection", "temperature_fit")
+                 if key in trained.doc}
         estimator, train_score, diagnosis = (trained.estimator, trained.doc["train_score"],
                                              trained.doc["diagnosis"])
         for warning in diagnosis["warnings"]:
@@ -326,6 +344,7 @@ class Comparison:
         self.store.write(record)
         # the record is written: nothing to resume
         checkpoint_path(trained.path).unlink(missing_ok=True)
+        curve_path(trained.path).unlink(missing_ok=True)
         return record
 
     def _needs_temperature(self, method: str) -> bool:

@@ -18,7 +18,10 @@ ever seen:
    fold IoU is recorded beside it. :func:`choose_C` takes the best pooled
    IoU, ties to the smaller C (the stronger regulariser).
 4. The caller refits on the whole training split at that C; that model is
-   the one saved (:func:`select_C` returns the C and the curve).
+   the one saved (:func:`select_C` returns the C and the curve). A refit
+   that scores IoU 0 on its own training split is refused and the next C
+   by held-out IoU refitted (:func:`next_C_after_refit`;
+   :func:`segstruct.workflow.refit_chosen_C` runs that loop).
 
 Everything here is numbers in, numbers out: the curve is a JSON-able dict
 that ``train`` stores in the model file, ``compare`` in results.json, and
@@ -50,7 +53,8 @@ DEFAULT_FOLDS = 3
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "CrossValidationError", "check_grid",
            "check_folds", "check_cv_data", "image_strata", "make_folds", "cross_validate_C",
-           "choose_C", "edge_warning", "select_C", "format_curve"]
+           "preference_order", "choose_C", "next_C_after_refit", "edge_warning", "select_C",
+           "format_curve"]
 
 
 class CrossValidationError(RuntimeError):
@@ -311,6 +315,33 @@ def _fold_estimator(make_estimator):
     return est
 
 
+def preference_order(curve: dict) -> list[float]:
+    """The grid's C from the highest pooled held-out IoU to the lowest; ties
+    go to the smaller C (the stronger regulariser).
+
+    Parameters
+    ----------
+    curve : dict with ``grid`` (m values of C) and ``pooled_iou_percent``
+        (m values; None or NaN counts as worse than any number).
+
+    Returns
+    -------
+    list of m floats, a permutation of ``curve["grid"]``.
+    """
+    grid = [float(c) for c in curve["grid"]]
+    scores = _scores(curve)
+    if len(grid) != len(scores) or not grid:
+        raise ValueError(f"a curve needs one score per C: {len(grid)} C, {len(scores)} scores")
+    # the smaller C regularises more: prefer it when held-out data cannot tell
+    return [c for _, c in sorted(zip(scores, grid), key=lambda p: (-p[0], p[1]))]
+
+
+def _scores(curve: dict) -> list[float]:
+    """The pooled held-out IoU of each C, -inf where undefined."""
+    return [-math.inf if v is None or math.isnan(v) else float(v)
+            for v in curve["pooled_iou_percent"]]
+
+
 def choose_C(curve: dict) -> float:
     """The C with the highest pooled held-out IoU; ties go to the smaller C.
 
@@ -321,16 +352,53 @@ def choose_C(curve: dict) -> float:
 
     Returns
     -------
-    float, one of ``curve["grid"]``.
+    float, one of ``curve["grid"]``: the first of :func:`preference_order`.
     """
-    grid = [float(c) for c in curve["grid"]]
-    scores = [-math.inf if v is None or math.isnan(v) else float(v)
-              for v in curve["pooled_iou_percent"]]
-    if len(grid) != len(scores) or not grid:
-        raise ValueError(f"a curve needs one score per C: {len(grid)} C, {len(scores)} scores")
-    best = max(scores)
-    # the smaller C regularises more: prefer it when held-out data cannot tell
-    return min(c for c, s in zip(grid, scores) if s == best)
+    return preference_order(curve)[0]
+
+
+def next_C_after_refit(curve: dict, train_iou: float | None) -> float | None:
+    """Refuse a refit that scores IoU 0 on its own training split, if another C may do better.
+
+    The refit on the whole training split at the chosen C can label no
+    pixel of the class where the folds' models, trained on two thirds of
+    it at the same C, did (COCO's dining table, bl2 at C 0.01: 1.6 %
+    pooled held-out IoU, then a refit with train IoU 0 and val IoU 0). A
+    model that finds nothing on the very images it learnt from is worse
+    than any C whose folds found something: the next C of
+    :func:`preference_order` with a pooled held-out IoU above 0 is refitted
+    instead.
+
+    Parameters
+    ----------
+    curve : dict, of :func:`select_C`; updated in place when the refit is
+        refused: its C is appended to ``curve["refused"]`` (a list of
+        ``{"C", "train_iou_percent"}``), ``chosen_C`` becomes the next C and
+        ``warning`` is that C's :func:`edge_warning`.
+    train_iou : float or None
+        VOC IoU in percent of the refit at ``curve["chosen_C"]`` on its own
+        training split (None or NaN: undefined, which counts as 0).
+
+    Returns
+    -------
+    float or None
+        The C to refit at next; None when the refit stands (its training IoU
+        is above 0, or no other C scored above 0 held out).
+    """
+    if train_iou is not None and not math.isnan(train_iou) and train_iou > 0:
+        return None
+    refused = [float(r["C"]) for r in curve.get("refused", [])] + [float(curve["chosen_C"])]
+    score = dict(zip((float(c) for c in curve["grid"]), _scores(curve)))
+    left = [c for c in preference_order(curve) if c not in refused and score[c] > 0]
+    if not left:
+        return None
+    curve.setdefault("refused", []).append(
+        {"C": float(curve["chosen_C"]),
+         "train_iou_percent": None if train_iou is None or math.isnan(train_iou)
+         else float(train_iou)})
+    curve["chosen_C"] = left[0]
+    curve["warning"] = edge_warning(curve)
+    return left[0]
 
 
 def select_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid=DEFAULT_GRID,
@@ -380,8 +448,7 @@ def edge_warning(curve: dict) -> str | None:
     -------
     str or None
     """
-    pairs = sorted((float(c), -math.inf if v is None or math.isnan(v) else float(v))
-                   for c, v in zip(curve["grid"], curve["pooled_iou_percent"]))
+    pairs = sorted(zip((float(c) for c in curve["grid"]), _scores(curve)))
     grid, scores = [c for c, _ in pairs], [v for _, v in pairs]
     chosen = float(curve["chosen_C"])
     if chosen == grid[0] and scores[0] > scores[1]:
@@ -397,7 +464,8 @@ def edge_warning(curve: dict) -> str | None:
 def format_curve(curve: dict) -> list[str]:
     """The curve as lines of text: one row per C, ``*`` on the chosen one.
 
-    Per-fold iterations carry ``+`` where the fit stopped at max_iter.
+    Per-fold iterations carry ``+`` where the fit stopped at max_iter; a C
+    whose refit :func:`next_C_after_refit` refused is marked ``x``.
 
     Parameters
     ----------
@@ -408,15 +476,19 @@ def format_curve(curve: dict) -> list[str]:
     list of str, a header and one line per C (then the edge warning, if any).
     """
     k = curve["folds"]
+    refused = {float(r["C"]) for r in curve.get("refused", [])}
     lines = [f"  {'C':>8}  {'pooled IoU %':>12}  {'per-fold IoU %':<{7 * k}}  "
              f"{'iterations':<{5 * k}}  {'seconds':>7}"]
     for j, c in enumerate(curve["grid"]):
-        mark = "*" if c == curve.get("chosen_C") else " "
+        mark = "*" if c == curve.get("chosen_C") else "x" if c in refused else " "
         folds = " ".join(f"{fmt(v):>6}" for v in curve["fold_iou_percent"][j])
         its = " ".join(f"{n}{'' if ok else '+'}".rjust(4)
                        for n, ok in zip(curve["n_iter"][j], curve["converged"][j]))
         lines.append(f"{mark} {c:>8g}  {fmt(curve['pooled_iou_percent'][j]):>12}  "
                      f"{folds:<{7 * k}}  {its:<{5 * k}}  {sum(curve['fit_seconds'][j]):>7.1f}")
+    for r in curve.get("refused", []):
+        lines.append(f"  x: the refit at C {r['C']:g} scored IoU "
+                     f"{fmt(r['train_iou_percent'])} % on its own training split: refused")
     if curve.get("warning"):
         lines.append(f"  warning: {curve['warning']}")
     return lines

@@ -11,7 +11,8 @@ from segstruct.inference import maximize
 from segstruct.learn.methods import estimator_for
 from segstruct.learn.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds,
                                  check_grid, choose_C, cross_validate_C, edge_warning,
-                                 format_curve, image_strata, make_folds, select_C)
+                                 format_curve, image_strata, make_folds, next_C_after_refit,
+                                 preference_order, select_C)
 from segstruct.learn.ssvm import DEFAULT_C, StructuredSVM
 from segstruct.model import Graph, MRFModel
 
@@ -120,6 +121,49 @@ def test_a_choice_at_an_end_of_the_grid_is_warned_about():
                           "n_iter": [[3], [4]], "converged": [[True], [True]],
                           "fit_seconds": [[0.1], [0.1]], "warning": "extend it"})
     assert lines[-1] == "  warning: extend it"
+
+
+def test_preference_order_ranks_by_pooled_iou_with_ties_to_the_smaller_C():
+    curve = {"grid": [0.1, 1, 10, 100], "pooled_iou_percent": [40, 55, None, 55]}
+    assert preference_order(curve) == [1, 100, 0.1, 10]
+    assert preference_order({"grid": [3, 0.3], "pooled_iou_percent": [float("nan"), 0]}) \
+        == [0.3, 3]
+
+
+def _curve(scores, chosen=None):
+    grid = [0.01, 0.03, 0.1, 0.3, 1, 3][:len(scores)]
+    curve = {"grid": grid, "pooled_iou_percent": list(scores), "folds": 1,
+             "fold_iou_percent": [[v] for v in scores], "n_iter": [[5]] * len(scores),
+             "converged": [[True]] * len(scores), "fit_seconds": [[0.1]] * len(scores)}
+    curve["chosen_C"] = choose_C(curve) if chosen is None else chosen
+    curve["warning"] = edge_warning(curve)
+    return curve
+
+
+def test_a_refit_that_finds_something_stands():
+    curve = _curve([1.6, 1.2, 0.9])
+    before = json.dumps(curve)
+    assert next_C_after_refit(curve, 0.4) is None
+    assert json.dumps(curve) == before            # nothing recorded
+
+
+def test_a_refit_with_train_iou_0_gives_way_to_the_next_C_by_held_out_iou():
+    # COCO dining table, bl2: C 0.01 best held out (1.6 %), its refit labels nothing
+    curve = _curve([1.6, 1.2, 0.0, 1.4, None])
+    assert curve["chosen_C"] == 0.01 and "smallest" in curve["warning"]
+    assert next_C_after_refit(curve, 0.0) == 0.3          # 1.4 %: the next best
+    assert curve["chosen_C"] == 0.3 and curve["warning"] is None
+    assert curve["refused"] == [{"C": 0.01, "train_iou_percent": 0.0}]
+    # undefined counts as 0; a C refused before, or with nothing held out, never comes back
+    assert next_C_after_refit(curve, float("nan")) == 0.03
+    assert curve["refused"][-1] == {"C": 0.3, "train_iou_percent": None}
+    assert next_C_after_refit(curve, None) is None        # 0.1 and 1 scored 0 / nothing
+    assert curve["chosen_C"] == 0.03 and len(curve["refused"]) == 2
+    lines = format_curve(curve)
+    marks = {float(line.split()[1]): line[0] for line in lines[1:7] if line[0] in "x*"}
+    assert marks == {0.01: "x", 0.3: "x", 0.03: "*"}
+    assert any("refit at C 0.01 scored IoU 0.00 % on its own training split: refused" in line
+               for line in lines)
 
 
 def test_pooled_iou_is_the_voc_score_of_the_held_out_predictions():
@@ -334,6 +378,80 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
     assert main(args + ["--no-figures"]) == 0
     assert main(common + ["--C", "1", "--no-figures"]) == 2
     assert "settings differ" in capsys.readouterr().err
+
+
+def _refit_learns_nothing_at(C_bad, grid, monkeypatch):
+    """--C auto where cross-validation prefers ``C_bad`` (then the next C of
+    ``grid``) and the fit at ``C_bad`` converges to w = 0, which labels no
+    pixel: the refit collapse of COCO's dining table, made certain."""
+    import segstruct.learn.selection as selection
+    real_fit = StructuredSVM.fit
+
+    def fit(self, X, Y, callbacks=None):
+        real_fit(self, X, Y, callbacks)
+        if self.C == C_bad:
+            self.w_ = np.zeros_like(self.w_)
+            self.converged_ = True
+        return self
+
+    def curve(make_estimator, X, Y, grid, folds=3, seed=0, *args, **kwargs):
+        m = len(grid)
+        scores = [30.0 if c == C_bad else 20.0 - j for j, c in enumerate(grid)]
+        return {"grid": list(grid), "folds": folds, "seed": seed,
+                "fold_of_image": [k % folds for k in range(len(X))],
+                "pooled_iou_percent": scores, "pooled_counts": [[1, 1, 1]] * m,
+                "fold_iou_percent": [[v] * folds for v in scores],
+                "fold_counts": [[[1, 1, 1]] * folds] * m, "n_iter": [[3] * folds] * m,
+                "converged": [[True] * folds] * m, "fit_seconds": [[0.1] * folds] * m,
+                "seconds": 0.1}
+    monkeypatch.setattr(StructuredSVM, "fit", fit)
+    monkeypatch.setattr(selection, "cross_validate_C", curve)
+
+
+def test_train_refuses_a_refit_that_labels_nothing_and_resumes_the_next_C(
+        data_root, cache, tmp_path, monkeypatch, capsys):
+    from segstruct.io.persistence import load_model
+    _refit_learns_nothing_at(0.05, [0.05, 1.0, 20.0], monkeypatch)
+    base = ["train", "--data", str(data_root), "--class", "car", "--C", "auto", "--C-grid",
+            "0.05", "1", "20", "--tol", "1e-5", "--out", str(tmp_path / "m"), *cache, *SMALL]
+    # the refit at 1 (the next best) is interrupted by --max-iter
+    assert main(base + ["--max-iter", "3"]) == 0
+    captured = capsys.readouterr()
+    assert ("the refit at C 0.05 finds nothing of the class on its own training split "
+            "(IoU 0.00 %): refused; refitting at C 1") in captured.err
+    saved = json.loads((tmp_path / "m.cv.json").read_text())
+    assert saved["chosen_C"] == 1.0 and saved["refused"] == [{"C": 0.05,
+                                                             "train_iou_percent": 0.0}]
+    assert (tmp_path / "m.ckpt.npz").exists()
+    # resumed at C 1, without cross-validating or refitting at 0.05 again
+    assert main(base + ["--resume", "--max-iter", "500"]) == 0
+    captured = capsys.readouterr()
+    assert "resuming the refit at C 1," in captured.out and "refused" not in captured.err
+    svm, _, _, doc = load_model(tmp_path / "m")
+    assert svm.C == 1.0 and doc["C_selection"]["chosen_C"] == 1.0
+    assert doc["C_selection"]["refused"] == saved["refused"]
+    assert doc["train_score"]["voc_iou_percent"] > 0
+    assert not (tmp_path / "m.cv.json").exists() and not (tmp_path / "m.ckpt.npz").exists()
+    # the same weights as one uninterrupted fit at C 1
+    assert main(["train", "--data", str(data_root), "--class", "car", "--C", "1", "--tol",
+                 "1e-5", "--out", str(tmp_path / "ref"), *cache, *SMALL]) == 0
+    assert np.array_equal(svm.w_, load_model(tmp_path / "ref")[0].w_)
+
+
+def test_compare_refuses_a_refit_that_labels_nothing(data_root, cache, tmp_path, monkeypatch,
+                                                     capsys):
+    _refit_learns_nothing_at(0.05, [0.05, 1.0, 20.0], monkeypatch)
+    out = tmp_path / "cmp"
+    assert main(["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
+                 "--C", "auto", "--C-grid", "0.05", "1", "20", "--folds", "2", "--no-figures",
+                 "--out", str(out), *cache, *SMALL]) == 0
+    record = json.loads((out / "results.json").read_text())["results"][0]
+    assert record["C"] == record["C_selection"]["chosen_C"] == 1.0
+    assert record["C_selection"]["refused"] == [{"C": 0.05, "train_iou_percent": 0.0}]
+    assert record["train_score"]["voc_iou_percent"] > 0
+    model = json.loads((out / record["model"]).read_text())
+    assert model["estimator"]["C"] == 1.0 and model["C_selection"] == record["C_selection"]
+    assert not list(out.rglob("*.cv.json")) and not list(out.rglob("*.ckpt.npz"))
 
 
 @pytest.mark.parametrize("extra, words", [

@@ -4,6 +4,7 @@ the package docstring for the folder's layout)."""
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import time
@@ -250,6 +251,34 @@ class Comparison:
                 self.say(f"      warning: {record['class']}/{record['method']}: {warning}")
         return dict(zip(todo, records))
 
+    def _fit_pair(self, class_name, method, X, Y, model_path, curve, C: float):
+        """The pair's model at ``C`` on all of the training split (with ``curve``,
+        that of ``--C auto``, in its metadata), its temperature fitted first."""
+        extra = {} if curve is None else {"C_selection": curve}
+        temperature = None
+        if self._needs_temperature(method):
+            # before the fit: the fold models' held-out scores, not the final model's
+            temperature, fit = fit_temperature(
+                lambda: self.settings.estimator(method, C=C), X, Y,
+                folds=self.settings.cv()[1], seed=self.seed)
+            extra = {**extra, "temperature_fit": fit}
+            self.say(f"      {method} {class_name}: temperature {temperature:.3g} of its "
+                     f"marginals, by held-out likelihood ({fit['seconds']:.1f} s)")
+            if fit["at_edge"]:
+                self.say(f"      warning: {class_name}/{method}: the temperature is at "
+                         "the end of its range: the held-out scores say little about the "
+                         "labels")
+        # an interrupted pair continues from its last cutting-plane iteration
+        if checkpoint_path(model_path).exists():
+            self.say(f"      resuming from {checkpoint_path(model_path)}")
+        # the checkpoint stays until the pair's record is written: an interruption
+        # while the eval split is scored then restores the model at once
+        estimator = with_workers(self.settings.estimator(method, C=C), self.n_jobs)
+        return train_model(estimator, X, Y, model_path, self.extractor,
+                           split=self.train_split, class_name=class_name, method=method,
+                           metadata=extra, progress=self.progress, keep_checkpoint=True,
+                           temperature=temperature)
+
     def _train_and_score(self, class_name, method) -> dict:
         model_path = self.store.model_path(class_name, method)
         model_path.parent.mkdir(parents=True, exist_ok=True)
@@ -265,33 +294,7 @@ class Comparison:
             else:
                 curve = self._choose_C(class_name, method, X, Y)[1]
 
-        def refit(C: float):
-            """The pair's model at ``C`` on all of the training split."""
-            extra = {} if curve is None else {"C_selection": curve}
-            temperature = None
-            if self._needs_temperature(method):
-                # before the fit: the fold models' held-out scores, not the final model's
-                temperature, fit = fit_temperature(
-                    lambda: self.settings.estimator(method, C=C), X, Y,
-                    folds=self.settings.cv()[1], seed=self.seed)
-                extra = {**extra, "temperature_fit": fit}
-                self.say(f"      {method} {class_name}: temperature {temperature:.3g} of its "
-                         f"marginals, by held-out likelihood ({fit['seconds']:.1f} s)")
-                if fit["at_edge"]:
-                    self.say(f"      warning: {class_name}/{method}: the temperature is at "
-                             "the end of its range: the held-out scores say little about the "
-                             "labels")
-            # an interrupted pair continues from its last cutting-plane iteration
-            if checkpoint_path(model_path).exists():
-                self.say(f"      resuming from {checkpoint_path(model_path)}")
-            # the checkpoint stays until the pair's record is written: an interruption
-            # while the eval split is scored then restores the model at once
-            estimator = with_workers(self.settings.estimator(method, C=C), self.n_jobs)
-            return train_model(estimator, X, Y, model_path, self.extractor,
-                               split=self.train_split, class_name=class_name, method=method,
-                               metadata=extra, progress=self.progress, keep_checkpoint=True,
-                               temperature=temperature)
-
+        refit = functools.partial(self._fit_pair, class_name, method, X, Y, model_path, curve)
         if curve is None:
             trained = refit(float(self.settings.C))
         else:

@@ -85,10 +85,9 @@ def _curve_to_resume(args, checkpoint: Path) -> dict | None:
 
 
 def _choose_C_for_train(args, dataset, X, Y) -> dict:
-    """Cross-validate C on the training split, print the curve, draw it next to
-    the model; returns the curve (with ``chosen_C``)."""
+    """Cross-validate C on the training split and print the curve; returns
+    the curve (with ``chosen_C``)."""
     from segstruct.learn.selection import format_curve, select_C
-    from segstruct.report.figures import cv_figure, save_figure
     grid, folds = args.cv
     # the folds' estimators: same method and options, no log, checkpoint nor bar
     # of their own (the cross-validation has one)
@@ -98,14 +97,20 @@ def _choose_C_for_train(args, dataset, X, Y) -> dict:
           f"({args.method}, {args.class_name}): {chosen:g} (pooled held-out VOC IoU, "
           f"{curve['seconds']:.1f} s)")
     print("\n".join(format_curve(curve)))
+    return curve
+
+
+def _draw_curve(args, dataset, curve: dict) -> None:
+    """The curve next to the model (``MODEL.cv.png``), drawn after the refit,
+    so that it marks the C of the saved model (and any refused one)."""
+    from segstruct.report.figures import cv_figure, save_figure
     caption = (f"data {dataset.name}/{args.split}; class {args.class_name}; method "
-               f"{args.method}; {folds} folds of the training split, seed {args.seed}; "
-               f"scope {args.scope}, node weights {args.node_weights}, tol {args.tol:g}; "
-               f"code {code_version()}")
+               f"{args.method}; {curve['folds']} folds of the training split, seed "
+               f"{args.seed}; scope {args.scope}, node weights {args.node_weights}, tol "
+               f"{args.tol:g}; code {code_version()}")
     path = save_figure(cv_figure({args.method: curve}, caption=caption),
                        _cv_figure_path(args.out))
     print(f"wrote {path}")
-    return curve
 
 
 def _calibrate(args, estimator, X, Y) -> tuple[float, dict]:
@@ -181,6 +186,7 @@ def run(args) -> int:
     else:
         trained = refit_chosen_C(refit, curve, args.out,
                                  lambda text: print(f"warning: {text}", file=sys.stderr))
+        _draw_curve(args, dataset, curve)
     train_score, diagnosis = trained.doc["train_score"], trained.doc["diagnosis"]
     val_score = trained.doc.get("val_score")
     status = "converged" if estimator.converged_ else "stopped at --max-iter"

@@ -159,7 +159,9 @@ def cv_figure(curves, caption: str = "") -> Figure:
     Each method's pooled IoU (TP, FP, FN summed over every held-out image
     of every fold) is a line with markers over C on a log axis; its per-fold
     IoUs are faint dots at the same C, and its chosen C is a large star on
-    the line, named in the legend.
+    the line, named in the legend; a C whose refit was refused (the curve's
+    ``refused``, :func:`segstruct.learn.selection.next_C_after_refit`) is a
+    black cross.
 
     Parameters
     ----------
@@ -192,6 +194,10 @@ def cv_figure(curves, caption: str = "") -> Figure:
                     marker=".", color=colour, alpha=0.35)
         ax.plot([chosen], pooled[np.flatnonzero(grid == chosen)], linestyle="none",
                 marker="*", markersize=16, color=colour, markeredgecolor="black")
+        # a C whose refit found nothing on its own training split (refused)
+        for refused in curve.get("refused", []):
+            ax.plot([refused["C"]], pooled[np.flatnonzero(grid == refused["C"])],
+                    linestyle="none", marker="X", markersize=11, color="black")
     ax.set_xscale("log")
     grid_values = sorted({float(c) for curve in curves.values() for c in curve["grid"]})
     if grid_values:          # the values tried, not just decades
@@ -199,8 +205,10 @@ def cv_figure(curves, caption: str = "") -> Figure:
         ax.minorticks_off()
     ax.set_xlabel("C, in 1/2 ||w||^2 + C xi (log scale)")
     ax.set_ylabel("held-out VOC IoU %")
+    refusals = any(curve.get("refused") for curve in curves.values())
     ax.set_title(f"{'/'.join(map(str, folds))}-fold cross-validation of C: pooled (line), "
-                 "per fold (dots), chosen (star)", fontsize=9)
+                 f"per fold (dots), chosen (star){', refit refused (X)' if refusals else ''}",
+                 fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     if curves:
         ax.legend(fontsize=8, loc="best")

@@ -276,6 +276,12 @@ def test_cv_figure_draws_one_pooled_line_per_method():
     assert len(pooled) == 2 and ax.get_xscale() == "log"
     assert [float(s.get_xdata()[0]) for s in stars] == [1.0, 0.1]
     assert [float(s.get_ydata()[0]) for s in stars] == [30.0, 10.0]
+    assert not [line for line in ax.lines if line.get_marker() == "X"]
+    # a refused refit is a cross at its C on its method's pooled line
+    fig = cv_figure({"bl2": {**curve, "refused": [{"C": 0.1, "train_iou_percent": 0.0}]}})
+    crosses = [line for line in fig.axes[0].lines if line.get_marker() == "X"]
+    assert [(float(x.get_xdata()[0]), float(x.get_ydata()[0])) for x in crosses] == [(0.1, 10.0)]
+    assert "refit refused" in fig.axes[0].get_title()
 
 
 def test_settings_of_a_fixed_C_are_recorded_as_before():
@@ -432,6 +438,7 @@ def test_train_refuses_a_refit_that_labels_nothing_and_resumes_the_next_C(
     assert doc["C_selection"]["refused"] == saved["refused"]
     assert doc["train_score"]["voc_iou_percent"] > 0
     assert not (tmp_path / "m.cv.json").exists() and not (tmp_path / "m.ckpt.npz").exists()
+    assert (tmp_path / "m.cv.png").read_bytes()[:8] == PNG
     # the same weights as one uninterrupted fit at C 1
     assert main(["train", "--data", str(data_root), "--class", "car", "--C", "1", "--tol",
                  "1e-5", "--out", str(tmp_path / "ref"), *cache, *SMALL]) == 0

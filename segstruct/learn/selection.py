@@ -343,17 +343,8 @@ def _scores(curve: dict) -> list[float]:
 
 
 def choose_C(curve: dict) -> float:
-    """The C with the highest pooled held-out IoU; ties go to the smaller C.
-
-    Parameters
-    ----------
-    curve : dict with ``grid`` (m values of C) and ``pooled_iou_percent``
-        (m values; None or NaN counts as worse than any number).
-
-    Returns
-    -------
-    float, one of ``curve["grid"]``: the first of :func:`preference_order`.
-    """
+    """The C with the highest pooled held-out IoU; ties go to the smaller C:
+    the first of :func:`preference_order` (which takes the same ``curve``)."""
     return preference_order(curve)[0]
 
 

@@ -30,8 +30,8 @@ from segstruct.evaluate.diagnosis import diagnose, generalisation
 from segstruct.evaluate.inspection import training_set_problem
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.io.files import write_json
-from segstruct.io.text import fmt
 from segstruct.io.persistence import checkpoint_path, log_path, model_paths, save_model
+from segstruct.io.text import fmt
 from segstruct.learn.callbacks import training_callbacks
 from segstruct.learn.selection import check_cv_data, next_C_after_refit
 from segstruct.learn.ssvm import oracle_name

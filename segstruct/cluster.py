@@ -21,7 +21,7 @@ system (the same paths everywhere).
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from joblib import Parallel, delayed, parallel_config
 from segstruct.io.progress import progress_bar
@@ -90,7 +90,8 @@ def use_scheduler(address: str | None, timeout: float | None = None) -> Iterator
 
 
 def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
-                 progress: bool = False, desc: str = "", unit: str = "task") -> list:
+                 progress: bool = False, desc: str = "", unit: str = "task",
+                 on_result: Callable[[int, Any], None] | None = None) -> list:
     """``[func(*args) for args in arg_lists]``, on workers, in order.
 
     Parameters
@@ -101,6 +102,9 @@ def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
         runs in this process. Ignored on a cluster (:func:`use_scheduler`):
         there every task goes to the cluster.
     progress, desc, unit : progress over the tasks (:func:`segstruct.io.progress.progress_bar`).
+    on_result : callable (index, result), optional; called in this process with
+        each task's result as it arrives, in order of ``arg_lists`` (e.g. to
+        save it, so that an interruption loses only the tasks still running).
 
     Returns
     -------
@@ -109,15 +113,16 @@ def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
     total = len(arg_lists)
     bar = progress_bar(total, desc, progress, unit)
     try:
-        out = []
+        out: list = []
         if not on_cluster() and (n_jobs == 1 or total <= 1):
-            for args in arg_lists:
-                out.append(func(*args))
-                bar.update()
-            return out
-        # the dask backend spreads over the whole cluster; n_jobs is local
-        runner = Parallel(n_jobs=-1 if on_cluster() else n_jobs, return_as="generator")
-        for result in runner(delayed(func)(*args) for args in arg_lists):
+            results: Iterator = (func(*args) for args in arg_lists)
+        else:
+            # the dask backend spreads over the whole cluster; n_jobs is local
+            runner = Parallel(n_jobs=-1 if on_cluster() else n_jobs, return_as="generator")
+            results = runner(delayed(func)(*args) for args in arg_lists)
+        for result in results:
+            if on_result is not None:
+                on_result(len(out), result)
             out.append(result)
             bar.update()
         return out

@@ -147,26 +147,30 @@ def curve_path(out) -> Path:
     return json_path.with_name(json_path.name[: -len(".json")] + ".cv.json")
 
 
-def resumable_curve(out, grid, folds: int) -> dict | None:
-    """The curve an interrupted ``--C auto`` refit of model ``out`` was made
-    with, so that the run resumes at the checkpoint's C without
-    cross-validating again.
+def resumable_curve(out, grid, folds: int, identity: str | None = None) -> dict | None:
+    """The curve an interrupted ``--C auto`` run of model ``out`` saved, so that
+    the run goes on at its C without cross-validating again.
 
     Parameters
     ----------
     out : model path (prefix).
     grid : sequence of float, the grid of C asked for now.
     folds : int, the fold count asked for now.
+    identity : str, optional
+        What the curve must carry as its ``identity`` to stand on its own
+        (``compare`` saves each pair's curve as soon as its cross-validation
+        ends, before the refit has a checkpoint).
 
     Returns
     -------
     dict or None
         The saved curve (with ``chosen_C`` and any ``refused`` C); None when
-        there is no checkpoint to continue, no readable curve, or the curve
-        was made with another grid or fold count.
+        there is no readable curve, it was made with another grid, fold count
+        or ``identity``, or it carries no matching ``identity`` and there is
+        no checkpoint of its refit to continue.
     """
     saved = curve_path(out)
-    if not (checkpoint_path(out).exists() and saved.exists()):
+    if not saved.exists():
         return None
     try:
         curve = json.loads(saved.read_text())
@@ -175,7 +179,9 @@ def resumable_curve(out, grid, folds: int) -> dict | None:
     if ([float(c) for c in curve.get("grid", [])] != [float(c) for c in grid]
             or curve.get("folds") != folds):
         return None
-    return curve
+    if identity is not None and "identity" in curve:
+        return curve if curve["identity"] == identity else None    # else another run's
+    return curve if checkpoint_path(out).exists() else None
 
 
 def refit_chosen_C(refit: Callable[[float], SegmentationModel], curve: dict, out,

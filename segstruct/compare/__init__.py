@@ -15,7 +15,10 @@ Layout of an output folder ``DIR``::
     DIR/figures/*.png                   training curves, qualitative grids,
                                         loss surfaces
 
-A pair whose record exists is not trained again, and a pair interrupted
+With ``--C auto``, ``DIR/models/<class>-<method>.cv.json`` holds the pair's
+cross-validation curve from the end of its cross-validation until its record
+is written. A pair whose record exists is not trained again, a pair whose
+curve is saved is not cross-validated again, and a pair interrupted
 mid-training continues from its checkpoint; a record made with other
 settings (or, with the top-down block, another detector) is an error rather
 than silently mixed into the table.
@@ -28,6 +31,7 @@ the reason.
 Modules: ``store`` (the records and models of the folder), ``planner``
 (which classes can be compared and which pairs are still to train),
 ``comparison`` (:class:`Comparison`: training and scoring the pairs),
+``choosing`` (``--C auto``: every pair's folds cross-validated at once),
 ``figures`` and ``multiclass`` (what is drawn and scored from the models).
 """
 from segstruct.compare.comparison import RESULTS_FORMAT, Comparison

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from segstruct.cluster import on_cluster, parallel_map
-from segstruct.compare import planner
+from segstruct.compare import choosing, planner
 from segstruct.compare.figures import comparison_figures
 from segstruct.compare.multiclass import multiclass
 from segstruct.compare.store import RecordStore, score_table
@@ -25,7 +25,6 @@ from segstruct.io.files import write_json, write_text
 from segstruct.io.persistence import checkpoint_path, log_path, model_paths
 from segstruct.io.provenance import code_version, machine
 from segstruct.learn.methods import METHODS, TrainingSettings, with_workers
-from segstruct.learn.selection import format_curve, select_C
 from segstruct.learn.ssvm import oracle_name
 from segstruct.report.tables import fmt, table_csv, table_markdown
 from segstruct.workflow import curve_path, refit_chosen_C, resumable_curve, train_model
@@ -175,16 +174,15 @@ class Comparison:
         if todo:
             # every evaluation image and mask is readable before hours of training
             self.extractor.examples(self.eval_split, todo[0][0], with_features=False)
-        # on a cluster the pairs train first, all at once; their records come back
-        trained = self._train_on_cluster(todo) if on_cluster() else {}
-        for k, (class_name, method) in enumerate(todo, 1):
-            if trained:
-                record = trained[class_name, method]
-            else:
+        if self.settings.auto:
+            choosing.cross_validate_pairs(self, todo)      # every pair's folds at once
+        if self._pairs_on_workers(todo):
+            self._train_on_workers(todo)
+        else:
+            for k, (class_name, method) in enumerate(todo, 1):
                 self.say(f"[{k}/{len(todo)}] training {method} for {class_name} on "
                          f"{self.dataset.name}/{self.train_split}")
-                record = self._train_and_score(class_name, method)
-            self._say_done(record)
+                self._say_done(self._train_and_score(class_name, method))
         results = self.results()
         write_json(self.out_dir / "results.json", results)
         write_text(self.out_dir / "table.md", table_markdown(results))
@@ -227,29 +225,46 @@ class Comparison:
                  f"({training['fit_seconds']:.1f} s, {training['n_iter']} iterations"
                  f"{'' if training['converged'] else ', stopped at max_iter'})")
 
-    def _train_on_cluster(self, todo) -> dict:
-        """Every pending pair as one task on the Dask cluster
-        (``segstruct.cluster.use_scheduler``): each writes its model and
-        record as here. A pair whose worker dies runs again on another and
-        resumes from its checkpoint. Returns {(class, method): record}."""
+    def _pairs_on_workers(self, todo) -> bool:
+        """Whether the pending pairs train as tasks of their own: on a Dask
+        cluster, and with local workers when there are several pairs at the
+        data-set scope (whose training keeps its inference in one process,
+        so that a pair at a time would use one core)."""
+        if on_cluster():
+            return True
+        return self.n_jobs != 1 and len(todo) > 1 and self.settings.scope == "dataset"
+
+    def _train_on_workers(self, todo) -> None:
+        """Every pending pair as one task on the workers (the Dask cluster of
+        ``segstruct.cluster.use_scheduler``, or ``n_jobs`` local processes):
+        each writes its model and record as here, and what it would have
+        said is said as its record comes back. A pair whose worker dies runs
+        again on another and resumes from its checkpoint."""
         # features first (on the cluster too), so that no two pairs of a class
         # compute them at once
         for class_name in dict.fromkeys(c for c, _ in todo):
             for split in (self.train_split, self.eval_split):
                 self.extractor.examples(split, class_name)
-        self.say(f"training {len(todo)} (class, method) pair(s) on the Dask cluster")
+        where = "on the Dask cluster" if on_cluster() else "on worker processes"
+        self.say(f"training {len(todo)} (class, method) pair(s) {where}")
         worker_view = copy.copy(self)
         worker_view.progress, worker_view.n_jobs = False, 1
         worker_view.say = _discard
         worker_view.extractor = copy.copy(self.extractor)
         worker_view.extractor.n_jobs, worker_view.extractor.progress = 1, False
-        records = parallel_map(_train_pair, [(worker_view, c, m) for c, m in todo],
-                               progress=self.progress, desc="pairs on the cluster",
-                               unit="pair")
-        for record in records:       # what the workers would have said
+
+        def report(k: int, record: dict) -> None:       # what the worker would have said
+            class_name, method = todo[k]
+            self.say(f"[{k + 1}/{len(todo)}] {method} for {class_name} on "
+                     f"{self.dataset.name}/{self.train_split}")
+            if "C_selection" in record:
+                choosing.say_curve(self, class_name, method, record["C_selection"], "")
             for warning in record["diagnosis"]["warnings"]:
-                self.say(f"      warning: {record['class']}/{record['method']}: {warning}")
-        return dict(zip(todo, records))
+                self.say(f"      warning: {class_name}/{method}: {warning}")
+            self._say_done(record)
+
+        parallel_map(_train_pair, [(worker_view, c, m) for c, m in todo], self.n_jobs,
+                     self.progress, "training pairs", unit="pair", on_result=report)
 
     def _fit_pair(self, class_name, method, X, Y, model_path, curve, C: float):
         """The pair's model at ``C`` on all of the training split (with ``curve``,
@@ -287,12 +302,15 @@ class Comparison:
         curve = None
         if self.settings.auto:
             grid, folds = self.settings.cv()
-            curve = resumable_curve(model_path, grid, folds)
-            if curve is not None:
+            curve = resumable_curve(model_path, grid, folds,
+                                    choosing.curve_identity(self, class_name, method))
+            if curve is None:
+                curve = choosing.choose_C(self, class_name, method, X, Y)
+            elif checkpoint_path(model_path).exists():
                 self.say(f"      resuming the refit at C {curve['chosen_C']:g}, chosen by the "
                          f"cross-validation of the interrupted run ({curve_path(model_path)})")
             else:
-                curve = self._choose_C(class_name, method, X, Y)[1]
+                choosing.say_curve(self, class_name, method, curve)   # cross-validated beforehand
 
         refit = functools.partial(self._fit_pair, class_name, method, X, Y, model_path, curve)
         if curve is None:
@@ -373,21 +391,6 @@ class Comparison:
         return {"scope": "dataset", "beta": self.settings.beta,
                 "temperature": getattr(estimator, "temperature_", None),
                 "scores": scores, "seconds": time.perf_counter() - start}
-
-    def _choose_C(self, class_name, method, X, Y) -> tuple[float, dict]:
-        """Cross-validate C for one pair on its training examples; say the curve."""
-        grid, folds = self.settings.cv()
-        self.say(f"      choosing C by {folds}-fold cross-validation over "
-                 f"{' '.join(f'{c:g}' for c in grid)}")
-        # fold estimators: the pair's settings, no log, checkpoint nor bar of their own
-        C, curve = select_C(lambda: with_workers(self.settings.estimator(method, C=grid[0]),
-                                                 self.n_jobs),
-                            X, Y, grid, folds, self.seed, self.progress, self.n_jobs)
-        for line in format_curve(curve):
-            self.say(f"      {line}")
-        self.say(f"      {method} {class_name}: C {C:g} (pooled held-out VOC IoU, "
-                 f"{curve['seconds']:.1f} s); refitting on all of {self.train_split}")
-        return C, curve
 
     # ------------------------------------------------------------------ results
     def results(self) -> dict:

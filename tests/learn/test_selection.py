@@ -1,5 +1,7 @@
 """--C auto: folds, the choice of C, the pooled score, warm starts, the commands."""
+import functools
 import json
+from pathlib import Path
 from dataclasses import asdict
 
 import numpy as np
@@ -10,7 +12,8 @@ from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.inference import maximize
 from segstruct.learn.methods import estimator_for
 from segstruct.learn.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds,
-                                 check_grid, choose_C, cross_validate_C, edge_warning,
+                                 check_grid, choose_C, cross_validate_C, cross_validate_many,
+                                 edge_warning,
                                  format_curve, image_strata, make_folds, next_C_after_refit,
                                  preference_order, select_C)
 from segstruct.learn.ssvm import DEFAULT_C, StructuredSVM
@@ -203,6 +206,43 @@ def test_pooled_iou_is_the_voc_score_of_the_held_out_predictions():
     assert curve["pooled_iou_percent"][0] != curve["pooled_iou_percent"][-1]  # C matters
 
 
+def _without_times(curve: dict) -> dict:
+    return {k: v for k, v in curve.items() if k not in ("seconds", "fit_seconds", "problems")}
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_several_problems_cross_validated_together_give_each_its_own_curve(n_jobs):
+    # two problems (different data, folds and methods) as one pool of fold
+    # tasks: each curve equals that problem's own cross-validation
+    problems = [(functools.partial(estimator_for, "bl1"), *chain_problem(5), None),
+                (functools.partial(estimator_for, "bl2"), *chain_problem(6, n_images=9),
+                 None)]
+    grid = [0.05, 1.0]
+    seen = []
+    together = cross_validate_many(problems, grid, folds=3, seed=2, n_jobs=n_jobs,
+                                   on_curve=lambda k, curve: seen.append((k, curve)))
+    assert [k for k, _ in seen] == [0, 1] and [c for _, c in seen] == together
+    for (make, X, Y, _), curve in zip(problems, together):
+        alone = cross_validate_C(make, X, Y, grid, folds=3, seed=2)
+        assert _without_times(curve) == _without_times(alone)
+        assert curve["problems"] == 2 and alone["problems"] == 1
+        assert np.shape(curve["fit_seconds"]) == (2, 3)
+    assert together[0]["fold_of_image"] != together[1]["fold_of_image"]
+
+
+def test_several_problems_are_checked_before_any_fit():
+    X, Y = chain_problem(5)
+    fits = []
+
+    def make():
+        fits.append(1)
+        return estimator_for("bl1")
+    with pytest.raises(ValueError, match="fewer than the 3 folds"):
+        cross_validate_many([(make, X, Y, None), (make, X[:2], Y[:2], None)], [0.1, 1.0],
+                            folds=3)
+    assert not fits
+
+
 @pytest.mark.parametrize("method", ["bl1", "bl2"])
 def test_warm_started_path_reaches_the_cold_objectives(method):
     X, Y = chain_problem(0)
@@ -386,6 +426,89 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
     assert "settings differ" in capsys.readouterr().err
 
 
+def test_compare_cross_validates_its_pairs_together_and_keeps_their_curves(
+        data_root, cache, tmp_path, monkeypatch):
+    import segstruct.compare.choosing as choosing
+    import segstruct.compare.comparison as comparison
+    out = tmp_path / "cmp"
+    args = ["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
+            "hamming", "--C", "auto", "--C-grid", "0.05", "1", "--folds", "2",
+            "--no-figures", "--out", str(out), *cache, *SMALL]
+    pooled, real_pool = [], choosing.cross_validate_many
+
+    def counting(problems, *args, **kwargs):
+        pooled.append(len(problems))
+        return real_pool(problems, *args, **kwargs)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(choosing, "cross_validate_many", counting)
+    # both pairs in one cross-validation; interrupted as the pairs' refits start
+    # on the workers, with both curves saved (no checkpoint yet)
+    monkeypatch.setattr(comparison, "parallel_map", interrupted)
+    assert main(args + ["-j", "2"]) == 130
+    assert pooled == [2]
+    saved = {p.name: json.loads(p.read_text()) for p in out.rglob("*.cv.json")}
+    assert len(saved) == 2 and not list(out.rglob("*.ckpt.npz"))
+    # run again: the saved curves, no cross-validation
+    monkeypatch.undo()
+    monkeypatch.setattr(choosing, "cross_validate_many", counting)
+    assert main(args + ["-j", "2"]) == 0
+    assert pooled == [2]
+    results = json.loads((out / "results.json").read_text())["results"]
+    for record in results:
+        curve = saved[Path(record["model"]).name.removesuffix(".json") + ".cv.json"]
+        assert record["C_selection"] == curve and record["C"] == curve["chosen_C"]
+        assert curve["problems"] == 2
+    assert not list(out.rglob("*.cv.json"))
+
+
+def test_compare_with_pairs_on_workers_equals_one_pair_at_a_time(data_root, cache, tmp_path,
+                                                                 capsys):
+    from segstruct.io.persistence import load_model
+    args = ["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
+            "bl2", "--C", "auto", "--C-grid", "0.05", "1", "--folds", "2", "--no-figures",
+            *cache, *SMALL]
+    records, said = {}, {}
+    for jobs in ("1", "2"):
+        assert main(args + ["--out", str(tmp_path / jobs), "-j", jobs]) == 0
+        said[jobs] = capsys.readouterr().out
+        records[jobs] = json.loads((tmp_path / jobs / "results.json").read_text())["results"]
+    assert "pair(s) on worker processes" in said["2"]
+    assert "pair(s) on worker processes" not in said["1"]
+    for serial, pooled in zip(records["1"], records["2"]):
+        assert serial["method"] == pooled["method"] and serial["C"] == pooled["C"]
+        assert (_without_times(serial["C_selection"]) == _without_times(pooled["C_selection"]))
+        for score in ("train_score", "eval_score"):
+            assert serial[score] == pooled[score]
+        w1 = load_model(tmp_path / "1" / serial["model"])[0].w_
+        assert np.array_equal(w1, load_model(tmp_path / "2" / pooled["model"])[0].w_)
+    for jobs in ("1", "2"):       # each pair's curve and result are said, in order
+        for method in ("bl1", "bl2"):
+            assert f"{method} car: C " in said[jobs] and f"{method} car: val VOC IoU" in said[jobs]
+
+
+def test_a_saved_curve_stands_alone_only_with_this_runs_identity(tmp_path):
+    from segstruct.io.persistence import checkpoint_path
+    from segstruct.workflow import curve_path, resumable_curve
+    out = tmp_path / "m"
+    grid = [0.1, 1.0]
+    curve = {"grid": grid, "folds": 2, "chosen_C": 1.0}
+    curve_path(out).write_text(json.dumps({**curve, "identity": "this"}))
+    assert resumable_curve(out, grid, 2, "this")["chosen_C"] == 1.0      # no checkpoint needed
+    assert resumable_curve(out, grid, 2, "other") is None                # another run's
+    assert resumable_curve(out, grid, 3, "this") is None                 # other folds
+    assert resumable_curve(out, [0.1, 3.0], 2, "this") is None           # other grid
+    assert resumable_curve(out, grid, 2) is None          # no identity asked: needs a checkpoint
+    checkpoint_path(out).write_bytes(b"")
+    assert resumable_curve(out, grid, 2)["chosen_C"] == 1.0
+    assert resumable_curve(out, grid, 2, "other") is None
+    curve_path(out).write_text(json.dumps(curve))          # a curve of train, without identity
+    assert resumable_curve(out, grid, 2, "this")["chosen_C"] == 1.0      # the checkpoint's
+    checkpoint_path(out).unlink()
+    assert resumable_curve(out, grid, 2, "this") is None
+
+
 def _refit_learns_nothing_at(C_bad, grid, monkeypatch):
     """--C auto where cross-validation prefers ``C_bad`` (then the next C of
     ``grid``) and the fit at ``C_bad`` converges to w = 0, which labels no
@@ -410,8 +533,17 @@ def _refit_learns_nothing_at(C_bad, grid, monkeypatch):
                 "fold_counts": [[[1, 1, 1]] * folds] * m, "n_iter": [[3] * folds] * m,
                 "converged": [[True] * folds] * m, "fit_seconds": [[0.1] * folds] * m,
                 "seconds": 0.1}
+
+    def curves(problems, grid, folds=3, seed=0, *args, on_curve=None, **kwargs):
+        out = [curve(p[0], p[1], p[2], grid, folds, seed) for p in problems]
+        for k, c in enumerate(out):
+            if on_curve is not None:
+                on_curve(k, c)
+        return out
     monkeypatch.setattr(StructuredSVM, "fit", fit)
     monkeypatch.setattr(selection, "cross_validate_C", curve)
+    # compare cross-validates its pairs together
+    monkeypatch.setattr("segstruct.compare.choosing.cross_validate_many", curves)
 
 
 def test_train_refuses_a_refit_that_labels_nothing_and_resumes_the_next_C(

@@ -1,0 +1,105 @@
+"""``--C auto`` in ``compare``: the cross-validation of its pairs, all at once,
+and what it says (functions of a :class:`segstruct.compare.comparison.Comparison`).
+
+:func:`cross_validate_pairs` runs every fold of every pending pair as one
+task on the workers and saves each pair's curve beside its model as soon
+as its folds are done; a pair's refit (``Comparison._train_and_score``)
+takes that curve, which :func:`curve_identity` ties to the run. On a
+cluster, or for a pair whose curve is missing, :func:`choose_C`
+cross-validates one pair alone.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Callable
+
+from segstruct.io.files import write_json
+from segstruct.learn.methods import TrainingSettings, with_workers
+from segstruct.learn.selection import (cross_validate_C, cross_validate_many, format_curve,
+                                       with_choice)
+from segstruct.workflow import curve_path, resumable_curve
+
+__all__ = ["choose_C", "cross_validate_pairs", "curve_identity", "say_curve"]
+
+
+def choose_C(comparison, class_name, method, X, Y) -> dict:
+    """Cross-validate C for one pair on its training examples (a cluster's
+    task); say the curve and return it."""
+    grid, folds = comparison.settings.cv()
+    comparison.say(f"      choosing C by {folds}-fold cross-validation over "
+                   f"{' '.join(f'{c:g}' for c in grid)}")
+    curve = with_choice(cross_validate_C(_fold_estimator(comparison, method), X, Y, grid,
+                                         folds, comparison.seed, comparison.progress,
+                                         comparison.n_jobs))
+    curve["identity"] = curve_identity(comparison, class_name, method)
+    say_curve(comparison, class_name, method, curve)
+    return curve
+
+
+def cross_validate_pairs(comparison, todo) -> None:
+    """``--C auto``: cross-validate every pending pair at once, each fold of
+    each pair one task on the workers (a pair's folds alone would leave
+    workers idle), and save each pair's curve beside its model
+    (:func:`segstruct.workflow.curve_path`) as soon as its folds are done, so that the pairs'
+    refits find it and an interruption loses only the pairs in progress."""
+    grid, folds = comparison.settings.cv()
+    pending = [(c, m) for c, m in todo
+               if resumable_curve(comparison.model_path(c, m), grid, folds,
+                                  curve_identity(comparison, c, m)) is None]
+    if not pending:
+        return
+    data = {}            # a class's examples once, shared by its methods
+    for class_name in dict.fromkeys(c for c, _ in pending):
+        train = comparison.extractor.examples(comparison.train_split, class_name)
+        data[class_name] = ([ex.graph for ex in train], [ex.pixel_counts for ex in train])
+    problems = [(_fold_estimator(comparison, method), *data[class_name], None)
+                for class_name, method in pending]
+    comparison.say(f"choosing C for {len(pending)} (class, method) pair(s) by {folds}-fold "
+                   f"cross-validation over {' '.join(f'{c:g}' for c in grid)} "
+                   f"({len(pending) * folds} folds of {len(grid)} fits each)")
+
+    def save(p: int, curve: dict) -> None:
+        class_name, method = pending[p]
+        curve = with_choice(curve)
+        curve["identity"] = curve_identity(comparison, class_name, method)
+        path = comparison.model_path(class_name, method)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(curve_path(path), curve)
+
+    cross_validate_many(problems, grid, folds, comparison.seed, comparison.progress,
+                        comparison.n_jobs, on_curve=save)
+
+
+def _fold_estimator(comparison, method) -> Callable:
+    """Makes the folds' estimators: the pair's settings, no log, checkpoint
+    nor bar of their own."""
+    return functools.partial(_estimator_with_workers, comparison.settings, method,
+                             comparison.settings.cv()[0][0], comparison.n_jobs)
+
+
+def curve_identity(comparison, class_name, method) -> str:
+    """What a pair's saved curve must carry to be reused without a
+    checkpoint: this run's identity, the class's detectors and the pair."""
+    doc = {"identity": comparison.identity(),
+           "detector": comparison._detector_digest(class_name),
+           "class": class_name, "method": method}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def say_curve(comparison, class_name, method, curve: dict, then: str | None = None) -> None:
+    """The curve's lines, and the C it chose; ``then`` ends the last line
+    (by default: that the refit follows)."""
+    for line in format_curve(curve):
+        comparison.say(f"      {line}")
+    fits = sum(map(sum, curve["fit_seconds"]))
+    then = f"; refitting on all of {comparison.train_split}" if then is None else then
+    comparison.say(f"      {method} {class_name}: C {curve['chosen_C']:g} (pooled held-out "
+                   f"VOC IoU; {fits:.1f} s of fits){then}")
+
+
+def _estimator_with_workers(settings: TrainingSettings, method: str, C: float, n_jobs: int):
+    """A fresh estimator of ``method`` at ``C`` with ``n_jobs`` workers (picklable,
+    unlike a lambda over a loop's variables)."""
+    return with_workers(settings.estimator(method, C=C), n_jobs)

@@ -1,0 +1,344 @@
+"""Cross-validation of C: folds of the training images and the held-out curve.
+
+The running half of :mod:`segstruct.learn.selection` (which chooses from
+the curve, and re-exports every name here): checks of the grid, the fold
+count and the data, folds dealt by image (or by group), and
+:func:`cross_validate_C` / :func:`cross_validate_many`, which fit one
+warm-started estimator per fold along the grid and pool the held-out
+counts. Numbers in, numbers out.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+from segstruct.io.progress import progress_bar
+
+from segstruct.cluster import on_cluster, parallel_map
+from segstruct.datasets.folds import group_folds
+from segstruct.datasets.folds import make_folds as deal_folds
+from segstruct.evaluate.scoring import iou
+from segstruct.learn._params import POSITIVE, check_param
+from segstruct.learn.ssvm import label_counts
+
+__all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "CrossValidationError", "check_grid",
+           "check_folds", "check_cv_data", "image_strata", "make_folds", "cross_validate_C",
+           "cross_validate_many"]
+
+#: Default grid of C (superpixel units): 6 values from 0.01 to 3, about a factor
+#: 3 apart: the grid of the leave-one-data-set-out runs (results/lodo), whose
+#: best C on val lay in 0.01-3 on every class.
+DEFAULT_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
+#: Default number of folds.
+DEFAULT_FOLDS = 3
+
+class CrossValidationError(RuntimeError):
+    """A fit of the cross-validation failed; the message names the fold and C."""
+
+
+# --------------------------------------------------------------------------
+# Checks
+
+
+def check_grid(grid) -> tuple[float, ...]:
+    """The grid of C as increasing floats, or a ValueError saying what is wrong.
+
+    Parameters
+    ----------
+    grid : sequence of float, length >= 2
+        Candidate values of C; each positive and finite, none twice.
+
+    Returns
+    -------
+    tuple of float, sorted increasingly (the order warm starts walk it).
+    """
+    values = [float(c) for c in grid]
+    for c in values:
+        check_param("every C of the grid", c, [POSITIVE])
+    if len(values) < 2:
+        raise ValueError(f"the grid of C needs at least 2 values to choose from, got "
+                         f"{len(values)}; give a fixed --C instead")
+    if len(set(values)) < len(values):
+        raise ValueError(f"a C is given twice in the grid {' '.join(f'{c:g}' for c in values)}")
+    return tuple(sorted(values))
+
+
+def check_folds(n_folds: int, n_images: int | None = None) -> int:
+    """``n_folds`` if it is an integer >= 2 and at most ``n_images``, else ValueError.
+
+    Parameters
+    ----------
+    n_folds : int, the folds asked for.
+    n_images : int, optional, the training images to deal out.
+
+    Returns
+    -------
+    int
+    """
+    if int(n_folds) != n_folds or n_folds < 2:
+        raise ValueError(f"cross-validation needs at least 2 folds, got {n_folds}")
+    if n_images is not None and n_images < n_folds:
+        raise ValueError(f"{n_images} training image(s) is fewer than the {n_folds} folds: "
+                         "every fold needs at least one image; give fewer --folds or "
+                         "a fixed --C")
+    return int(n_folds)
+
+
+def image_strata(Y) -> np.ndarray:
+    """How much of the class each training image shows, for dealing out folds.
+
+    Parameters
+    ----------
+    Y : sequence of label specs, (N_k,) targets or (N_k, 2) [fg, bg] pixel counts.
+
+    Returns
+    -------
+    (n_images,) int array: 2 = the class is the majority of some superpixel
+    (the image teaches it), 1 = it has class pixels only, 0 = none.
+    """
+    out = np.zeros(len(Y), np.int64)
+    for k, y in enumerate(Y):
+        fg, bg = label_counts(y)
+        out[k] = 2 if np.any(fg > bg) else 1 if np.any(fg > 0) else 0
+    return out
+
+
+def check_cv_data(Y, n_folds: int) -> None:
+    """Refuse training data that k-fold cross-validation cannot use.
+
+    Every fold trains on the other folds, which must show the class in some
+    superpixel (BL1's kappa and any learning need foreground): the class
+    must teach in at least 2 images. Raises ValueError otherwise, or when
+    there are fewer images than folds.
+
+    Parameters
+    ----------
+    Y : sequence of n label specs, (N_k,) targets or (N_k, 2) [fg, bg] counts.
+    n_folds : int, the folds asked for.
+    """
+    check_folds(n_folds, len(Y))
+    teaching = int(np.count_nonzero(image_strata(Y) == 2))
+    if teaching < 2:
+        raise ValueError(
+            f"the class is the majority of some superpixel in {teaching} of the {len(Y)} "
+            "training images: cross-validation needs at least 2, so that every fold's "
+            "training part shows it; give a fixed --C")
+
+
+# --------------------------------------------------------------------------
+# Folds
+
+
+def make_folds(strata, n_folds: int, seed: int, groups=None) -> np.ndarray:
+    """:func:`segstruct.datasets.folds.make_folds`, after :func:`check_folds`
+    (whose messages name the command-line options); with ``groups`` (one
+    label per image), :func:`segstruct.datasets.folds.group_folds`: each
+    group's images in one fold.
+
+    Parameters
+    ----------
+    strata : (n,) int array, :func:`image_strata` (dealt first: the higher).
+    n_folds : int >= 2.
+    seed : int.
+    groups : (n,) labels, optional.
+
+    Returns
+    -------
+    (n,) int64 array of fold indices in 0 .. n_folds - 1.
+    """
+    check_folds(n_folds, len(strata))
+    if groups is not None:
+        if len(groups) != len(strata):
+            raise ValueError(f"{len(groups)} group labels for {len(strata)} images")
+        return group_folds(groups, n_folds, seed)
+    return deal_folds(strata, n_folds, seed)
+
+
+# --------------------------------------------------------------------------
+# The curve
+
+
+def _percent(v: float):
+    """IoU fraction as percent, None where it is undefined (JSON has no NaN)."""
+    return None if math.isnan(v) else 100.0 * float(v)
+
+
+def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
+                     folds: int = DEFAULT_FOLDS, seed: int = 0,
+                     progress: bool = False, n_jobs: int = 1, groups=None) -> dict:
+    """Held-out VOC IoU of every C of ``grid``, pooled over ``folds`` folds.
+
+    Parameters
+    ----------
+    make_estimator : callable () -> StructuredSVM
+        A fresh, unfitted estimator with the method's settings. One is made
+        per fold; its ``warm_start`` is switched on and its ``C`` set before
+        each fit. The folds' fits get no callbacks: they write no log nor
+        checkpoint (those belong to the final model) and show no bar of
+        their own.
+    X : sequence of n inputs (graphs with ``unary``, ``edges``, ``pairwise``).
+    Y : sequence of n label specs, (N_k,) targets or (N_k, 2) [fg, bg] counts
+        (pixel counts make the score the pixel-level VOC measure).
+    grid : sequence of positive C (sorted here; walked in increasing order).
+    folds : int >= 2, at most n.
+    seed : int, seeds :func:`make_folds`.
+    progress : bool, show a bar over the fits (over the folds when they run
+        on workers).
+    n_jobs : int, the folds on this many local worker processes (joblib
+        convention); on a Dask cluster (:func:`segstruct.cluster.use_scheduler`)
+        the folds go to its workers. The results do not depend on where the
+        folds run.
+    groups : (n,) labels, optional: images with one label (e.g. the frames
+        of one video sequence) stay in one fold (:func:`make_folds`).
+
+    Returns
+    -------
+    dict (JSON-able) with
+        ``grid`` : list of the m values of C, increasing;
+        ``folds``, ``seed``; ``fold_of_image`` : list of n fold indices;
+        ``pooled_iou_percent`` : m values (None where undefined), the VOC
+        IoU of TP, FP, FN summed over all held-out images of all folds;
+        ``pooled_counts`` : m [TP, FP, FN];
+        ``fold_iou_percent``, ``fold_counts`` : m x folds values / [TP, FP, FN];
+        ``n_iter``, ``converged``, ``fit_seconds`` : m x folds, per fit;
+        ``seconds`` : wall-clock time of the whole cross-validation;
+        ``problems`` : 1 (:func:`cross_validate_many` runs several at once).
+
+    Raises
+    ------
+    ValueError
+        A bad grid or fold count, or data the folds cannot use
+        (:func:`check_cv_data`).
+    CrossValidationError
+        A fit failed; the message names the fold and C.
+    """
+    return cross_validate_many([(make_estimator, X, Y, groups)], grid, folds, seed,
+                               progress, n_jobs)[0]
+
+
+def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FOLDS,
+                        seed: int = 0, progress: bool = False, n_jobs: int = 1,
+                        on_curve: Callable[[int, dict], None] | None = None) -> list[dict]:
+    """:func:`cross_validate_C` of several problems at once (e.g. every
+    (class, method) pair of a comparison).
+
+    Every (problem, fold) is one task, so that the workers stay busy where
+    one problem's folds would leave some idle or wait on one another (3
+    folds on 16 cores, or on 2: two rounds, the second half empty).
+
+    Parameters
+    ----------
+    problems : sequence of (make_estimator, X, Y, groups) tuples, each as
+        :func:`cross_validate_C`'s arguments of those names (``groups`` may be
+        None).
+    grid, folds, seed, progress, n_jobs : as :func:`cross_validate_C`'s, for
+        every problem.
+    on_curve : callable (index, curve), optional; called with each problem's
+        curve as soon as its folds are done, in order of ``problems`` (e.g.
+        to save it, so that an interruption loses only the problems still
+        running).
+
+    Returns
+    -------
+    list of dict, each problem's curve as :func:`cross_validate_C` returns it;
+    its ``seconds`` is the wall-clock time from the start of this call until
+    the curve was complete, and ``problems`` the number of problems
+    cross-validated together (its folds' own fit times are ``fit_seconds``).
+
+    Raises
+    ------
+    as :func:`cross_validate_C`, before any fit.
+    """
+    grid = check_grid(grid)
+    fold_of, tasks = [], []
+    for make_estimator, X, Y, groups in problems:
+        check_cv_data(Y, folds)
+        fold_of.append(make_folds(image_strata(Y), folds, seed, groups))
+        for k in range(folds):
+            train = np.flatnonzero(fold_of[-1] != k).tolist()
+            held = np.flatnonzero(fold_of[-1] == k).tolist()
+            tasks.append((make_estimator, [X[i] for i in train], [Y[i] for i in train],
+                          [X[i] for i in held], [Y[i] for i in held], grid, k, folds))
+    start = time.perf_counter()
+    per_fold: list[dict] = []
+    curves: list[dict] = []
+
+    def done(t: int, result: dict) -> None:
+        per_fold.append(result)
+        if len(per_fold) == folds:
+            p = len(curves)
+            curves.append({"grid": list(grid), "folds": int(folds), "seed": int(seed),
+                           "fold_of_image": fold_of[p].tolist(), **_pooled(per_fold),
+                           "seconds": time.perf_counter() - start,
+                           "problems": len(problems)})
+            per_fold.clear()
+            if on_curve is not None:
+                on_curve(p, curves[p])
+
+    if n_jobs == 1 and not on_cluster():
+        # in this process: a bar over every fit, not only over the folds
+        with progress_bar(len(grid) * len(tasks), "cross-validating C", progress,
+                          "fit") as bar:
+            for t, task in enumerate(tasks):
+                done(t, _fold_curve(*task, bar=bar))
+    else:
+        # a fold is a worker's whole share: its fits run no workers of their own
+        parallel_map(_fold_curve, [(*task, None, True) for task in tasks], n_jobs,
+                     progress, "cross-validating C", unit="fold", on_result=done)
+    return curves
+
+
+def _pooled(per_fold: list[dict]) -> dict:
+    """The folds' fits as the curve's per-C lists (m values, or m x folds)."""
+    # (folds, m, ...) -> (m, folds, ...)
+    counts = np.stack([f["counts"] for f in per_fold], axis=1)
+    pooled = counts.sum(axis=1)
+    return {
+        "pooled_iou_percent": [_percent(iou(*row)) for row in pooled],
+        "pooled_counts": pooled.tolist(),
+        "fold_iou_percent": [[_percent(iou(*c)) for c in row] for row in counts],
+        "fold_counts": counts.tolist(),
+        **{key: np.stack([f[name] for f in per_fold], axis=1).tolist()
+           for key, name in (("n_iter", "n_iter"), ("converged", "converged"),
+                             ("fit_seconds", "seconds"))}}
+
+
+def _fold_curve(make_estimator, X_train, Y_train, X_held, Y_held, grid, k, folds,
+                bar=None, serial=False) -> dict:
+    """One fold: a fit per C of ``grid`` (increasing, each warm-starting the
+    next) and the held-out [TP, FP, FN] of each; arrays of length m.
+    ``serial``: the fits' inference in this process (``n_jobs`` 1)."""
+    m = len(grid)
+    out = {"counts": np.zeros((m, 3), np.int64), "n_iter": np.zeros(m, np.int64),
+           "converged": np.zeros(m, bool), "seconds": np.zeros(m)}
+    est = _fold_estimator(make_estimator)
+    if serial and "n_jobs" in est.get_params(deep=False):
+        est.n_jobs = 1
+    for j, c in enumerate(grid):
+        if bar is not None:
+            bar.set_postfix(fold=k + 1, C=f"{c:g}")
+        est.C = c
+        try:
+            est.fit(X_train, Y_train)
+        except (ValueError, RuntimeError) as err:
+            start_from = f"warm-started from C {grid[j - 1]:g}" if j else "cold start"
+            raise CrossValidationError(
+                f"cross-validation of C failed on fold {k + 1} of {folds} at C {c:g} "
+                f"(training on {len(X_train)} images, {start_from}): {err}") from err
+        out["counts"][j] = est.voc_score(X_held, Y_held).totals
+        out["n_iter"][j], out["converged"][j] = est.n_iter_, est.converged_
+        out["seconds"][j] = est.fit_seconds_
+        if bar is not None:
+            bar.update()
+    return out
+
+
+def _fold_estimator(make_estimator):
+    """A fresh estimator for one fold, warm-starting along the grid."""
+    est = make_estimator()
+    # cutting planes do not depend on C: along the grid every fit on this
+    # fold's training part starts from the previous one's working set
+    est.warm_start = True
+    return est

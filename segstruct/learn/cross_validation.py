@@ -34,6 +34,7 @@ DEFAULT_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 #: Default number of folds.
 DEFAULT_FOLDS = 3
 
+
 class CrossValidationError(RuntimeError):
     """A fit of the cross-validation failed; the message names the fold and C."""
 
@@ -265,7 +266,7 @@ def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FO
     per_fold: list[dict] = []
     curves: list[dict] = []
 
-    def done(t: int, result: dict) -> None:
+    def done(_task: int, result: dict) -> None:       # results come in task order
         per_fold.append(result)
         if len(per_fold) == folds:
             p = len(curves)
@@ -281,8 +282,8 @@ def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FO
         # in this process: a bar over every fit, not only over the folds
         with progress_bar(len(grid) * len(tasks), "cross-validating C", progress,
                           "fit") as bar:
-            for t, task in enumerate(tasks):
-                done(t, _fold_curve(*task, bar=bar))
+            for k, task in enumerate(tasks):
+                done(k, _fold_curve(*task, bar=bar))
     else:
         # a fold is a worker's whole share: its fits run no workers of their own
         parallel_map(_fold_curve, [(*task, None, True) for task in tasks], n_jobs,

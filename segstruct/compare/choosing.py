@@ -4,9 +4,9 @@ and what it says (functions of a :class:`segstruct.compare.comparison.Comparison
 :func:`cross_validate_pairs` runs every fold of every pending pair as one
 task on the workers and saves each pair's curve beside its model as soon
 as its folds are done; a pair's refit (``Comparison._train_and_score``)
-takes that curve, which :func:`curve_identity` ties to the run. On a
-cluster, or for a pair whose curve is missing, :func:`choose_C`
-cross-validates one pair alone.
+takes that curve, which :func:`curve_identity` ties to the run (a pair
+whose curve file has gone runs :func:`cross_validate_pairs` alone). On a
+Dask cluster the folds are the cluster's tasks in the same way.
 """
 from __future__ import annotations
 
@@ -17,25 +17,10 @@ from collections.abc import Callable
 
 from segstruct.io.files import write_json
 from segstruct.learn.methods import TrainingSettings, with_workers
-from segstruct.learn.selection import (cross_validate_C, cross_validate_many, format_curve,
-                                       with_choice)
+from segstruct.learn.selection import cross_validate_many, format_curve, with_choice
 from segstruct.workflow import curve_path, resumable_curve
 
-__all__ = ["choose_C", "cross_validate_pairs", "curve_identity", "say_curve"]
-
-
-def choose_C(comparison, class_name, method, X, Y) -> dict:
-    """Cross-validate C for one pair on its training examples (a cluster's
-    task); say the curve and return it."""
-    grid, folds = comparison.settings.cv()
-    comparison.say(f"      choosing C by {folds}-fold cross-validation over "
-                   f"{' '.join(f'{c:g}' for c in grid)}")
-    curve = with_choice(cross_validate_C(_fold_estimator(comparison, method), X, Y, grid,
-                                         folds, comparison.seed, comparison.progress,
-                                         comparison.n_jobs))
-    curve["identity"] = curve_identity(comparison, class_name, method)
-    say_curve(comparison, class_name, method, curve)
-    return curve
+__all__ = ["cross_validate_pairs", "curve_identity", "say_curve"]
 
 
 def cross_validate_pairs(comparison, todo) -> None:

@@ -302,15 +302,19 @@ class Comparison:
         curve = None
         if self.settings.auto:
             grid, folds = self.settings.cv()
-            curve = resumable_curve(model_path, grid, folds,
-                                    choosing.curve_identity(self, class_name, method))
+            identity = choosing.curve_identity(self, class_name, method)
+            curve = resumable_curve(model_path, grid, folds, identity)
+            resumed = curve is not None and checkpoint_path(model_path).exists()
             if curve is None:
-                curve = choosing.choose_C(self, class_name, method, X, Y)
-            elif checkpoint_path(model_path).exists():
+                # run() cross-validated every pair; its curve file has gone since
+                choosing.cross_validate_pairs(self, [(class_name, method)])
+                curve = resumable_curve(model_path, grid, folds, identity)
+            assert curve is not None
+            if resumed:
                 self.say(f"      resuming the refit at C {curve['chosen_C']:g}, chosen by the "
                          f"cross-validation of the interrupted run ({curve_path(model_path)})")
             else:
-                choosing.say_curve(self, class_name, method, curve)   # cross-validated beforehand
+                choosing.say_curve(self, class_name, method, curve)
 
         refit = functools.partial(self._fit_pair, class_name, method, X, Y, model_path, curve)
         if curve is None:

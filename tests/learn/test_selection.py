@@ -430,6 +430,7 @@ def test_compare_cross_validates_its_pairs_together_and_keeps_their_curves(
         data_root, cache, tmp_path, monkeypatch):
     import segstruct.compare.choosing as choosing
     import segstruct.compare.comparison as comparison
+    from segstruct.workflow import curve_path
     out = tmp_path / "cmp"
     args = ["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
             "hamming", "--C", "auto", "--C-grid", "0.05", "1", "--folds", "2",
@@ -461,6 +462,19 @@ def test_compare_cross_validates_its_pairs_together_and_keeps_their_curves(
         assert record["C_selection"] == curve and record["C"] == curve["chosen_C"]
         assert curve["problems"] == 2
     assert not list(out.rglob("*.cv.json"))
+    # a pair's curve gone between the cross-validation and its refit: that
+    # pair alone is cross-validated again, by the same path, to the same curve
+    (out / "runs" / "car-bl1.json").unlink()
+    real_train = comparison.Comparison._train_and_score
+
+    def curve_gone(self, class_name, method):
+        curve_path(self.model_path(class_name, method)).unlink()
+        return real_train(self, class_name, method)
+    monkeypatch.setattr(comparison.Comparison, "_train_and_score", curve_gone)
+    assert main(args + ["-j", "1"]) == 0
+    assert pooled == [2, 1, 1]
+    again = json.loads((out / "runs" / "car-bl1.json").read_text())["C_selection"]
+    assert _without_times(again) == _without_times(saved["car-bl1.cv.json"])
 
 
 def test_compare_with_pairs_on_workers_equals_one_pair_at_a_time(data_root, cache, tmp_path,

@@ -221,7 +221,8 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
 
 def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FOLDS,
                         seed: int = 0, progress: bool = False, n_jobs: int = 1,
-                        on_curve: Callable[[int, dict], None] | None = None) -> list[dict]:
+                        on_curve: Callable[[int, dict], None] | None = None,
+                        costs: Sequence[float] | None = None) -> list[dict]:
     """:func:`cross_validate_C` of several problems at once (e.g. every
     (class, method) pair of a comparison).
 
@@ -237,9 +238,13 @@ def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FO
     grid, folds, seed, progress, n_jobs : as :func:`cross_validate_C`'s, for
         every problem.
     on_curve : callable (index, curve), optional; called with each problem's
-        curve as soon as its folds are done, in order of ``problems`` (e.g.
-        to save it, so that an interruption loses only the problems still
-        running).
+        index in ``problems`` and its curve as soon as its folds are done
+        (e.g. to save it, so that an interruption loses only the problems
+        still running): in order of ``problems``, or of the dealing below.
+    costs : sequence of float, optional, one per problem: an estimate of its
+        fits' time, in any unit. On workers the costliest problems' folds are
+        dealt first, so that no long fold starts last while the other workers
+        idle (longest first); the curves do not depend on the order.
 
     Returns
     -------
@@ -253,32 +258,39 @@ def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FO
     as :func:`cross_validate_C`, before any fit.
     """
     grid = check_grid(grid)
-    fold_of, tasks = [], []
-    for make_estimator, X, Y, groups in problems:
+    fold_of = []
+    for _, _, Y, groups in problems:
         check_cv_data(Y, folds)
         fold_of.append(make_folds(image_strata(Y), folds, seed, groups))
+    on_workers = n_jobs != 1 or on_cluster()
+    order = _dealing_order(len(problems), costs)
+    if not on_workers:       # one fit after another: the order changes nothing
+        order = sorted(order)
+    tasks = []
+    for p in order:          # a problem's folds one after another
+        make_estimator, X, Y, _ = problems[p]
         for k in range(folds):
-            train = np.flatnonzero(fold_of[-1] != k).tolist()
-            held = np.flatnonzero(fold_of[-1] == k).tolist()
+            train = np.flatnonzero(fold_of[p] != k).tolist()
+            held = np.flatnonzero(fold_of[p] == k).tolist()
             tasks.append((make_estimator, [X[i] for i in train], [Y[i] for i in train],
                           [X[i] for i in held], [Y[i] for i in held], grid, k, folds))
     start = time.perf_counter()
     per_fold: list[dict] = []
-    curves: list[dict] = []
+    curves: list[dict | None] = [None] * len(problems)
 
-    def done(_task: int, result: dict) -> None:       # results come in task order
+    def done(task: int, result: dict) -> None:       # results come in task order
         per_fold.append(result)
         if len(per_fold) == folds:
-            p = len(curves)
-            curves.append({"grid": list(grid), "folds": int(folds), "seed": int(seed),
-                           "fold_of_image": fold_of[p].tolist(), **_pooled(per_fold),
-                           "seconds": time.perf_counter() - start,
-                           "problems": len(problems)})
+            p = order[task // folds]
+            curve = {"grid": list(grid), "folds": int(folds), "seed": int(seed),
+                     "fold_of_image": fold_of[p].tolist(), **_pooled(per_fold),
+                     "seconds": time.perf_counter() - start, "problems": len(problems)}
+            curves[p] = curve
             per_fold.clear()
             if on_curve is not None:
-                on_curve(p, curves[p])
+                on_curve(p, curve)
 
-    if n_jobs == 1 and not on_cluster():
+    if not on_workers:
         # in this process: a bar over every fit, not only over the folds
         with progress_bar(len(grid) * len(tasks), "cross-validating C", progress,
                           "fit") as bar:
@@ -288,7 +300,17 @@ def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FO
         # a fold is a worker's whole share: its fits run no workers of their own
         parallel_map(_fold_curve, [(*task, None, True) for task in tasks], n_jobs,
                      progress, "cross-validating C", unit="fold", on_result=done)
-    return curves
+    return curves     # type: ignore[return-value]  # every problem's curve is set
+
+
+def _dealing_order(n: int, costs: Sequence[float] | None) -> list[int]:
+    """The problems' indices, costliest first (ties in the given order);
+    ``range(n)`` without costs."""
+    if costs is None:
+        return list(range(n))
+    if len(costs) != n:
+        raise ValueError(f"{len(costs)} costs for {n} problems")
+    return sorted(range(n), key=lambda p: -float(costs[p]))
 
 
 def _pooled(per_fold: list[dict]) -> dict:

@@ -230,6 +230,36 @@ def test_several_problems_cross_validated_together_give_each_its_own_curve(n_job
     assert together[0]["fold_of_image"] != together[1]["fold_of_image"]
 
 
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_costliest_problems_folds_are_dealt_first_on_workers(n_jobs, monkeypatch):
+    # longest first keeps the workers busy to the end; the curves and the
+    # index given to on_curve do not depend on the order
+    from segstruct.learn import cross_validation
+    problems = [(functools.partial(estimator_for, "bl1"), *chain_problem(5), None),
+                (functools.partial(estimator_for, "bl2"), *chain_problem(6, n_images=9),
+                 None)]
+    dealt, real_map = [], cross_validation.parallel_map
+
+    def recording(func, arg_lists, *args, **kwargs):
+        dealt.extend(a[0] for a in arg_lists)
+        return real_map(func, arg_lists, *args, **kwargs)
+    monkeypatch.setattr(cross_validation, "parallel_map", recording)
+    seen = []
+    ordered = cross_validate_many(problems, [0.05, 1.0], folds=3, seed=2, n_jobs=n_jobs,
+                                  on_curve=lambda k, curve: seen.append((k, curve)),
+                                  costs=[1.0, 5.0])
+    plain = cross_validate_many(problems, [0.05, 1.0], folds=3, seed=2, n_jobs=n_jobs)
+    assert [_without_times(c) for c in ordered] == [_without_times(c) for c in plain]
+    if n_jobs == 1:          # one fit after another: the problems' own order
+        assert not dealt and [k for k, _ in seen] == [0, 1]
+    else:
+        assert dealt[:6] == [problems[1][0]] * 3 + [problems[0][0]] * 3
+        assert [k for k, _ in seen] == [1, 0]
+    assert dict(seen) == dict(enumerate(ordered))
+    with pytest.raises(ValueError, match="1 costs for 2 problems"):
+        cross_validate_many(problems, [0.05, 1.0], folds=3, costs=[1.0])
+
+
 def test_several_problems_are_checked_before_any_fit():
     X, Y = chain_problem(5)
     fits = []
@@ -435,10 +465,11 @@ def test_compare_cross_validates_its_pairs_together_and_keeps_their_curves(
     args = ["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
             "hamming", "--C", "auto", "--C-grid", "0.05", "1", "--folds", "2",
             "--no-figures", "--out", str(out), *cache, *SMALL]
-    pooled, real_pool = [], choosing.cross_validate_many
+    pooled, costs, real_pool = [], [], choosing.cross_validate_many
 
     def counting(problems, *args, **kwargs):
         pooled.append(len(problems))
+        costs.append(kwargs["costs"])
         return real_pool(problems, *args, **kwargs)
 
     def interrupted(*args, **kwargs):
@@ -449,6 +480,8 @@ def test_compare_cross_validates_its_pairs_together_and_keeps_their_curves(
     monkeypatch.setattr(comparison, "parallel_map", interrupted)
     assert main(args + ["-j", "2"]) == 130
     assert pooled == [2]
+    # the longest first: bl1 and hamming cost alike (the class's superpixels)
+    assert costs[0][0] == costs[0][1] > 0
     saved = {p.name: json.loads(p.read_text()) for p in out.rglob("*.cv.json")}
     assert len(saved) == 2 and not list(out.rglob("*.ckpt.npz"))
     # run again: the saved curves, no cross-validation

@@ -20,6 +20,7 @@ system (the same paths everywhere).
 """
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
@@ -34,6 +35,14 @@ CONNECT_TIMEOUT = 30.0
 
 # The client of the active use_scheduler() (None: local work).
 _client = None
+
+#: loky's words when it replaces a worker whose memory grew by 300 MB since
+#: its first task (only with psutil installed, e.g. by the dask extra): the
+#: detectors' training leaves that much in the worker's heap, and the new
+#: worker takes the next task, so nothing is lost and no task is rerun. The
+#: warning blames "a too short worker timeout or a memory leak" and would
+#: only alarm the user of the first run.
+_WORKER_REPLACED = "A worker stopped while some jobs were given to the executor"
 
 
 def on_cluster() -> bool:
@@ -112,19 +121,23 @@ def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
     """
     total = len(arg_lists)
     bar = progress_bar(total, desc, progress, unit)
-    try:
-        out: list = []
-        if not on_cluster() and (n_jobs == 1 or total <= 1):
-            results: Iterator = (func(*args) for args in arg_lists)
-        else:
-            # the dask backend spreads over the whole cluster; n_jobs is local
-            runner = Parallel(n_jobs=-1 if on_cluster() else n_jobs, return_as="generator")
-            results = runner(delayed(func)(*args) for args in arg_lists)
-        for result in results:
-            if on_result is not None:
-                on_result(len(out), result)
-            out.append(result)
-            bar.update()
-        return out
-    finally:
-        bar.close()
+    # loky warns from its manager thread in this process, so the filter is
+    # the process's; catch_warnings restores the filters after the map
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_WORKER_REPLACED, category=UserWarning)
+        try:
+            out: list = []
+            if not on_cluster() and (n_jobs == 1 or total <= 1):
+                results: Iterator = (func(*args) for args in arg_lists)
+            else:
+                # the dask backend spreads over the whole cluster; n_jobs is local
+                runner = Parallel(n_jobs=-1 if on_cluster() else n_jobs, return_as="generator")
+                results = runner(delayed(func)(*args) for args in arg_lists)
+            for result in results:
+                if on_result is not None:
+                    on_result(len(out), result)
+                out.append(result)
+                bar.update()
+            return out
+        finally:
+            bar.close()

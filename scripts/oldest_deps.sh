@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Test segstruct against the OLDEST dependency versions it claims to support.
 #
-# Makes a fresh virtual environment in a temporary folder, installs the
-# repository this script lives in (a regular, not editable, install) with the
+# Makes a fresh virtual environment of the oldest Python requires-python
+# allows (3.10, found by scripts/find_python.sh) in a temporary folder,
+# installs the repository this script lives in (a regular, not editable, install) with the
 # pins of .ci/oldest-constraints.txt, shows the installed versions and runs
 # the test suite. Exit status: pytest's.
 #
@@ -18,14 +19,16 @@ constraints="$root/.ci/oldest-constraints.txt"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 venv="$tmp/venv"
-python3 -m venv "$venv"
+oldest_python="$(bash scripts/find_python.sh 3.10)" \
+  || { echo "Python 3.10 not found (pyenv versions, or python3.10 on PATH)" >&2; exit 1; }
+"$oldest_python" -m venv "$venv"
 # shellcheck disable=SC1091
 . "$venv/bin/activate"
 
 # A non-editable install into the fresh venv, built in pip's isolated build env.
 python -m pip install --quiet --disable-pip-version-check -c "$constraints" ".[test]"
 
-echo "--- pinned packages as installed:"
+echo "--- $(python --version 2>&1); pinned packages as installed:"
 pins="$(grep -oE '^[A-Za-z0-9_.-]+==' "$constraints" | sed 's/==$//' | tr 'A-Z_.' 'a-z--')"
 python -m pip freeze --disable-pip-version-check \
   | while IFS= read -r line; do

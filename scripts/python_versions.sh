@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Test segstruct on every Python minor version pyproject.toml's requires-python
-# claims besides the one CI's main suite runs (python3).
+# Test segstruct on the Python minor versions pyproject.toml's requires-python
+# claims between the two that CI runs the whole suite on: the newest (3.13,
+# .ci/run's main suite, newest dependencies) and the oldest (3.10, with the
+# oldest pinned dependencies: scripts/oldest_deps.sh).
 #
-# For each version of VERSIONS (default 3.10 3.12 3.13), found as pyenv's
-# newest installed patch release or as pythonX.Y on PATH: a fresh virtual
-# environment in a temporary folder, a regular install of this repository with
-# its newest dependency versions (".[test]"), and the tests most sensitive to
-# the interpreter and to numpy / scipy / highspy / OpenCV releases: the
+# For each version of VERSIONS (default 3.11 3.12), found by
+# scripts/find_python.sh: a fresh virtual environment in a temporary folder, a
+# regular install of this repository with its newest dependency versions
+# (".[test]"), and every test not marked slow (pytest -m "not slow": the
 # solvers, the learners and their exact references, data reading, storage,
-# scoring, the docstring examples, and one end-to-end command (predict). The
-# whole suite runs on python3 in CI, and with the oldest pinned dependencies
-# in scripts/oldest_deps.sh.
+# scoring, the docstring examples, the command line; the slow ones are
+# end-to-end runs on the real data sets and long fits).
 #
 # Usage (from anywhere):  bash scripts/python_versions.sh [VERSION ...]
 # Exit status: 0 when every version passed; a version that is missing fails.
@@ -19,26 +19,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
 versions=("$@")
-[ ${#versions[@]} -gt 0 ] || versions=(3.10 3.12 3.13)
-tests=(tests/learn tests/inference tests/datasets tests/io tests/evaluate tests/report
-       tests/test_doctests.py tests/test_numerics.py tests/test_predict.py)
-
-find_python() {       # the newest pyenv X.Y.Z of X.Y, else pythonX.Y on PATH
-  local v="$1" found=""
-  if command -v pyenv >/dev/null 2>&1; then
-    found="$(ls -d "$(pyenv root)/versions/$v".* 2>/dev/null | sort -V | tail -n 1)"
-    [ -n "$found" ] && [ -x "$found/bin/python$v" ] && { echo "$found/bin/python$v"; return; }
-  fi
-  command -v "python$v" 2>/dev/null || true
-}
+[ ${#versions[@]} -gt 0 ] || versions=(3.11 3.12)
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 failed=()
 for v in "${versions[@]}"; do
-  python="$(find_python "$v")"
-  if [ -z "$python" ]; then
+  if ! python="$(bash scripts/find_python.sh "$v")"; then
     echo "--- Python $v: not found (pyenv versions, or python$v on PATH)"
     failed+=("$v (missing)")
     continue
@@ -58,7 +46,9 @@ for v in "${versions[@]}"; do
   export SEGSTRUCT_CACHE="$tmp/cache-$v"
   mkdir -p "$SEGSTRUCT_CACHE"
   start=$SECONDS
-  if "$venv/bin/pytest" -q -x -p no:cacheprovider "${tests[@]}"; then
+  # the venv's bin first on PATH, as in an activated venv: the tests run the
+  # installed console script (segstruct)
+  if PATH="$venv/bin:$PATH" "$venv/bin/pytest" -q -x -p no:cacheprovider -m "not slow"; then
     echo "--- Python $v: passed in $((SECONDS - start)) s"
   else
     failed+=("$v (tests)")

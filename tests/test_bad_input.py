@@ -440,6 +440,7 @@ def test_version_1_model_files_still_load(saved):
         load_model(json_path)
 
 
+@pytest.mark.slow
 def test_evaluation_uses_the_models_features(clean_root, cache_dir, tmp_path, capsys):
     model = tmp_path / "car"
     assert main(["train", "--data", str(clean_root), "--class", "car", "--out", str(model),

@@ -154,6 +154,7 @@ def test_console_script_and_package_mapping(tmp_path):
     assert res == ["True", "True"]
 
 
+@pytest.mark.slow
 def test_default_data_set_needs_no_arguments(tmp_path, monkeypatch, capsys):
     # The README's main command on a fresh machine: no --data, generated set.
     monkeypatch.setenv("SEGSTRUCT_CACHE", str(tmp_path))
@@ -162,6 +163,7 @@ def test_default_data_set_needs_no_arguments(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "synthetic-voc-v1" / "ImageSets" / "Segmentation" / "val.txt").exists()
 
 
+@pytest.mark.slow
 def test_train_then_evaluate(data_root, tmp_path, capsys):
     from segstruct.io.persistence import load_model
     cache = ["--cache", str(tmp_path / "c")]
@@ -201,6 +203,7 @@ def test_train_refuses_a_class_with_no_superpixel(data_root, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("method", ["bl2", "proposed"])
+@pytest.mark.slow
 def test_train_complex_loss_methods(method, data_root, tmp_path, capsys):
     from segstruct.io.persistence import load_model
     model = tmp_path / method
@@ -223,6 +226,7 @@ def test_conflicting_training_options(data_root, tmp_path, capsys):
         assert exc.value.code == 2 and words in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_train_stopped_at_max_iter_resumes_with_a_higher_one(data_root, tmp_path, capsys):
     from segstruct.io.persistence import load_model
     cache = ["--cache", str(tmp_path / "c")]
@@ -238,6 +242,7 @@ def test_train_stopped_at_max_iter_resumes_with_a_higher_one(data_root, tmp_path
     assert not (tmp_path / "m.ckpt.npz").exists()
 
 
+@pytest.mark.slow
 def test_default_C_auto_resumes_its_refit_at_the_C_it_chose(data_root, tmp_path, capsys):
     """C is cross-validated by default; a refit stopped at --max-iter resumes at
     the C chosen before (not a new choice made with the new --max-iter)."""
@@ -299,6 +304,7 @@ def test_feature_options_that_would_be_ignored_are_refused(extra, words, data_ro
     assert exc.value.code == 2 and words in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_no_polish_gives_the_papers_oracle(data_root, tmp_path):
     from segstruct.io.persistence import load_model
     model = tmp_path / "paper"
@@ -348,6 +354,7 @@ def test_top_down_block_is_on_by_default(data_root, tmp_path, capsys):
     assert exc.value.code == 2 and "--no-top-down" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monkeypatch, capsys):
     """The top-down block (on by default) end to end with cheap detector
     settings: the model carries its detector, evaluate scores it as training
@@ -465,6 +472,7 @@ def test_lovasz_with_another_loss_is_refused(data_root, tmp_path, capsys):
     assert exc.value.code == 2 and "IoU loss only" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_train_bcfw_end_to_end(data_root, tmp_path, capsys):
     from segstruct.io.persistence import load_model
     cache = ["--cache", str(tmp_path / "c")]
@@ -489,6 +497,7 @@ def test_train_bcfw_end_to_end(data_root, tmp_path, capsys):
     assert "VOC IoU" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_train_lovasz_end_to_end_and_its_model_predicts_the_same_after_loading(
         data_root, tmp_path, capsys):
     from segstruct.features.cache import ArrayCache
@@ -569,6 +578,7 @@ def test_projection_set_with_area_weights_is_refused_before_features(
     assert not (tmp_path / "c").exists()
 
 
+@pytest.mark.slow
 def test_train_projection_on_the_budget_set_records_it(data_root, tmp_path, capsys):
     from segstruct.io.persistence import load_model
     cache = ["--cache", str(tmp_path / "c")]
@@ -583,6 +593,7 @@ def test_train_projection_on_the_budget_set_records_it(data_root, tmp_path, caps
         load_model(tmp_path / "budget")[0].w_.tolist()
 
 
+@pytest.mark.slow
 def test_compare_runs_lovasz_and_a_first_order_solver(data_root, tmp_path):
     out = tmp_path / "o"
     assert main(["compare", "--data", str(data_root), "--classes", "car",
@@ -603,6 +614,7 @@ def test_compare_runs_lovasz_and_a_first_order_solver(data_root, tmp_path):
 # C units, the validation split, word normalisation
 
 
+@pytest.mark.slow
 def test_C_units_reach_the_model_and_the_paper_setting_is_the_same_problem(data_root,
                                                                           tmp_path):
     """--C-units paper with the paper's C is the objective of superpixel units
@@ -623,6 +635,7 @@ def test_C_units_reach_the_model_and_the_paper_setting_is_the_same_problem(data_
     np.testing.assert_allclose(paper.w_, svm.w_, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_train_scores_the_validation_split_and_refuses_a_bad_one(data_root, tmp_path, capsys):
     from segstruct.io.persistence import load_model
     cache = ["--cache", str(tmp_path / "c")]
@@ -642,6 +655,7 @@ def test_train_scores_the_validation_split_and_refuses_a_bad_one(data_root, tmp_
         assert exc.value.code == 2 and words in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_square_rooted_words_are_the_l1_words_square_rooted(data_root, tmp_path):
     from segstruct.features.cache import ArrayCache
     from segstruct.features.extraction import FeatureExtractor
@@ -675,6 +689,7 @@ def test_resume_with_another_setting_names_it(data_root, tmp_path, capsys):
     assert "other settings: C 1.0 (now 3.0)" in err and "delete it" in err
 
 
+@pytest.mark.slow
 def test_train_shows_progress_in_a_log_and_nothing_with_q(data_root, tmp_path, capsys):
     """stderr is not a terminal here: plain progress lines, not silence."""
     loud = [flag for flag in SMALL if flag != "-q"]

@@ -223,6 +223,7 @@ def test_outputs_never_overwrite_the_model_read(finished, data_root, tmp_path, c
     assert (out / "models" / "car-bl1.json").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_an_interrupted_pair_continues_from_its_checkpoint(data_root, tmp_path, monkeypatch,
                                                            capsys):
     from segstruct.learn.callbacks import Checkpoint
@@ -253,6 +254,7 @@ def test_an_interrupted_pair_continues_from_its_checkpoint(data_root, tmp_path, 
     assert not (tmp_path / "o" / "models" / "car-bl1.ckpt.npz").exists()
 
 
+@pytest.mark.slow
 def test_an_interruption_after_training_keeps_the_trained_model(data_root, tmp_path,
                                                                  monkeypatch):
     """Killed while the eval split is scored, a pair's converged training is not

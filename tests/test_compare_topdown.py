@@ -56,6 +56,7 @@ def _comparison(data_root, cache, out, monkeypatch, person_detector=True, **kw):
     return comparison, said
 
 
+@pytest.mark.slow
 def test_a_class_too_small_for_a_detector_is_skipped_with_the_reason(
         data_root, cache, tmp_path, monkeypatch):
     comparison, said = _comparison(data_root, cache, tmp_path / "out", monkeypatch,

@@ -144,6 +144,7 @@ def test_crf_model_predicts_with_every_decision(data_root, tmp_path, capsys):
     assert "--samples" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_predict_decision_needs_a_temperature(data_root, tmp_path, capsys):
     cache = ["--cache", str(tmp_path / "c")]
     plain, calibrated = tmp_path / "plain", tmp_path / "calibrated"
@@ -166,6 +167,7 @@ def test_predict_decision_needs_a_temperature(data_root, tmp_path, capsys):
     assert "crf model's scores are its log-probabilities" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_compare_scores_every_decision(data_root, tmp_path):
     out = tmp_path / "o"
     assert main(["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",

@@ -3,6 +3,7 @@ the seed is written into every result file."""
 import json
 
 import numpy as np
+import pytest
 
 from segstruct.cli import main
 
@@ -34,6 +35,7 @@ def test_features_are_bit_identical_without_cache(data_root):
     assert not np.array_equal(other.codebook()[0], runs[0].codebook()[0])  # the seed matters
 
 
+@pytest.mark.slow
 def test_same_command_same_model_and_seed_recorded(data_root, tmp_path):
     from segstruct.io.persistence import load_model
     models = []

@@ -13,6 +13,7 @@ def curves(load_script):
     return load_script("learner_curves")
 
 
+@pytest.mark.slow
 def test_every_learner_stays_above_the_lower_bound(curves, chain_graphs):
     X, Y = chain_graphs(seed=1, n_graphs=10, n=8, lean=1.0)
     X_val, Y_val = chain_graphs(seed=2, n_graphs=6, n=8, lean=1.0)
@@ -59,6 +60,7 @@ def test_counting_oracle_shares_its_count_across_copies(curves):
     assert oracle.calls == twin.calls == 2 and calls == [(1,), (2,)]
 
 
+@pytest.mark.slow
 def test_main_writes_figure_json_and_table(curves, tmp_path):
     root = make_synthetic_voc(tmp_path / "voc", n_train=4, n_val=4)
     out = tmp_path / "out"

@@ -20,6 +20,7 @@ def test_camvid_class_presence_matches_its_source(camvid_root):
         assert set(np.unique(np.concatenate([np.unique(m) for m in masks]))) <= {0, 7, 15, 255}
 
 
+@pytest.mark.slow
 def test_inspect_horse_val(horse_root, tmp_path):
     extractor = FeatureExtractor(VOCDataset(horse_root), cache=ArrayCache(tmp_path),
                                  n_jobs=2, progress=False)
@@ -32,6 +33,7 @@ def test_inspect_horse_val(horse_root, tmp_path):
     assert 50 < s["oracle_voc_iou_percent"] < 100
 
 
+@pytest.mark.slow
 def test_bl1_gap_shrinks_monotonically_on_horse(horse_root, tmp_path):
     from segstruct.features.config import FeatureConfig
     from segstruct.learn.ssvm import StructuredSVM

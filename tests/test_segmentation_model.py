@@ -113,6 +113,7 @@ def _agreement(model, dataset, cache, factors=(2, 4)) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name", ["td", "bu"])
+@pytest.mark.slow
 def test_an_image_and_its_up_sampled_copies_get_the_same_mask(name, trained):
     """The working resolution: an image 2x and 4x larger (a photo at another
     size) is labelled as the image itself: 98 % of pixels on average over
@@ -127,6 +128,7 @@ def test_an_image_and_its_up_sampled_copies_get_the_same_mask(name, trained):
     assert agreement.mean(axis=0).min() >= 0.98 and agreement.min() >= 0.95, agreement
 
 
+@pytest.mark.slow
 def test_images_as_given_are_cut_otherwise_at_another_size(trained, tmp_path):
     """What the working resolution prevents: with ``--long-side none`` the
     superpixels are in the image's own pixels, its 4x copy is cut into

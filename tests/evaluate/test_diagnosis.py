@@ -76,6 +76,7 @@ def test_an_unconverged_run_says_how_far_it_is():
     assert "raise max_iter" not in text
 
 
+@pytest.mark.slow
 def test_train_warns_and_records_the_collapse(data_root, tmp_path, capsys):
     model = tmp_path / "car_bl2"
     assert main(["train", "--data", str(data_root), "--class", "car", "--method", "bl2",
@@ -87,6 +88,7 @@ def test_train_warns_and_records_the_collapse(data_root, tmp_path, capsys):
     assert doc["diagnosis"]["collapse"] == "no foreground"
 
 
+@pytest.mark.slow
 def test_progress_unless_q_and_no_bar_in_a_log(data_root, tmp_path, capsys):
     from segstruct.cli import build_parser
     parse = build_parser().parse_args

@@ -93,6 +93,7 @@ def test_top_down_columns_are_appended_to_the_class_examples(data_root, cache_di
         extractor.graphs("val")
 
 
+@pytest.mark.slow
 def test_detector_is_trained_once_and_retrained_when_its_settings_change(
         data_root, tmp_path, monkeypatch):
     calls = []
@@ -121,6 +122,7 @@ def test_shape_detector_round_trip(data_root, cache_dir):
     np.testing.assert_array_equal(back.detector.detect(image), sd.detector.detect(image))
 
 
+@pytest.mark.slow
 def test_model_file_carries_the_detector(data_root, cache_dir, tmp_path, firing, monkeypatch):
     from segstruct.io.persistence import (ModelFileError, load_model, load_shape_detector,
                                           save_model)

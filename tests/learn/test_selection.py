@@ -379,6 +379,7 @@ def cache(tmp_path_factory):
     return ["--cache", str(tmp_path_factory.mktemp("cache"))]
 
 
+@pytest.mark.slow
 def test_train_auto_records_the_curve_and_refits_at_the_chosen_C(data_root, cache,
                                                                  tmp_path, capsys):
     from segstruct.datasets import VOCDataset
@@ -419,6 +420,7 @@ def test_train_with_a_fixed_C_writes_no_curve(data_root, cache, tmp_path):
     assert not (tmp_path / "fixed.cv.png").exists()
 
 
+@pytest.mark.slow
 def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, monkeypatch,
                                                     capsys):
     out = tmp_path / "cmp"

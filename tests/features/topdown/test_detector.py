@@ -33,6 +33,7 @@ def test_finds_synthetic_objects_on_held_out_images(trained, synthetic_data):
     assert all(c.n_parts == 4 for c in det.components)
 
 
+@pytest.mark.slow
 def test_training_is_deterministic(trained, synthetic_data):
     images, masks = synthetic_data[:2]
     again = train_detector(images, masks, CLASS, trained[0].params)

@@ -594,7 +594,7 @@ def project_marginal(theta_u, theta_p, edges, tol: float = 1e-6, max_iter: int =
             w = np.append(w, 0.0)
         w[k] += step
         w[away] -= step
-        if w[away] <= 1e-15 * w.max():  # a drop step: forget the vertex
+        if w[away] <= 1e-15 * np.max(w):  # a drop step: forget the vertex
             labels, verts, w, keys = _drop(labels, verts, w, away)
     m = w @ verts
     return Projection(m[:n], m[n:], float(gap), status, it, bool(exact),

@@ -204,8 +204,8 @@ def bag_of_words(segments: np.ndarray, points: np.ndarray, words: np.ndarray,
     """
     xy = np.rint(points).astype(np.int64)
     sp = segments[xy[:, 1], xy[:, 0]].astype(np.int64)
-    hist = np.bincount(sp * n_words + words, minlength=n_superpixels * n_words)
-    hist = hist.reshape(n_superpixels, n_words).astype(np.float64)
+    hist = np.bincount(sp * n_words + words, minlength=n_superpixels * n_words) \
+        .reshape(n_superpixels, n_words).astype(np.float64)
     total = hist.sum(axis=1, keepdims=True)
     return np.divide(hist, total, out=np.zeros_like(hist), where=total > 0)
 

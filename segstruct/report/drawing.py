@@ -251,7 +251,7 @@ def image_iou(truth, pred) -> float | None:
     fg, bg = truth == 1, truth == 0
     tp = np.count_nonzero(fg & pred)
     union = tp + np.count_nonzero(bg & pred) + np.count_nonzero(fg & ~pred)
-    return None if union == 0 else tp / union
+    return None if union == 0 else float(tp) / float(union)
 
 
 def add_caption(fig: Figure, caption: str) -> None:

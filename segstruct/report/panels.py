@@ -121,7 +121,7 @@ def qualitative_figure(panels, methods, caption: str) -> Figure:
         image_iou(truth, np.zeros(truth.shape, bool))
         preds = [as_binary(row["predictions"][m], truth.shape, f"prediction of {m}")
                  for m in methods]
-        tinted = (truth == 1) | np.logical_or.reduce(preds, axis=0) if preds else truth == 1
+        tinted = (truth == 1) | np.any(np.stack(preds), axis=0) if preds else truth == 1
         tint = contrasting_colour(image, tinted & ~void)
         if tint not in tints:
             tints.append(tint)

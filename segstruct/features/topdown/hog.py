@@ -80,8 +80,7 @@ def hog_map(image: np.ndarray, cell: int = 8) -> np.ndarray:
     cell_of = ((np.arange(rows * cell, dtype=np.int32) // cell)[:, None] * cols
                + (np.arange(cols * cell, dtype=np.int32) // cell)[None, :])
     hist = np.bincount((cell_of * N_SENSITIVE + bins).ravel(), mag.ravel(),
-                       minlength=rows * cols * N_SENSITIVE)
-    hist = hist.reshape(rows, cols, N_SENSITIVE)
+                       minlength=rows * cols * N_SENSITIVE).reshape(rows, cols, N_SENSITIVE)
     return _normalise(hist).astype(np.float32)
 
 

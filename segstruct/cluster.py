@@ -37,10 +37,10 @@ CONNECT_TIMEOUT = 30.0
 _client = None
 
 #: loky's words when it replaces a worker whose memory grew by 300 MB since
-#: its first task (only with psutil installed, e.g. by the dask extra): the
-#: detectors' training leaves that much in the worker's heap, and the new
-#: worker takes the next task, so nothing is lost and no task is rerun. The
-#: warning blames "a too short worker timeout or a memory leak" and would
+#: the end of its first task (only with psutil installed, e.g. by the dask
+#: extra): training a detector leaves that much in the worker's heap, and the
+#: new worker takes the next task, so nothing is lost and no task is rerun.
+#: The warning blames "a too short worker timeout or a memory leak" and would
 #: only alarm the user of the first run.
 _WORKER_REPLACED = "A worker stopped while some jobs were given to the executor"
 

@@ -288,6 +288,9 @@ def test_default_C_auto_falls_back_on_a_split_too_small_to_fold(data_root, tmp_p
      "--fz-min-size set Felzenszwalb, but --superpixels is slic (the default): "
      "add --superpixels felzenszwalb"),
     (["--superpixels", "felzenszwalb", "--slic-segments", "50"], "--slic-segments"),
+    (["--superpixels", "felzenszwalb", "--slic-sigma", "2"], "--slic-sigma"),
+    (["--slic-sigma", "-1"], "--slic-sigma must be"),
+    (["--superpixels", "felzenszwalb", "--fz-sigma", "-1"], "--fz-sigma must be"),
     (["--no-sift", "--words", "50"], "--words"),
     (["--no-sift", "--codebook-split", "train"], "--codebook-split"),
     (["--no-top-down", "--top-down-folds", "5"], "--top-down-folds"),
@@ -328,6 +331,18 @@ def test_earlier_option_names_still_parse_with_a_warning():
     assert "--inference" in said and "--node-weights" in said and "on by default" in said
     args = build_parser().parse_args(required)
     assert (args.inference, args.node_weights) == (None, "count")
+
+
+def test_superpixel_and_working_resolution_options_reach_the_settings():
+    from segstruct.cli.settings import feature_config
+    train = ["train", "--class", "car", "--out", "m"]
+    parse = build_parser().parse_args
+    config = feature_config(parse([*train, "--slic-sigma", "2", "--upsampling", "lanczos"]))
+    assert (config.superpixels.sigma, config.upsampling) == (2.0, "lanczos")
+    config = feature_config(parse([*train, "--superpixels", "felzenszwalb", "--fz-sigma", "0.8"]))
+    assert config.superpixels.sigma == 0.8
+    with pytest.raises(SystemExit):
+        parse([*train, "--upsampling", "cubic"])
 
 
 def test_top_down_block_is_on_by_default(data_root, tmp_path, capsys):

@@ -64,7 +64,8 @@ def run(args) -> int:
     # cross-fitting (each trained without one fold of the split), else one
     detectors = extractor.block_detectors(args.class_name)
     report = detectors_report(dataset, detectors, args.split, n_jobs=args.n_jobs,
-                              progress=show_progress(args), long_side=extractor.long_side)
+                              progress=show_progress(args), long_side=extractor.long_side,
+                              upsampling=extractor.config.upsampling)
     aps = report["detector_average_precision"]
     k = len(detectors)
     which = (f"{k} detectors, each trained on {dataset.name}/{trained_on} without one of "

@@ -13,7 +13,7 @@ from segstruct.cli.common import EarlierName, UsageError, show_progress
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import SIFT_NORMS, TOP_DOWN_DETECTORS, FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
-from segstruct.features.scale import MIN_LONG_SIDE
+from segstruct.features.scale import MIN_LONG_SIDE, UPSAMPLINGS
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.features.topdown.detector import DetectorParams
 from segstruct.inference.proposed import INFERENCE_CHOICES
@@ -49,6 +49,10 @@ def add_feature_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--slic-compactness", type=float, default=s.compactness,
                    help="SLIC: colour/space trade-off, larger gives more compact "
                         "superpixels (default %(default)s)")
+    g.add_argument("--slic-sigma", type=float, default=s.sigma,
+                   help="SLIC: Gaussian pre-smoothing of the working image, pixels; "
+                        "steadier superpixels, not shown to give steadier masks (default "
+                        "%(default)s: none)")
     g.add_argument("--words", type=int, default=d.n_words,
                    help="codebook size: visual words of the SIFT bag of words (default "
                         "%(default)s, the paper's)")
@@ -92,6 +96,10 @@ def add_feature_options(p: argparse.ArgumentParser) -> None:
                         "labels are painted back on its own pixels; auto: the largest long "
                         "side of the training split's images, at most 1024; none: images "
                         "as given (default %(default)s)")
+    g.add_argument("--upsampling", choices=UPSAMPLINGS, default=d.upsampling,
+                   help="how an image smaller than the working resolution is enlarged to "
+                        "it: linear interpolation, or Lanczos's windowed sinc (default "
+                        "%(default)s)")
     g.add_argument("--seed", type=int, default=d.seed,
                    help="random seed of the codebook's descriptor sample and k-means, of "
                         "each class's detector (another seed trains other detectors), and "
@@ -132,7 +140,8 @@ def check_feature_options(args) -> None:
     else:
         unused = [f for f, n, v in (("--slic-segments", "slic_segments", s.n_segments),
                                     ("--slic-compactness", "slic_compactness",
-                                     s.compactness)) if given(n, v)]
+                                     s.compactness),
+                                    ("--slic-sigma", "slic_sigma", s.sigma)) if given(n, v)]
         if unused:
             raise UsageError(f"{', '.join(unused)} set SLIC, but --superpixels is "
                              f"{args.superpixels}")
@@ -176,7 +185,10 @@ def feature_config(args) -> FeatureConfig:
         return _feature_config(args)
     except ValueError as err:
         text = str(err)
-        for setting, option in OPTION_OF_SETTING.items():
+        options = dict(OPTION_OF_SETTING)
+        if args.superpixels == "slic":
+            options["SuperpixelParams.sigma"] = "--slic-sigma"
+        for setting, option in options.items():
             if text.startswith(setting + " "):
                 raise UsageError(option + text[len(setting):]) from err
         raise
@@ -184,7 +196,8 @@ def feature_config(args) -> FeatureConfig:
 
 def _feature_config(args) -> FeatureConfig:
     check_feature_options(args)
-    sp = SuperpixelParams(method=args.superpixels, scale=args.fz_scale, sigma=args.fz_sigma,
+    sigma = args.slic_sigma if args.superpixels == "slic" else args.fz_sigma
+    sp = SuperpixelParams(method=args.superpixels, scale=args.fz_scale, sigma=sigma,
                           min_size=args.fz_min_size, n_segments=args.slic_segments,
                           compactness=args.slic_compactness)
     return FeatureConfig(superpixels=sp, sift=not args.no_sift, colour=not args.no_colour,
@@ -195,7 +208,7 @@ def _feature_config(args) -> FeatureConfig:
                          detector=None if args.no_top_down else DetectorParams(seed=args.seed),
                          top_down_folds=args.top_down_folds,
                          top_down_detector=args.top_down_detector,
-                         long_side=args.long_side)
+                         long_side=args.long_side, upsampling=args.upsampling)
 
 
 def codebook_split(args) -> str:

@@ -20,7 +20,8 @@ from segstruct.features.topdown.boxes import boxes_from_mask
 from segstruct.features.topdown.evaluation import average_precision
 
 
-def _detect_task(dataset_root, image_id, shape_detector, cls, long_side=None):
+def _detect_task(dataset_root, image_id, shape_detector, cls, long_side=None,
+                 upsampling="linear"):
     """Detections, boxes and ignored boxes of one image, found at the working
     resolution (where the detector was trained) and given in the image's own
     pixels (box overlaps, and so the average precision, are the same)."""
@@ -34,7 +35,7 @@ def _detect_task(dataset_root, image_id, shape_detector, cls, long_side=None):
         truths, ignored = boxes_from_mask(resize_labels(dataset.read_mask(image_id), work),
                                           cls, params.min_box_area, params.max_void_fraction,
                                           return_ignored=True)
-        detections = shape_detector.detector.detect(resize_image(image, work))
+        detections = shape_detector.detector.detect(resize_image(image, work, upsampling))
         if work == image.shape[:2]:
             return detections, truths, ignored
         # x0, y0, x1, y1 back to the image's pixels
@@ -45,7 +46,7 @@ def _detect_task(dataset_root, image_id, shape_detector, cls, long_side=None):
 
 def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: str,
                     n_jobs: int = 1, progress: bool = False,
-                    long_side: int | None = None) -> dict:
+                    long_side: int | None = None, upsampling: str = "linear") -> dict:
     """VOC average precision of a class's detector on a split.
 
     Parameters
@@ -57,6 +58,8 @@ def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: s
     progress : show a progress bar.
     long_side : the working resolution the detector was trained at
         (``FeatureConfig.long_side``; None: images as given).
+    upsampling : how smaller images are enlarged to it
+        (``FeatureConfig.upsampling``).
 
     Returns
     -------
@@ -74,7 +77,7 @@ def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: s
     try:
         runner = Parallel(n_jobs=n_jobs, return_as="generator")
         for out in runner(delayed(_detect_task)(dataset.root, i, shape_detector, cls,
-                                                long_side) for i in ids):
+                                                long_side, upsampling) for i in ids):
             results.append(out)
             bar.update()
     finally:
@@ -92,7 +95,8 @@ def detector_report(dataset: VOCDataset, shape_detector: ShapeDetector, split: s
 
 
 def detectors_report(dataset: VOCDataset, detectors, split: str, n_jobs: int = 1,
-                     progress: bool = False, long_side: int | None = None) -> dict:
+                     progress: bool = False, long_side: int | None = None,
+                     upsampling: str = "linear") -> dict:
     """:func:`detector_report` of each of a class's detectors (the folds' of the
     cross-fitted block, or the one), and their mean average precision.
 
@@ -104,7 +108,8 @@ def detectors_report(dataset: VOCDataset, detectors, split: str, n_jobs: int = 1
         when none has) and "detector_average_precision" the list of each's.
     """
     reports = [detector_report(dataset, sd, split, n_jobs=n_jobs, progress=progress,
-                               long_side=long_side) for sd in detectors]
+                               long_side=long_side, upsampling=upsampling)
+               for sd in detectors]
     aps = [r["average_precision"] for r in reports]
     known = [a for a in aps if a is not None]
     return {**reports[0], "average_precision": float(np.mean(known)) if known else None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from segstruct.features._checks import check_number
-from segstruct.features.scale import MIN_LONG_SIDE
+from segstruct.features.scale import MIN_LONG_SIDE, UPSAMPLINGS
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.features.topdown.detector import DetectorParams
 
@@ -86,6 +86,10 @@ class FeatureConfig:
         of the training split's images, at most 1024 (``scale.auto_long_side``),
         fixed when the features are made (a model records the number). None
         works on images as given (the model files made before the setting).
+    upsampling : {"linear", "lanczos"}
+        How an image smaller than the working resolution is enlarged to it
+        (``scale.UPSAMPLINGS``; larger ones are always area-averaged down).
+        "linear" is what the model files made before the setting used.
     """
 
     superpixels: SuperpixelParams = field(default_factory=SuperpixelParams)
@@ -108,6 +112,7 @@ class FeatureConfig:
     top_down_folds: int = 3
     top_down_detector: str = "folds"
     long_side: int | str | None = "auto"
+    upsampling: str = "linear"
 
     def __post_init__(self):
         if not (self.sift or self.colour or self.position or self.bias):
@@ -126,6 +131,9 @@ class FeatureConfig:
                 f"least n_words ({self.n_words})")
         if self.sift_norm not in SIFT_NORMS:
             raise ValueError(f"unknown sift_norm {self.sift_norm!r}; use one of {SIFT_NORMS}")
+        if self.upsampling not in UPSAMPLINGS:
+            raise ValueError(f"unknown upsampling {self.upsampling!r}; use one of "
+                             f"{UPSAMPLINGS}")
         if self.top_down_detector not in TOP_DOWN_DETECTORS:
             raise ValueError(f"unknown top_down_detector {self.top_down_detector!r}; use one "
                              f"of {TOP_DOWN_DETECTORS}")
@@ -151,15 +159,18 @@ class FeatureConfig:
             del out["sift_norm"]
         if self.long_side is None:        # likewise
             del out["long_side"]
+        if self.upsampling == "linear":   # likewise
+            del out["upsampling"]
         return out
 
     def bottom_up_dict(self) -> dict:
         """The settings the cached class-independent features depend on (their
         cache key; ``sift_norm`` is applied after the cache, and the key of
-        an image worked on at another size than its own holds that size)."""
+        an image worked on at another size than its own holds that size and
+        the upsampling, :func:`scale.working_key`)."""
         out = asdict(self)
         del out["detector"], out["top_down_folds"], out["top_down_detector"], out["sift_norm"]
-        del out["long_side"]
+        del out["long_side"], out["upsampling"]
         return out
 
     @classmethod
@@ -169,6 +180,7 @@ class FeatureConfig:
         # settings that files made before them lack: what those files used
         d.setdefault("sift_norm", "l1")
         d.setdefault("long_side", None)
+        d.setdefault("upsampling", "linear")
         if d.get("detector") is not None:
             d["detector"] = DetectorParams(**d["detector"])
             d.setdefault("top_down_folds", 1)
@@ -203,3 +215,4 @@ class FeatureConfig:
     @property
     def n_unary(self) -> int:
         return sum(width for _, width in self.unary_blocks())
+

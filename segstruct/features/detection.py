@@ -97,21 +97,24 @@ class _Images:
     indexed (training reads each image several times; holding them all would
     take gigabytes)."""
 
-    def __init__(self, dataset: VOCDataset, ids, long_side: int | None = None):
+    def __init__(self, dataset: VOCDataset, ids, long_side: int | None = None,
+                 upsampling: str = "linear"):
         self.dataset, self.ids, self.long_side = dataset, list(ids), long_side
+        self.upsampling = upsampling
 
     def __len__(self):
         return len(self.ids)
 
     def __getitem__(self, k):
         image = self.dataset.read_image(self.ids[k])
-        return resize_image(image, working_shape(image.shape, self.long_side))
+        return resize_image(image, working_shape(image.shape, self.long_side), self.upsampling)
 
 
 def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
                          params: DetectorParams, cache: ArrayCache,
                          say=None, ids=None, what: str = "",
-                         long_side: int | None = None) -> ShapeDetector:
+                         long_side: int | None = None,
+                         upsampling: str = "linear") -> ShapeDetector:
     """The class's detector and shapes, trained on ``split`` (cached).
 
     The cache key holds the bytes of every image and mask it is trained on,
@@ -134,6 +137,8 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
         The working resolution (``FeatureConfig.long_side``): images and
         masks are resized to it, so that objects have the sizes the
         detector meets on the working images it labels.
+    upsampling : str, how smaller images are enlarged to it
+        (``FeatureConfig.upsampling``).
 
     Raises
     ------
@@ -149,12 +154,14 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
     work = [working_shape(size, long_side) for size in sizes]
     if work != sizes:
         key["work"] = [list(w) for w in work]   # absent otherwise: the entries made before
+        if upsampling != "linear":              # likewise
+            key["upsampling"] = upsampling
 
     def compute():
         if say is not None:
             say(f"training the {class_name} detector on {dataset.name}/{split}"
                 f"{' ' + what if what else ''} ({len(ids)} images)")
-        images = _Images(dataset, ids, long_side)
+        images = _Images(dataset, ids, long_side, upsampling)
         masks = [dataset.read_mask(i) for i in ids]
         if work:
             masks = [resize_labels(m, w) for m, w in zip(masks, work)]
@@ -203,10 +210,16 @@ def detector_folds(dataset: VOCDataset, class_name: str, split: str, n_folds: in
     return dict(zip(ids, make_folds(shows, n_folds, seed).tolist()))
 
 
-def top_down_key(image_digest: str, segments: np.ndarray, detector_digest: str) -> dict:
+def top_down_key(image_digest: str, segments: np.ndarray, detector_digest: str,
+                 upsampling: str = "linear") -> dict:
     """Cache key of one image's top-down block: the image, the superpixels it
     is averaged over (by content, so a new segmentation never reuses an old
-    block) and the detector."""
+    block; their shape is the working size), the detector, and how the image
+    was enlarged to the working size when not linearly (the entries made
+    before the setting)."""
     segments = np.ascontiguousarray(segments)
-    return {"image": image_digest, "detector": detector_digest, "version": TOP_DOWN_VERSION,
-            "segments": [list(segments.shape), hashlib.sha256(segments.tobytes()).hexdigest()]}
+    key = {"image": image_digest, "detector": detector_digest, "version": TOP_DOWN_VERSION,
+           "segments": [list(segments.shape), hashlib.sha256(segments.tobytes()).hexdigest()]}
+    if upsampling != "linear":
+        key["upsampling"] = upsampling
+    return key

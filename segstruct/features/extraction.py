@@ -218,6 +218,8 @@ class FeatureExtractor:
         resized = self._resized(chosen_ids)
         if resized:       # absent otherwise: the entries made before the setting
             key["work"] = [resized.get(i) for i in chosen_ids]
+            if cfg.upsampling != "linear":      # likewise
+                key["upsampling"] = cfg.upsampling
 
         def compute():
             per_image = -(-cfg.codebook_descriptors // len(chosen_ids))
@@ -257,7 +259,7 @@ class FeatureExtractor:
             self._detectors[class_name] = train_shape_detector(
                 self.dataset, class_name, self.codebook_split, self.config.detector,
                 self.cache, tqdm.write if self.progress else None,
-                long_side=self.long_side)
+                long_side=self.long_side, upsampling=self.config.upsampling)
         return self._detectors[class_name]
 
     def block_detectors(self, class_name: str) -> list[ShapeDetector]:
@@ -325,7 +327,8 @@ class FeatureExtractor:
             return errors
         args = [(self.dataset, name, self.codebook_split, self.config.detector, self.cache,
                  tqdm.write if self.progress else None, ids,
-                 "" if f is None else f"without fold {f + 1} of {k}", self.long_side)
+                 "" if f is None else f"without fold {f + 1} of {k}", self.long_side,
+                 self.config.upsampling)
                 for name, f, ids in jobs]
         done = parallel_map(detector_or_error, args, min(self._cores(), len(jobs)),
                             self.progress and len(jobs) > 1, "detectors", unit="detector")
@@ -372,7 +375,7 @@ class FeatureExtractor:
         """Append the class's top-down block to every graph's unary features."""
         chosen = self._graph_detectors(graphs, class_name)
         args = [(self.dataset, g.image_id, g.working_segments, detectors,
-                 self.cache.directory, self.cache.enabled)
+                 self.cache.directory, self.cache.enabled, self.config.upsampling)
                 for g, detectors in zip(graphs, chosen)]
         blocks = _map_images(top_down_task, args, self.n_jobs, self.progress,
                                f"top-down {class_name}")

@@ -13,7 +13,7 @@ from segstruct.datasets.voc import VOCDataset
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest
 from segstruct.features.detection import top_down_key, train_shape_detector
-from segstruct.features.scale import resize_image, resize_labels, working_shape
+from segstruct.features.scale import resize_image, resize_labels, working_key, working_shape
 from segstruct.features.superpixels import (SuperpixelParams, adjacency, segment,
                                             superpixel_means)
 from segstruct.features.topdown.features import topdown_features
@@ -65,26 +65,27 @@ class SuperpixelGraph:
 
 
 
-def _superpixel_key(digest: str, params: SuperpixelParams, work=None) -> dict:
-    key = {"image": digest, "superpixels": params.to_dict(), "version": FEATURE_VERSION}
-    if work is not None:
-        key["work"] = list(work)
-    return key
+def _superpixel_key(digest: str, params: SuperpixelParams, work=None,
+                    upsampling: str = "linear") -> dict:
+    return {"image": digest, "superpixels": params.to_dict(), "version": FEATURE_VERSION,
+            **working_key(work, upsampling)}
 
 
-def _superpixels_of(image, digest, params, cache, work=None):
+def _superpixels_of(image, digest, params, cache, work=None, upsampling="linear"):
     def compute():
         segments = segment(image(), params)
         edges, boundary = adjacency(segments)
         # "labels": the array's name in caches written before the renaming
         return {"labels": segments, "edges": edges, "boundary": boundary}
-    return cache.get_or_compute("superpixels", _superpixel_key(digest, params, work), compute)
+    return cache.get_or_compute("superpixels", _superpixel_key(digest, params, work, upsampling),
+                                compute)
 
 
-def read_working_image(dataset, image_id, long_side) -> np.ndarray:
-    """The image at the working resolution (``FeatureConfig.long_side``)."""
+def read_working_image(dataset, image_id, long_side, upsampling: str = "linear") -> np.ndarray:
+    """The image at the working resolution (``FeatureConfig.long_side`` and
+    ``upsampling``)."""
     image = dataset.read_image(image_id)
-    return resize_image(image, working_shape(image.shape, long_side))
+    return resize_image(image, working_shape(image.shape, long_side), upsampling)
 
 
 def resized_shape(shape, long_side) -> tuple[int, int] | None:
@@ -120,10 +121,11 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
 
         def image():
             if "image" not in loaded:
-                loaded["image"] = read_working_image(dataset, image_id, config.long_side)
+                loaded["image"] = read_working_image(dataset, image_id, config.long_side,
+                                                     config.upsampling)
             return loaded["image"]
 
-        sp = _superpixels_of(image, digest, config.superpixels, cache, work)
+        sp = _superpixels_of(image, digest, config.superpixels, cache, work, config.upsampling)
         if work is None:
             graph = SuperpixelGraph(image_id, sp["labels"], sp["edges"], sp["boundary"])
         else:
@@ -132,9 +134,7 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
         if not with_features:
             return graph
         key = {"image": digest, "config": config.bottom_up_dict(), "codebook": codebook_id,
-               "version": FEATURE_VERSION}
-        if work is not None:
-            key["work"] = list(work)
+               "version": FEATURE_VERSION, **working_key(work, config.upsampling)}
 
         def compute():
             lab = F.rgb_to_lab(image())
@@ -164,12 +164,13 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
         return graph
 
 
-def top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabled):
+def top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabled,
+                  upsampling="linear"):
     """The top-down block of one image's superpixels: the mean of the blocks of
     ``detectors`` (ShapeDetectors), each from the cache when possible.
     ``segments`` is the superpixel map at the working resolution
     (``SuperpixelGraph.working_segments``): the detector sees the image at
-    that size."""
+    that size, enlarged to it by ``upsampling``."""
     with threadpool_limits(1):
         import cv2
         cv2.setNumThreads(1)
@@ -180,12 +181,13 @@ def top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabl
 
         def image():
             if "image" not in loaded:
-                loaded["image"] = resize_image(dataset.read_image(image_id), segments.shape)
+                loaded["image"] = resize_image(dataset.read_image(image_id), segments.shape,
+                                               upsampling)
             return loaded["image"]
 
         blocks = []
         for sd in detectors:
-            key = top_down_key(digest, segments, sd.digest)
+            key = top_down_key(digest, segments, sd.digest, upsampling)
 
             def compute(sd=sd):
                 block = topdown_features(sd.detector, sd.shapes, image(), segments)
@@ -246,7 +248,8 @@ def check_finite_features(image_id: str, blocks: dict, image_path=None,
 def sample_descriptors_task(dataset_root, image_id, config, n_keep, seed):
     with threadpool_limits(1):
         dataset = VOCDataset(dataset_root)
-        _, desc = F.dense_opponent_sift(read_working_image(dataset, image_id, config.long_side),
+        _, desc = F.dense_opponent_sift(read_working_image(dataset, image_id, config.long_side,
+                                                           config.upsampling),
                                         config.grid_step, config.keypoint_size)
         rng = np.random.default_rng(seed)
         take = rng.choice(desc.shape[0], min(n_keep, desc.shape[0]), replace=False)

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["AUTO_MAX_LONG_SIDE", "MIN_LONG_SIDE", "auto_long_side", "resize_image",
-           "resize_labels", "working_shape"]
+__all__ = ["AUTO_MAX_LONG_SIDE", "MIN_LONG_SIDE", "UPSAMPLINGS", "auto_long_side",
+           "resize_image", "resize_labels", "working_key", "working_shape"]
 
 #: The smallest working long side, pixels (a few SIFT cells).
 MIN_LONG_SIDE = 16
@@ -23,6 +23,10 @@ MIN_LONG_SIDE = 16
 #: many megapixels are brought down to it rather than every image up to
 #: them (cost grows with the pixels; not a measured optimum of IoU).
 AUTO_MAX_LONG_SIDE = 1024
+#: How an image smaller than the working resolution is enlarged to it
+#: (``FeatureConfig.upsampling``): linear interpolation, or Lanczos's
+#: 8x8-pixel windowed sinc, which keeps more of the image's finest detail.
+UPSAMPLINGS = ("linear", "lanczos")
 
 
 def working_shape(shape, long_side: int | None) -> tuple[int, int]:
@@ -47,20 +51,23 @@ def working_shape(shape, long_side: int | None) -> tuple[int, int]:
     return max(1, int(round(h * s))), max(1, int(round(w * s)))
 
 
-def resize_image(image: np.ndarray, shape) -> np.ndarray:
+def resize_image(image: np.ndarray, shape, upsampling: str = "linear") -> np.ndarray:
     """An (H, W, C) uint8 image resized to ``shape`` = (h, w).
 
     Shrinking averages pixels over their area (no aliasing: a 12-megapixel
-    photo's texture must not turn into noise); growing interpolates
-    linearly.
+    photo's texture must not turn into noise); growing interpolates as
+    ``upsampling`` says (one of :data:`UPSAMPLINGS`).
     """
     import cv2
+    if upsampling not in UPSAMPLINGS:
+        raise ValueError(f"unknown upsampling {upsampling!r}; use one of {UPSAMPLINGS}")
+    grow = cv2.INTER_LANCZOS4 if upsampling == "lanczos" else cv2.INTER_LINEAR
     h, w = int(shape[0]), int(shape[1])
     if image.shape[:2] == (h, w):
         return image
     shrink = h * w < image.shape[0] * image.shape[1]
     out = cv2.resize(np.ascontiguousarray(image), (w, h),
-                     interpolation=cv2.INTER_AREA if shrink else cv2.INTER_LINEAR)
+                     interpolation=cv2.INTER_AREA if shrink else grow)
     return out.reshape((h, w) + image.shape[2:])
 
 
@@ -102,3 +109,17 @@ def auto_long_side(sizes: Iterable) -> int:
     if not sides:
         raise ValueError("no image to take the working long side from")
     return min(AUTO_MAX_LONG_SIDE, max(MIN_LONG_SIDE, max(sides)))
+
+
+def working_key(work, upsampling: str) -> dict:
+    """The part of a cache key that says how an image was brought to the
+    working resolution: its working (h, w) and, when not the linear
+    interpolation that entries made before the setting used, the upsampling;
+    empty for an image worked on at its own size (the entries made before
+    the working resolution)."""
+    if work is None:
+        return {}
+    key: dict = {"work": [int(v) for v in work]}
+    if upsampling != "linear":
+        key["upsampling"] = upsampling
+    return key

@@ -107,6 +107,8 @@ def features_text(features: dict) -> str:
     config = FeatureConfig.from_dict(features)
     side = config.long_side
     where = "images as given" if side is None else f"images at a long side of {side} px"
+    if side is not None and config.upsampling != "linear":
+        where += f", enlarged by {config.upsampling}"
     return f"{blocks_text(features)} (superpixels {config.superpixels.describe()}; {where})"
 
 

@@ -206,6 +206,10 @@ def test_top_down_cache_entries_are_per_detector_and_per_segmentation(
     moved = ex.segments.copy()
     moved[0, 0] = moved.max()          # another segmentation of the same image
     assert key_digest(key) != key_digest(detection.top_down_key("img", moved, firing.digest))
+    # the same superpixels on an image enlarged otherwise: another block
+    assert key == detection.top_down_key("img", ex.segments, firing.digest, "linear")
+    assert key_digest(key) != key_digest(
+        detection.top_down_key("img", ex.segments, firing.digest, "lanczos"))
 
 
 def test_too_few_objects_is_a_clear_error():

@@ -148,3 +148,32 @@ def test_images_of_the_working_size_keep_their_features_and_cache(data_root, tmp
         assert a.graph.image_id == b.graph.image_id and b.graph.segments.shape == (h, w)
         assert b.pixel_counts.sum() == a.pixel_counts.sum()
         assert b.graph.n_nodes < a.graph.n_nodes
+
+
+def test_images_enlarged_by_lanczos_get_its_superpixels_and_their_own_cache(
+        data_root, tmp_path, monkeypatch):
+    """With a working size above every image's, each is enlarged by the
+    setting's upsampling before the superpixels and features see it, and
+    the linear entries of the cache are not reused for Lanczos."""
+    from dataclasses import replace
+
+    from segstruct.features.scale import resize_image, working_shape
+    from segstruct.features.superpixels import segment
+    ds = VOCDataset(data_root)
+    side = 2 * max(max(ds.image_size(i)) for i in ds.ids("val"))
+    linear = _extractor(data_root, tmp_path / "cache",
+                        replace(SMALL, long_side=side)).graphs("val")
+    calls = []
+    real = F.unary_features
+    monkeypatch.setattr(F, "unary_features", lambda *a, **k: calls.append(1) or real(*a, **k))
+    config = replace(SMALL, long_side=side, upsampling="lanczos")
+    lanczos = _extractor(data_root, tmp_path / "cache", config).graphs("val")
+    assert len(calls) == len(lanczos)                     # none taken from the cache
+    differ = 0
+    for a, b in zip(linear, lanczos):
+        image = ds.read_image(b.image_id)
+        work = working_shape(image.shape, side)
+        expected = segment(resize_image(image, work, "lanczos"), SMALL.superpixels)
+        np.testing.assert_array_equal(b.working_segments, expected)
+        differ += not np.array_equal(a.unary, b.unary)
+    assert differ == len(lanczos)

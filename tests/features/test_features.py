@@ -114,3 +114,19 @@ def test_config_round_trip():
     assert F.FeatureConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="unknown feature settings"):
         F.FeatureConfig.from_dict({**cfg.to_dict(), "colour_sift": True})
+
+
+def test_the_upsampling_is_recorded_unless_it_is_the_earlier_one():
+    """Settings made before the option enlarged linearly: they hold no
+    ``upsampling`` and read back as "linear"; another one is recorded, kept
+    out of the bottom-up settings (the cache key holds it with the working
+    size) and checked."""
+    linear = F.FeatureConfig()
+    assert linear.upsampling == "linear" and "upsampling" not in linear.to_dict()
+    assert F.FeatureConfig.from_dict(linear.to_dict()) == linear
+    lanczos = F.FeatureConfig(upsampling="lanczos")
+    assert lanczos.to_dict()["upsampling"] == "lanczos"
+    assert F.FeatureConfig.from_dict(lanczos.to_dict()) == lanczos != linear
+    assert lanczos.bottom_up_dict() == linear.bottom_up_dict()
+    with pytest.raises(ValueError, match="unknown upsampling 'cubic'"):
+        F.FeatureConfig(upsampling="cubic")

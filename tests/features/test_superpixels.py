@@ -139,3 +139,27 @@ def test_settings_that_cut_alike_are_equal_and_share_cache_keys():
     assert SuperpixelParams(method="felzenszwalb", min_size=30) != today
     with pytest.raises(ValueError, match="n_segments"):
         SuperpixelParams(method="felzenszwalb", n_segments=0)
+
+
+def test_slic_smooths_with_sigma_as_scikit_image_does():
+    """SLIC's Gaussian pre-smoothing (``sigma``, pixels) reaches scikit-image;
+    the default smooths nothing, so SLIC cuts as it did before taking one."""
+    from skimage.segmentation import slic
+    rng = np.random.default_rng(0)
+    image = (rng.random((60, 80, 3)) * 60).astype(np.uint8)
+    image[:, 40:] += 120                      # two halves under the noise
+
+    def reference(sigma):
+        return relabel_raster_order(slic(image, n_segments=20, compactness=20.0,
+                                         sigma=sigma, start_label=0,
+                                         enforce_connectivity=True))
+
+    plain = segment(image, SuperpixelParams(n_segments=20))
+    np.testing.assert_array_equal(plain, reference(0))
+    smoothed = segment(image, SuperpixelParams(n_segments=20, sigma=3.0))
+    np.testing.assert_array_equal(smoothed, reference(3.0))
+    assert not np.array_equal(smoothed, plain)
+    # a SLIC setting keeps its sigma (it is not one of SLIC's unused fields)
+    assert SuperpixelParams(sigma=3.0) != SuperpixelParams()
+    assert SuperpixelParams(sigma=3.0).describe().endswith("sigma 3")
+    assert "sigma" not in SuperpixelParams().describe()

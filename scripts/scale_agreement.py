@@ -115,7 +115,8 @@ def overlap(a: np.ndarray, b: np.ndarray) -> float:
     return float(min(table.max(1).sum(), table.max(0).sum()) / a.size)
 
 
-def superpixel_agreement(settings, dataset, ids, long_side) -> list[dict]:
+def superpixel_agreement(settings, dataset, ids, long_side,
+                         upsampling: str = "linear") -> list[dict]:
     """Per setting: per image, the overlap of the image's superpixels with
     each copy's, at the working long side, and the image's superpixel count."""
     from PIL import Image
@@ -129,7 +130,8 @@ def superpixel_agreement(settings, dataset, ids, long_side) -> list[dict]:
         image = Image.fromarray(pixels)
         copies = [np.asarray(image.resize((image.width * f, image.height * f), Image.BICUBIC))
                   for f in FACTORS]
-        working.append((image_id, [resize_image(x, shape) for x in (pixels, *copies)]))
+        working.append((image_id, [resize_image(x, shape, upsampling)
+                                   for x in (pixels, *copies)]))
     out = []
     for params in settings:
         rows = []
@@ -157,13 +159,16 @@ def _superpixel_main(args, dataset, ids) -> int:
     long_side = args.long_side
     if long_side == "auto":
         long_side = auto_long_side(dataset.image_size(i) for i in dataset.ids(args.train_split))
-    results = superpixel_agreement(args.superpixels, dataset, ids, long_side)
+    results = superpixel_agreement(args.superpixels, dataset, ids, long_side, args.upsampling)
     doc = {"data": str(args.data), "split": args.split, "n_images": len(ids),
-           "factors": list(FACTORS), "long_side": long_side, "code_version": code_version(),
+           "factors": list(FACTORS), "long_side": long_side, "upsampling": args.upsampling,
+           "code_version": code_version(),
            "machine": machine(), "settings": results}
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / "results.json", doc)
-    side = "images as given" if long_side is None else f"working long side {long_side} px"
+    side = ("images as given" if long_side is None
+            else f"working long side {long_side} px, smaller images enlarged by "
+                 f"{args.upsampling}")
     lines = ["| superpixels | superpixels per image | 2x: mean (min) % | 4x: mean (min) % |",
              "|---|---|---|---|"]
     for r in results:
@@ -187,8 +192,10 @@ def _superpixel_main(args, dataset, ids) -> int:
 def main(argv=None) -> int:
     from segstruct import SegmentationModel
     from segstruct.datasets import VOCDataset
-    from segstruct.features.superpixels import SuperpixelParams
     from segstruct.features.cache import ArrayCache
+    from segstruct.features.config import FeatureConfig
+    from segstruct.features.scale import UPSAMPLINGS
+    from segstruct.features.superpixels import SuperpixelParams
     from segstruct.io.files import write_json, write_text
     from segstruct.io.provenance import code_version, machine
     from segstruct.report.tables import blocks_text
@@ -203,6 +210,9 @@ def main(argv=None) -> int:
     p.add_argument("--long-side", type=_long_side, default="auto",
                    help="with --superpixels: the working long side in pixels, auto (the "
                         "training split's largest) or none (default auto)")
+    p.add_argument("--upsampling", choices=UPSAMPLINGS, default=FeatureConfig().upsampling,
+                   help="with --superpixels: how images smaller than the working long side "
+                        "are enlarged to it (default %(default)s, the models' default)")
     p.add_argument("--train-split", default="train",
                    help="with --superpixels and --long-side auto: the split whose largest "
                         "long side is taken (default train)")

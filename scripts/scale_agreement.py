@@ -237,6 +237,7 @@ def main(argv=None) -> int:
                             "features": blocks_text(model.doc["features"])
                             .removeprefix("features "),
                             "class": model.class_name, "long_side": long_side,
+                            "upsampling": model.config.upsampling,
                             "model_code_version": model.doc.get("code_version"),
                             "rows": rows,
                             **{f"mean_{k}": float(np.mean([r[k] for r in rows]))
@@ -250,11 +251,12 @@ def main(argv=None) -> int:
     write_json(args.out / "results.json", doc)
     caption = (f"data {dataset.name}, split {args.split}, its first {len(ids)} images; "
                f"code {code_version()}")
-    lines = ["| model | method | class | long side | superpixels | features | "
+    lines = ["| model | method | class | long side, up-sampling | superpixels | features | "
              + " | ".join(f"{HEADINGS[k]}: mean (min) %" for k in COLUMNS) + " |",
              "|---" * (6 + len(COLUMNS)) + "|"]
     for r in results:
-        side = "as given" if r["long_side"] is None else f"{r['long_side']} px"
+        side = ("as given" if r["long_side"] is None
+                else f"{r['long_side']} px, {r.get('upsampling', 'linear')}")
         lines.append(f"| {_model_name(r['model'])} | {r['method']} | {r['class']} | {side} | "
                      f"{SuperpixelParams(**r['superpixels']).describe()} | "
                      f"{r.get('features', '')} | "

@@ -51,8 +51,8 @@ def add_feature_options(p: argparse.ArgumentParser) -> None:
                         "superpixels (default %(default)s)")
     g.add_argument("--slic-sigma", type=float, default=s.sigma,
                    help="SLIC: Gaussian pre-smoothing of the working image, pixels; "
-                        "steadier superpixels, not shown to give steadier masks (default "
-                        "%(default)s: none)")
+                        "steadier superpixels under resizing, masks barely steadier "
+                        "(default %(default)s: none)")
     g.add_argument("--words", type=int, default=d.n_words,
                    help="codebook size: visual words of the SIFT bag of words (default "
                         "%(default)s, the paper's)")
@@ -98,8 +98,8 @@ def add_feature_options(p: argparse.ArgumentParser) -> None:
                         "as given (default %(default)s)")
     g.add_argument("--upsampling", choices=UPSAMPLINGS, default=d.upsampling,
                    help="how an image smaller than the working resolution is enlarged to "
-                        "it: linear interpolation, or Lanczos's windowed sinc (default "
-                        "%(default)s)")
+                        "it: linear interpolation, or Lanczos's windowed sinc, which keeps "
+                        "more fine detail (default %(default)s)")
     g.add_argument("--seed", type=int, default=d.seed,
                    help="random seed of the codebook's descriptor sample and k-means, of "
                         "each class's detector (another seed trains other detectors), and "

@@ -215,4 +215,3 @@ class FeatureConfig:
     @property
     def n_unary(self) -> int:
         return sum(width for _, width in self.unary_blocks())
-

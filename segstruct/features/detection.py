@@ -19,7 +19,7 @@ import numpy as np
 from segstruct.datasets.folds import make_folds
 from segstruct.datasets.voc import VOCDataset, class_index
 from segstruct.features.cache import ArrayCache, canonical_json, file_digest
-from segstruct.features.scale import resize_image, resize_labels, working_shape
+from segstruct.features.scale import resize_image, resize_labels, upsampling_key, working_shape
 from segstruct.features.topdown.detector import Detector, DetectorParams
 from segstruct.features.topdown.shapes import AverageShapes, average_shapes
 from segstruct.features.topdown.training import TooFewObjects, train_detector
@@ -154,8 +154,7 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
     work = [working_shape(size, long_side) for size in sizes]
     if work != sizes:
         key["work"] = [list(w) for w in work]   # absent otherwise: the entries made before
-        if upsampling != "linear":              # likewise
-            key["upsampling"] = upsampling
+        key.update(upsampling_key(upsampling))
 
     def compute():
         if say is not None:
@@ -218,8 +217,6 @@ def top_down_key(image_digest: str, segments: np.ndarray, detector_digest: str,
     was enlarged to the working size when not linearly (the entries made
     before the setting)."""
     segments = np.ascontiguousarray(segments)
-    key = {"image": image_digest, "detector": detector_digest, "version": TOP_DOWN_VERSION,
-           "segments": [list(segments.shape), hashlib.sha256(segments.tobytes()).hexdigest()]}
-    if upsampling != "linear":
-        key["upsampling"] = upsampling
-    return key
+    return {"image": image_digest, "detector": detector_digest, "version": TOP_DOWN_VERSION,
+            "segments": [list(segments.shape), hashlib.sha256(segments.tobytes()).hexdigest()],
+            **upsampling_key(upsampling)}

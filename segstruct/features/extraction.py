@@ -28,7 +28,7 @@ from segstruct.features.per_image import (FEATURE_VERSION,  # noqa: F401
                                           detector_or_error, graph_task,
                                           resized_shape, sample_descriptors_task,
                                           top_down_task)
-from segstruct.features.scale import auto_long_side
+from segstruct.features.scale import auto_long_side, upsampling_key
 from segstruct.features.superpixels import majority_targets, pixel_counts
 from segstruct.features.topdown.training import TooFewObjects
 
@@ -218,8 +218,7 @@ class FeatureExtractor:
         resized = self._resized(chosen_ids)
         if resized:       # absent otherwise: the entries made before the setting
             key["work"] = [resized.get(i) for i in chosen_ids]
-            if cfg.upsampling != "linear":      # likewise
-                key["upsampling"] = cfg.upsampling
+            key.update(upsampling_key(cfg.upsampling))
 
         def compute():
             per_image = -(-cfg.codebook_descriptors // len(chosen_ids))

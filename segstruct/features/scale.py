@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 
 __all__ = ["AUTO_MAX_LONG_SIDE", "MIN_LONG_SIDE", "UPSAMPLINGS", "auto_long_side",
-           "resize_image", "resize_labels", "working_key", "working_shape"]
+           "resize_image", "resize_labels", "upsampling_key", "working_key", "working_shape"]
 
 #: The smallest working long side, pixels (a few SIFT cells).
 MIN_LONG_SIDE = 16
@@ -111,15 +111,19 @@ def auto_long_side(sizes: Iterable) -> int:
     return min(AUTO_MAX_LONG_SIDE, max(MIN_LONG_SIDE, max(sides)))
 
 
+def upsampling_key(upsampling: str) -> dict:
+    """The part of a cache key (or record) that names the upsampling of
+    images enlarged to the working resolution: empty for linear, what every
+    entry made before the setting used, so that those entries are found
+    again."""
+    return {} if upsampling == "linear" else {"upsampling": upsampling}
+
+
 def working_key(work, upsampling: str) -> dict:
     """The part of a cache key that says how an image was brought to the
-    working resolution: its working (h, w) and, when not the linear
-    interpolation that entries made before the setting used, the upsampling;
+    working resolution: its working (h, w) and :func:`upsampling_key`;
     empty for an image worked on at its own size (the entries made before
     the working resolution)."""
     if work is None:
         return {}
-    key: dict = {"work": [int(v) for v in work]}
-    if upsampling != "linear":
-        key["upsampling"] = upsampling
-    return key
+    return {"work": [int(v) for v in work], **upsampling_key(upsampling)}

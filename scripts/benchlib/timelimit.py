@@ -101,7 +101,9 @@ def proposed_with_time_limit(inst, timeout: float | None, n_triangles: int = TAR
         raise RuntimeError(f"the worker timing {inst.name} did not start within "
                            f"{setup_timeout:g} s")
     out = {"triangulation_s": messages[0][1]["triangulation_s"], "timed_out": False}
-    if len(messages) == 1:
+    # a call that ran past the limit is a time-out even when its result reached
+    # the pipe before the parent looked (a busy machine can delay the parent)
+    if len(messages) == 1 or (timeout is not None and messages[1][1]["proposed_s"] > timeout):
         out.update(proposed_s=float(timeout), timed_out=True, objective=None, bound=None,
                    info={})
     else:

@@ -431,3 +431,14 @@ def test_measure_dataset_scope(bench):
     assert r["bound"] >= r["objective"] - 1e-9
     assert r["info"]["method"] == "envelope"
     json.dumps(r)
+
+
+def test_a_call_past_the_limit_is_a_time_out(bench):
+    # the result reached the pipe before the parent looked: still a time-out
+    started = ("started", {"triangulation_s": None})
+    done = ("done", {"proposed_s": 0.5, "objective": 1.0, "bound": None, "info": {}})
+    late = bench.timelimit._outcome([started, done], "case", 0.1, 600.0)
+    assert late["timed_out"] and late["proposed_s"] == 0.1 and late["objective"] is None
+    kept = bench.timelimit._outcome([started, done], "case", 1.0, 600.0)
+    assert not kept["timed_out"] and kept["proposed_s"] == 0.5 and kept["objective"] == 1.0
+    assert not bench.timelimit._outcome([started, done], "case", None, 600.0)["timed_out"]

@@ -95,10 +95,15 @@ def proposed_with_time_limit(inst, timeout: float | None, n_triangles: int = TAR
         messages = conn.messages
     else:
         messages = _in_worker(args, inst.name, timeout, setup_timeout)
+    return _outcome(messages, inst.name, timeout, setup_timeout)
+
+
+def _outcome(messages: list, name: str, timeout: float | None, setup_timeout: float) -> dict:
+    """The result of a worker's ``messages`` (see :func:`proposed_worker`)."""
     if messages and messages[-1][0] == "error":
-        raise RuntimeError(f"the proposed oracle failed on {inst.name}:\n{messages[-1][1]}")
+        raise RuntimeError(f"the proposed oracle failed on {name}:\n{messages[-1][1]}")
     if not messages:
-        raise RuntimeError(f"the worker timing {inst.name} did not start within "
+        raise RuntimeError(f"the worker timing {name} did not start within "
                            f"{setup_timeout:g} s")
     out = {"triangulation_s": messages[0][1]["triangulation_s"], "timed_out": False}
     # a call that ran past the limit is a time-out even when its result reached

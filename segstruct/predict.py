@@ -27,6 +27,7 @@ from PIL import Image
 
 from segstruct.datasets.voc import voc_colormap
 from segstruct.decisions import decide
+from segstruct.ensemble import add_painted_scores, combine_scores
 from segstruct.features.superpixels import paint
 from segstruct.io.files import atomic_write_bytes
 from segstruct.io.provenance import code_version
@@ -107,33 +108,51 @@ def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence,
         return (y * models[0].label).astype(np.uint8)
     scores = np.stack([m.estimator.decision_function([g])[0]
                        for m, g in zip(models, graphs)])
-    labels = np.array([m.label for m in models], dtype=np.uint8)
-    best = np.argmax(scores, axis=0)
-    return np.where(scores.max(axis=0) > 0, labels[best], 0).astype(np.uint8)
+    return combine_scores(scores, [m.label for m in models])
+
+
+def _graphs(models: Sequence[SegmentationModel], extractor, ids: list[str]) -> list[list]:
+    """Per image, its graph under each model's features, in model order."""
+    if models[0].config.detector is not None:
+        per_model = [extractor.graphs(ids=ids, class_name=m.class_name) for m in models]
+    else:
+        per_model = [extractor.graphs(ids=ids)] * len(models)
+    return [[g[k] for g in per_model] for k in range(len(ids))]
 
 
 def label_images(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
                  chunk: int = CHUNK, decision: str = "map", beta: float = 1.0,
-                 samples: int = 0) -> Iterator[tuple[str, np.ndarray]]:
+                 samples: int = 0, variants: Sequence = ()) -> Iterator[tuple[str, np.ndarray]]:
     """Yield (image id, (H, W) uint8 label image) for every id, in order.
 
     ``extractor`` is a FeatureExtractor of the models' features (built with
     their codebook and detectors) over the images; ``decision``, ``beta``
-    and ``samples`` as for :func:`label_superpixels`.
+    and ``samples`` as for :func:`label_superpixels`. ``variants``: more
+    extractors over the same images, each with other superpixels
+    (:func:`segstruct.ensemble.superpixel_variants`); with them, each pixel
+    is labelled from the models' max-marginal differences averaged over all
+    the extractors (:mod:`segstruct.ensemble`; decision "map" only).
     """
-    top_down = models[0].config.detector is not None
+    if variants and decision != "map":
+        raise ValueError(f"an ensemble of superpixelisations decides by the models' scores, "
+                         f"not by decision {decision!r}")
+    labels = [m.label for m in models]
     for start in range(0, len(ids), chunk):
         part = list(ids[start:start + chunk])
-        if top_down:
-            per_model = [extractor.graphs(ids=part, class_name=m.class_name) for m in models]
-        else:
-            shared = extractor.graphs(ids=part)
-            per_model = [shared] * len(models)
-        for k, image_id in enumerate(part):
-            graphs = [g[k] for g in per_model]
-            yield image_id, paint(graphs[0].segments,
-                                  label_superpixels(models, graphs, decision, beta,
-                                                    samples))
+        per_image = _graphs(models, extractor, part)
+        if not variants:
+            for image_id, graphs in zip(part, per_image):
+                yield image_id, paint(graphs[0].segments,
+                                      label_superpixels(models, graphs, decision, beta,
+                                                        samples))
+            continue
+        totals = [add_painted_scores(None, models, graphs) for graphs in per_image]
+        for variant in variants:
+            for total, graphs in zip(totals, _graphs(models, variant, part)):
+                add_painted_scores(total, models, graphs)
+        for image_id, total in zip(part, totals):
+            # the sum's sign and arg-max are the mean's
+            yield image_id, combine_scores(total, labels)
 
 
 def write_label_png(path: Path, labels: np.ndarray) -> None:
@@ -164,10 +183,11 @@ def write_overlay(path: Path, rgb: np.ndarray, labels: np.ndarray, alpha: float 
 def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
                       out_dir: Path, overlay: bool = False,
                       bar: Callable[[int], Any] | None = None, decision: str = "map",
-                      beta: float = 1.0, samples: int = 0) -> list[dict]:
+                      beta: float = 1.0, samples: int = 0, variants: Sequence = ()) -> list[dict]:
     """Label every image, write ``OUT/<id>.png`` (and ``<id>.jpg`` with
     ``overlay``); return one index entry per image. ``decision``, ``beta``
-    and ``samples`` as for :func:`label_superpixels`.
+    and ``samples`` as for :func:`label_superpixels`, ``variants`` as for
+    :func:`label_images`.
 
     ``bar(total)`` gives a progress bar (anything with ``update()`` and
     ``close()``), or None for none.
@@ -178,7 +198,7 @@ def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Seque
     names = {m.label: m.class_name for m in models}
     try:
         for image_id, labels in label_images(models, extractor, ids, decision=decision,
-                                             beta=beta, samples=samples):
+                                             beta=beta, samples=samples, variants=variants):
             start = time.perf_counter()
             write_label_png(out_dir / f"{image_id}.png", labels)
             entry = {"id": image_id, "image": str(dataset.image_path(image_id)),
@@ -202,7 +222,7 @@ def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Seque
 
 def prediction_index(models: Sequence[SegmentationModel], source: dict, entries: list[dict],
                      seconds: float, decision: str = "map", beta: float = 1.0,
-                     samples: int = 0) -> dict:
+                     samples: int = 0, superpixels: Sequence | None = None) -> dict:
     """``index.json`` of a folder of predictions.
 
     Parameters
@@ -213,22 +233,32 @@ def prediction_index(models: Sequence[SegmentationModel], source: dict, entries:
     entries : :func:`predict_to_folder`'s, one per image.
     seconds : wall-clock seconds of the labelling.
     decision, beta, samples : how the labels were decided (:func:`label_superpixels`).
+    superpixels : with an ensemble, the SuperpixelParams of each of its runs.
     """
+    if superpixels and len(superpixels) > 1:
+        combination = (f"per pixel, the mean max-marginal difference over {len(superpixels)} "
+                       "superpixelisations (SLIC segments "
+                       + ", ".join(str(sp.n_segments) for sp in superpixels) + "): "
+                       + ("foreground where it is > 0" if len(models) == 1 else
+                          "the class whose mean is largest, where it is > 0, else background"))
+    elif len(models) == 1:
+        combination = ("the model's graph cut" if decision == "map" else
+                       f"decision {decision}" + (f" (beta {beta:g})" if decision ==
+                                                 "expected-fbeta" else "") +
+                       f" from the marginals at temperature "
+                       f"{models[0].estimator.temperature_:.3g}, per image"
+                       + (f", expected measure from {samples} Gibbs samples" if samples
+                          else ""))
+    else:
+        combination = COMBINATION
     return {
         "format": "segstruct-predictions", "format_version": 1, **source,
         "models": [{"path": str(m.path), "class": m.class_name, "class_index": m.label,
                     "method": m.doc["method"], "dataset": m.doc.get("dataset"),
                     "train_split": m.doc.get("train_split"),
                     "code_version": m.doc.get("code_version")} for m in models],
-        "combination": ("the model's graph cut" if decision == "map" else
-                        f"decision {decision}" + (f" (beta {beta:g})" if decision ==
-                                                  "expected-fbeta" else "") +
-                        f" from the marginals at temperature "
-                        f"{models[0].estimator.temperature_:.3g}, per image"
-                        + (f", expected measure from {samples} Gibbs samples" if samples
-                           else ""))
-        if len(models) == 1 else COMBINATION,
-        "decision": decision,
+        "combination": combination, "decision": decision,
+        "ensemble": len(superpixels) if superpixels else 1,
         "features": models[0].config.to_dict(), "code_version": code_version(),
         "seconds": seconds, "images": entries}
 

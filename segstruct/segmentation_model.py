@@ -18,7 +18,7 @@ the *joint feature map* is :class:`segstruct.model.MRFModel`; the *learner*
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,6 +26,7 @@ import numpy as np
 from PIL import Image
 
 from segstruct.datasets import ImageFiles, class_index
+from segstruct.ensemble import add_painted_scores, combine_scores, superpixel_variants
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
@@ -118,7 +119,7 @@ class SegmentationModel:
                                 codebook=self.codebook, detectors=detectors, from_model=True)
 
     def predict(self, images: Sequence, cache: ArrayCache | None = None, n_jobs: int = 1,
-                progress: bool = False) -> list[np.ndarray]:
+                progress: bool = False, ensemble: int = 1) -> list[np.ndarray]:
         """Label images: one mask per image, at the image's own size.
 
         Parameters
@@ -130,11 +131,16 @@ class SegmentationModel:
             ``ArrayCache(enabled=False)`` keeps nothing.
         n_jobs : worker processes of the feature extraction.
         progress : show progress bars.
+        ensemble : int, 1 to 5: label each image this many times, with SLIC's
+            number of segments varied, and decide on the mean max-marginal
+            difference per pixel (:mod:`segstruct.ensemble`; SLIC models
+            only). 1: the model's graph cut.
 
         Returns
         -------
         list of (H, W) uint8 arrays: 1 where the model labels the class, 0 elsewhere.
         """
+        configs = superpixel_variants(self.config, ensemble)
         images = list(images)
         with tempfile.TemporaryDirectory(prefix="segstruct-") as folder:
             files = []
@@ -150,7 +156,15 @@ class SegmentationModel:
                 pil.save(files[-1])
             source = ImageFiles(files)
             ids = [Path(f).resolve().stem for f in files]
-            graphs = self.extractor(source, cache, n_jobs, progress).graphs(
-                ids=ids, class_name=self.class_name if self.config.detector else None)
-            labels = self.estimator.predict(graphs)
-        return [paint(g.segments, y).astype(np.uint8) for g, y in zip(graphs, labels)]
+            class_name = self.class_name if self.config.detector else None
+            if ensemble == 1:
+                graphs = self.extractor(source, cache, n_jobs, progress).graphs(
+                    ids=ids, class_name=class_name)
+                labels = self.estimator.predict(graphs)
+                return [paint(g.segments, y).astype(np.uint8) for g, y in zip(graphs, labels)]
+            totals: list = [None] * len(ids)
+            for config in configs:
+                graphs = replace(self, config=config).extractor(
+                    source, cache, n_jobs, progress).graphs(ids=ids, class_name=class_name)
+                totals = [add_painted_scores(t, [self], [g]) for t, g in zip(totals, graphs)]
+        return [combine_scores(t, [1]) for t in totals]

@@ -42,7 +42,7 @@ LAYERS = (
     ("_version", "_build", "io.files", "io.provenance", "io.text", "io.progress", "cluster"),
     ("features", "io.checkpoint"),
     ("model", "learn", "evaluate", "toy"),
-    ("io.persistence", "report", "decisions"),
+    ("io.persistence", "report", "decisions", "ensemble"),
     ("compare", "workflow", "predict", "segmentation_model"),
     ("cli", "__main__"),
 )

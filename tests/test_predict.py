@@ -149,6 +149,9 @@ def test_decision_function_is_the_prediction_and_ranks_by_max_marginals(trained)
     ("split with images", "--split goes with --data"),
     ("images and data", "not both"),
     ("out holds other files", "is not empty and holds no earlier predictions"),
+    ("ensemble of felzenszwalb superpixels", "varies SLIC's number of segments"),
+    ("ensemble of 6", "--ensemble 6: an ensemble has 1 to 5 runs"),
+    ("ensemble with marginals", "it goes with --decision map"),
 ])
 def test_bad_inputs_are_refused(case, words, trained, tmp_path, capsys):
     root, cache, models, _ = trained
@@ -169,7 +172,14 @@ def test_bad_inputs_are_refused(case, words, trained, tmp_path, capsys):
             "images and data": ["--model", str(models["car"]), "--images", str(folder),
                                 "--data", str(root)],
             "out holds other files": ["--model", str(models["car"]), "--images",
-                                      str(folder)]}[case]
+                                      str(folder)],
+            "ensemble of felzenszwalb superpixels": ["--model", str(models["car"]), "--images",
+                                                     str(folder), "--ensemble", "2"],
+            "ensemble of 6": ["--model", str(models["car"]), "--images", str(folder),
+                              "--ensemble", "6"],
+            "ensemble with marginals": ["--model", str(models["car"]), "--images",
+                                        str(folder), "--ensemble", "2", "--decision",
+                                        "marginal"]}[case]
     out = folder if case == "out is the image folder" else tmp_path / "out"
     if case == "no readable image":
         (folder / "a.png").write_bytes(b"not an image")

@@ -10,6 +10,7 @@ from segstruct.cli.common import UsageError, class_models, refuse_overwriting, s
 from segstruct.cli.settings import make_extractor
 from segstruct.datasets import ImageFiles, VOCDataset
 from segstruct.decisions import DECISIONS
+from segstruct.ensemble import superpixel_variants
 from segstruct.io.files import write_json
 
 HELP = ("label new images with trained models: one VOC palette PNG per image (class index "
@@ -47,6 +48,13 @@ def add_arguments(p) -> None:
                         "(candidates: the thresholds of the marginals and the samples), "
                         "instead of taking the measure of the expected counts (default "
                         "%(default)s)")
+    p.add_argument("--ensemble", type=int, default=1, metavar="K",
+                   help="label each image K times (1 to 5), SLIC's number of segments "
+                        "varied (x 1, 0.8, 1.25, 0.9, 1.125, the first K), and decide per "
+                        "pixel on the mean max-marginal difference: steadier edges and, "
+                        "on held-out data, mostly higher IoU, for K times the work; "
+                        "--decision map and SLIC models only (default 1: the model's "
+                        "graph cut)")
     p.add_argument("--overlay", action="store_true",
                    help="also write DIR/<id>.jpg: the image with its labels drawn on it")
 
@@ -119,6 +127,9 @@ def _check_decision(args, models) -> None:
     if args.samples < 0 or (args.samples and not args.decision.startswith("expected")):
         raise UsageError("--samples takes a count >= 0 and applies only to --decision "
                          "expected-iou or expected-fbeta")
+    if args.ensemble != 1 and args.decision != "map":
+        raise UsageError(f"--ensemble decides by the models' scores: it goes with --decision "
+                         f"map, not {args.decision}")
     if args.decision == "map":
         return
     if len(models) != 1:
@@ -153,16 +164,22 @@ def run(args) -> int:
     _check_out(out, {source.image_path(i).resolve() for i in ids}, args.overlay, ids)
     first = models[0]
     _check_decision(args, models)
-    extractor = make_extractor(args, source, first.config, first.codebook, detectors)
+    try:
+        configs = superpixel_variants(first.config, args.ensemble)
+    except ValueError as err:
+        raise UsageError(f"--ensemble {args.ensemble}: {err}") from None
+    extractor, *variants = [make_extractor(args, source, c, first.codebook, detectors)
+                            for c in configs]
     start = time.perf_counter()
     bar = (lambda total: progress_bar(total, "predict", unit="image")) \
         if show_progress(args) else None
     entries = predict_to_folder(models, extractor, ids, out, overlay=args.overlay, bar=bar,
                                 decision=args.decision, beta=args.beta,
-                                samples=args.samples)
+                                samples=args.samples, variants=variants)
     stale = _stale(out, entries)
     index = prediction_index(models, described, entries, time.perf_counter() - start,
-                             decision=args.decision, beta=args.beta, samples=args.samples)
+                             decision=args.decision, beta=args.beta, samples=args.samples,
+                             superpixels=[c.superpixels for c in configs])
     if bad:
         index["unreadable"] = [{"image": path, "error": why} for path, why in bad.items()]
     write_json(out / "index.json", index)

@@ -1,0 +1,142 @@
+"""Labels averaged over several superpixelisations (segstruct.ensemble,
+``predict --ensemble``): the rule against an element-by-element reference,
+the varied settings, and the command line, the Python API and a
+from-scratch average agreeing on real models."""
+import json
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from segstruct import SegmentationModel
+from segstruct.cli import main
+from segstruct.datasets import VOCDataset, class_index
+from segstruct.ensemble import FACTORS, add_painted_scores, combine_scores, superpixel_variants
+from segstruct.features.cache import ArrayCache
+from segstruct.features.config import FeatureConfig
+from segstruct.features.superpixels import SuperpixelParams, paint
+
+SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",
+         "--slic-segments", "20", "-q", "-j", "1"]
+
+
+@pytest.fixture(scope="module")
+def slic_models(data_root, tmp_path_factory):
+    """bl1 models of car and person on SLIC superpixels (20 segments), and
+    their cache."""
+    base = tmp_path_factory.mktemp("ensemble")
+    for name in ("car", "person"):
+        assert main(["train", "--data", str(data_root), "--class", name, "--C", "5",
+                     "--cache", str(base / "cache"), "--out", str(base / name), *SMALL]) == 0
+    return base / "car", base / "person", base / "cache"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 6),
+       st.lists(st.integers(-2, 2), min_size=24, max_size=24))
+def test_the_largest_positive_score_wins_element_by_element(m, n, values):
+    scores = np.resize(np.array(values, float), m * n).reshape(m, n)
+    labels = [7, 15, 3, 9][:m]
+    out = combine_scores(scores, labels)
+    assert out.dtype == np.uint8 and out.shape == (n,)
+    for j in range(n):
+        column = list(scores[:, j])
+        best = column.index(max(column))            # the first of equal scores
+        assert out[j] == (labels[best] if column[best] > 0 else 0)
+
+
+def test_combining_refuses_a_label_per_model_missing():
+    with pytest.raises(ValueError, match="2 models' scores but 1 labels"):
+        combine_scores(np.zeros((2, 3)), [1])
+
+
+def test_painted_scores_add_up_per_model_and_pixel():
+    segments = np.array([[0, 0, 1], [2, 1, 1]])
+
+    def model(values):
+        estimator = SimpleNamespace(decision_function=lambda graphs: [np.array(values)])
+        return SimpleNamespace(estimator=estimator)
+
+    graph = SimpleNamespace(segments=segments)
+    a, b = model([1.0, -2.0, 0.5]), model([-1.0, 3.0, 0.0])
+    total = add_painted_scores(None, [a, b], [graph, graph])
+    np.testing.assert_array_equal(total, [paint(segments, [1.0, -2.0, 0.5]),
+                                          paint(segments, [-1.0, 3.0, 0.0])])
+    other = SimpleNamespace(segments=np.array([[1, 0, 0], [0, 0, 1]]))
+    assert add_painted_scores(total, [a, b], [other, other]) is total
+    assert total[0].tolist() == [[-1.0, 2.0, -1.0], [1.5, -1.0, -4.0]]
+    assert total.dtype == np.float32
+
+
+def test_the_variants_scale_slic_s_segment_count_only():
+    config = FeatureConfig(superpixels=SuperpixelParams(n_segments=80))
+    variants = superpixel_variants(config, len(FACTORS))
+    assert variants[0] is config
+    assert [v.superpixels.n_segments for v in variants] == [80, 64, 100, 72, 90]
+    assert all(replace(v, superpixels=config.superpixels) == config for v in variants)
+    assert [v.superpixels.n_segments for v in superpixel_variants(config, 2, (1, 0.01))] \
+        == [80, 2]
+    for size in (0, len(FACTORS) + 1, True, 2.0):
+        with pytest.raises(ValueError, match="1 to 5 runs"):
+            superpixel_variants(config, size)
+    fz = FeatureConfig(superpixels=SuperpixelParams(method="felzenszwalb"))
+    assert superpixel_variants(fz, 1) == [fz]
+    with pytest.raises(ValueError, match="felzenszwalb"):
+        superpixel_variants(fz, 2)
+    with pytest.raises(ValueError, match="> 0"):
+        superpixel_variants(config, 1, (1, -1))
+
+
+def _averaged(models, paths, cache, size):
+    """Per image, the class index per pixel from scratch: each variant's
+    max-marginals painted, averaged, the largest positive mean's class."""
+    from segstruct.datasets import ImageFiles
+    source = ImageFiles(paths)
+    ids = source.ids()
+    totals: list = [0.0] * len(ids)
+    for config in superpixel_variants(models[0].config, size):
+        graphs = replace(models[0], config=config).extractor(source, cache).graphs(ids=ids)
+        per_model = [m.estimator.decision_function(graphs) for m in models]
+        for k, g in enumerate(graphs):
+            assert g.segments.shape == np.array(Image.open(paths[k])).shape[:2]
+            totals[k] = totals[k] + np.array([paint(g.segments, d[k]) for d in per_model])
+    labels = np.array([0] + [m.label for m in models])
+    # background first: it wins where no mean is > 0
+    return [labels[np.argmax(np.concatenate([np.zeros((1, *t.shape[1:])), t / size]), axis=0)]
+            for t in totals]
+
+
+def test_command_line_and_python_api_label_as_the_mean_says(slic_models, data_root, tmp_path):
+    car_path, person_path, cache_dir = slic_models
+    cache = ArrayCache(cache_dir)
+    car, person = SegmentationModel.load(car_path), SegmentationModel.load(person_path)
+    data = VOCDataset(data_root)
+    paths = [data.image_path(i) for i in data.ids("val")]
+    # the variants cut images otherwise: an ensemble is not the model run thrice
+    nodes = [replace(car, config=c).extractor(data, cache).graphs(ids=data.ids("val"))[0].n_nodes
+             for c in superpixel_variants(car.config, 3)]
+    assert len(set(nodes)) == 3, nodes
+    expected = _averaged([car], paths, cache, 3)
+    masks = car.predict(paths, cache=cache, ensemble=3)
+    for mask, want in zip(masks, expected):
+        assert mask.dtype == np.uint8
+        np.testing.assert_array_equal(mask, want == car.label)
+    for mask, own in zip(car.predict(paths, cache=cache, ensemble=1), car.predict(paths,
+                                                                                    cache=cache)):
+        np.testing.assert_array_equal(mask, own)
+    # the command line, with two class models
+    out = tmp_path / "out"
+    assert main(["predict", "--model", str(car_path), str(person_path), "--data",
+                 str(data_root), "--out", str(out), "--ensemble", "3", "--cache",
+                 str(cache_dir), "-q"]) == 0
+    expected = _averaged([car, person], paths, cache, 3)
+    for image_id, want in zip(data.ids("val"), expected):
+        np.testing.assert_array_equal(np.array(Image.open(out / f"{image_id}.png")), want)
+    assert {int(v) for w in expected for v in np.unique(w)} <= {0, class_index("car"),
+                                                                class_index("person")}
+    index = json.loads((out / "index.json").read_text())
+    assert index["ensemble"] == 3 and "SLIC segments 20, 16, 25" in index["combination"]

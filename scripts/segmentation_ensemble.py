@@ -50,10 +50,10 @@ def ensemble_masks(model, source, ids, configs, sizes, cache, n_jobs) -> dict:
     return out
 
 
-def iou_counts(model, dataset, ids, configs, sizes, cache, n_jobs) -> dict:
+def per_image_counts(model, dataset, ids, configs, sizes, cache, n_jobs) -> dict:
     """Per ensemble size and per ("alone", n) as :func:`ensemble_masks`:
-    [intersection, union] pixels of the class over ``ids`` (VOC: void
-    pixels excluded)."""
+    (images, 3) int64 (TP, FP, FN) pixels of the class per image of ``ids``
+    (VOC: void pixels excluded)."""
     counts: dict = {}
     for start in range(0, len(ids), CHUNK):
         part = ids[start:start + CHUNK]
@@ -63,12 +63,17 @@ def iou_counts(model, dataset, ids, configs, sizes, cache, n_jobs) -> dict:
             for mask, gt in zip(per_image, truth):
                 valid = gt != 255
                 obj = (gt == model.label) & valid
-                counts[key] = counts.get(key, 0) + np.array(
-                    [np.sum(mask & obj), np.sum((mask | obj) & valid)], np.int64)
+                counts.setdefault(key, []).append(
+                    [np.sum(mask & obj), np.sum(mask & ~obj & valid), np.sum(~mask & obj)])
         print(f"{model.path.name}: {min(start + CHUNK, len(ids))}/{len(ids)} images "
-              + " ".join(f"{k}: {100 * counts[k][0] / max(counts[k][1], 1):.2f}"
-                         for k in sizes), flush=True)
-    return counts
+              + " ".join(f"{k}: {pooled_iou(counts[k]):.2f}" for k in sizes), flush=True)
+    return {key: np.array(c, np.int64) for key, c in counts.items()}
+
+
+def pooled_iou(per_image) -> float:
+    """VOC IoU % of (images, 3) (TP, FP, FN) counts, pooled."""
+    tp, fp, fn = np.sum(per_image, axis=0)
+    return 100 * float(tp) / max(int(tp + fp + fn), 1)
 
 
 def scale_agreement(model, dataset, ids, configs, sizes, cache, n_jobs) -> dict:
@@ -104,6 +109,7 @@ def write_table(out: Path, doc: dict, name: str) -> None:
     sizes, scale = doc["sizes"], doc["scale_images"]
     head = ["model", "class", "method", "C", "train IoU % (own)"]
     head += [f"IoU % of {k}" for k in sizes] + ["each run alone: IoU %"]
+    head += [f"{max(sizes)} - {min(sizes)}: points [95 % interval]"] if len(sizes) > 1 else []
     head += [f"{k}: 2x / 4x agreement %" for k in sizes] if scale else []
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for r in doc["models"]:
@@ -112,6 +118,10 @@ def write_table(out: Path, doc: dict, name: str) -> None:
                  "?" if own is None else f"{own:.2f}"]
         cells += [f"{r['iou'][str(k)]:.2f}" for k in sizes]
         cells.append(" / ".join(f"{v:.2f}" for v in r["iou_alone"].values()))
+        if "bootstrap" in r:
+            b = r["bootstrap"]
+            cells.append(f"{b['difference']:+.2f} [{b['interval'][0]:+.2f}, "
+                         f"{b['interval'][1]:+.2f}]")
         if scale:
             cells += [f"{r['agreement'][str(k)]['x2']:.1f} / {r['agreement'][str(k)]['x4']:.1f}"
                       for k in sizes]
@@ -120,9 +130,10 @@ def write_table(out: Path, doc: dict, name: str) -> None:
             + "\n\nEnsemble of k: the mean max-marginal per pixel over the first k SLIC "
             f"settings (segment counts {doc['factors']} times the model's, in that order; "
             "1 = the model's own prediction); each run alone: the model's masks at each of "
-            "those segment counts, in that order. Train IoU: the model's own masks on its "
-            f"training split, from its file. VOC IoU on data {name}, split {doc['split']} "
-            f"({doc['n_images']} images)")
+            "those segment counts, in that order; the difference of the largest and the "
+            "smallest ensemble, with its paired bootstrap interval over the images. Train "
+            "IoU: the model's own masks on its training split, from its file. VOC IoU on "
+            f"data {name}, split {doc['split']} ({doc['n_images']} images)")
     if scale:
         text += (f"; agreement of the masks of its first {scale} images with those of "
                  "their bicubic 2x / 4x copies")
@@ -134,6 +145,7 @@ def main(argv=None) -> int:
     from segstruct import SegmentationModel
     from segstruct.datasets import VOCDataset
     from segstruct.ensemble import FACTORS, superpixel_variants
+    from segstruct.evaluate.bootstrap import paired_bootstrap
     from segstruct.features.cache import ArrayCache
     from segstruct.io.files import write_json
     from segstruct.io.provenance import code_version, machine
@@ -164,25 +176,28 @@ def main(argv=None) -> int:
     ids = dataset.ids(args.split)[:args.images]
     cache = ArrayCache(args.cache) if args.cache else ArrayCache()
     results = []
-
-    def iou(c) -> float:
-        return 100 * float(c[0]) / max(int(c[1]), 1)
-
     for path in args.model:
         model = SegmentationModel.load(path)
         try:
             configs = superpixel_variants(model.config, len(args.factors), args.factors)
         except ValueError as err:
             raise SystemExit(f"{path}: {err}") from None
-        counts = iou_counts(model, dataset, ids, configs, args.sizes, cache, args.n_jobs)
+        counts = per_image_counts(model, dataset, ids, configs, args.sizes, cache,
+                                  args.n_jobs)
         row = {"model": str(path), "class": model.class_name, "method": model.method,
                "C": model.estimator.C, "n_segments": [c.superpixels.n_segments
                                                        for c in configs],
                "model_code_version": model.doc.get("code_version"),
                "train_iou_own": (model.doc.get("train_score") or {}).get("voc_iou_percent"),
-               "iou": {str(k): iou(counts[k]) for k in args.sizes},
-               "iou_alone": {f"{f:g}": iou(counts["alone", n])
-                             for n, f in enumerate(args.factors, 1)}}
+               "iou": {str(k): pooled_iou(counts[k]) for k in args.sizes},
+               "iou_alone": {f"{f:g}": pooled_iou(counts["alone", n])
+                             for n, f in enumerate(args.factors, 1)},
+               "per_image_tp_fp_fn": {str(k): counts[k].tolist() for k in args.sizes}}
+        if len(args.sizes) > 1:
+            # is the largest ensemble's gain over the smallest more than the
+            # luck of which images the split holds?
+            row["bootstrap"] = paired_bootstrap(counts[max(args.sizes)],
+                                                counts[min(args.sizes)])
         if args.scale:
             agree = scale_agreement(model, dataset, ids[:args.scale], configs, args.sizes,
                                     cache, args.n_jobs)

@@ -58,6 +58,9 @@ def test_the_script_scores_the_masks_predict_makes(load_script, slic_model, data
     fewer = replace(model, config=superpixel_variants(model.config, 2)[1])
     assert row["iou_alone"]["0.8"] == pytest.approx(_iou(fewer.predict(images, cache=store),
                                                          data, ids, model.label))
+    per_image = np.array(row["per_image_tp_fp_fn"]["3"])
+    assert per_image.shape == (len(ids), 3)
+    assert row["bootstrap"]["difference"] == pytest.approx(row["iou"]["3"] - row["iou"]["1"])
     table = (out / "table.md").read_text()
     assert "IoU % of 3" in table and "| car | bl1 | 5 |" in table
 

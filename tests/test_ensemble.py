@@ -140,3 +140,33 @@ def test_command_line_and_python_api_label_as_the_mean_says(slic_models, data_ro
                                                                 class_index("person")}
     index = json.loads((out / "index.json").read_text())
     assert index["ensemble"] == 3 and "SLIC segments 20, 16, 25" in index["combination"]
+
+
+def test_evaluate_scores_the_ensemble_s_masks(slic_models, data_root, tmp_path, capsys):
+    car_path, person_path, cache_dir = slic_models
+    cache = ["--cache", str(cache_dir), "-q"]
+    data = VOCDataset(data_root)
+    ids = data.ids("val")
+    car = SegmentationModel.load(car_path)
+    masks = car.predict([data.image_path(i) for i in ids], cache=ArrayCache(cache_dir),
+                        ensemble=3)
+    assert main(["evaluate", "--model", str(car_path), "--data", str(data_root), "--ensemble",
+                 "3", "--json", str(tmp_path / "e.json"), *cache]) == 0
+    record = json.loads((tmp_path / "e.json").read_text())
+    assert record["ensemble"] == {"runs": 3, "slic_segments": [20, 16, 25]}
+    for entry, image_id, mask in zip(record["per_image"], ids, masks):
+        truth = data.read_mask(image_id)
+        valid, obj = truth != 255, truth == car.label
+        assert entry["image_id"] == image_id
+        assert (entry["tp"], entry["fp"], entry["fn"]) == (
+            np.sum((mask == 1) & obj), np.sum((mask == 1) & ~obj & valid),
+            np.sum((mask == 0) & obj))
+    assert "ensemble of 3" in capsys.readouterr().out
+    # one model's graph cut without it, as before
+    assert main(["evaluate", "--model", str(car_path), "--data", str(data_root), "--json",
+                 str(tmp_path / "one.json"), *cache]) == 0
+    assert json.loads((tmp_path / "one.json").read_text())["ensemble"]["runs"] == 1
+    with pytest.raises(SystemExit) as exit_:
+        main(["evaluate", "--model", str(car_path), str(person_path), "--multiclass",
+              "--data", str(data_root), "--ensemble", "2", *cache])
+    assert exit_.value.code == 2 and "use predict --ensemble" in capsys.readouterr().err

@@ -6,7 +6,10 @@ from pathlib import Path
 from segstruct.cli.common import (UsageError, add_other_data_option, check_model_data, class_models,
                                   load_models, model_detectors, open_dataset, refuse_overwriting)
 from segstruct.cli.settings import make_extractor
+from segstruct.datasets.voc import VOID_LABEL
+from segstruct.ensemble import superpixel_variants
 from segstruct.evaluate.records import evaluation_record, multiclass_record
+from segstruct.evaluate.scoring import VOCScore, pixel_confusion
 from segstruct.io.files import write_json
 from segstruct.report.tables import fmt, multiclass_markdown
 
@@ -29,6 +32,11 @@ def add_arguments(p) -> None:
                         "scored alone")
     p.add_argument("--split", default="val", help="split to score (default %(default)s)")
     add_other_data_option(p)
+    p.add_argument("--ensemble", type=int, default=1, metavar="K",
+                   help="score the masks of predict --ensemble K: each image labelled K "
+                        "times with SLIC's number of segments varied, decided per pixel on "
+                        "the mean max-marginal difference (one model; default 1: its graph "
+                        "cut)")
     p.add_argument("--json", type=Path,
                    help="also write the scores, with each image's TP, FP and FN, as JSON "
                         "here (default: not written)")
@@ -36,6 +44,9 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     if args.multiclass:
+        if args.ensemble != 1:
+            raise UsageError("--ensemble scores one model; to label with several class "
+                             "models at once, use predict --ensemble")
         return _multiclass(args)
     if len(args.model) > 1:
         raise UsageError("several --model: add --multiclass to score them together "
@@ -46,25 +57,48 @@ def run(args) -> int:
     doc = model.doc
     dataset = open_dataset(args)
     check_model_data(args, dataset, [path], [doc])
-    extractor = make_extractor(args, dataset, model.config, model.codebook,
-                               model_detectors([model]))
-    examples = extractor.examples(args.split, doc["class"])
-    voc = model.estimator.voc_score([ex.graph for ex in examples],
-                                    [ex.pixel_counts for ex in examples])
+    try:
+        configs = superpixel_variants(model.config, args.ensemble)
+    except ValueError as err:
+        raise UsageError(f"--ensemble {args.ensemble}: {err}") from None
+    extractor, *variants = [make_extractor(args, dataset, c, model.codebook,
+                                           model_detectors([model])) for c in configs]
+    if variants:
+        ids, voc = _ensemble_score(model, dataset, args.split, extractor, variants)
+    else:
+        examples = extractor.examples(args.split, doc["class"])
+        ids = [ex.graph.image_id for ex in examples]
+        voc = model.estimator.voc_score([ex.graph for ex in examples],
+                                        [ex.pixel_counts for ex in examples])
     score = voc.to_dict()
     print(f"{doc['method']} model {path} ({doc['class']}, trained on "
-          f"{doc['dataset']}/{doc['train_split']}) on {dataset.name}/{args.split}: "
+          f"{doc['dataset']}/{doc['train_split']}) on {dataset.name}/{args.split}"
+          f"{f', ensemble of {args.ensemble}' if variants else ''}: "
           f"VOC IoU {fmt(score['voc_iou_percent'], '.2f')} % "
           f"(precision {fmt(score['precision_percent'], '.1f')}, "
           f"recall {fmt(score['recall_percent'], '.1f')}, "
           f"F1 {fmt(score['f1_percent'], '.1f')}, "
           f"mean per-image IoU {fmt(score['mean_image_iou_percent'], '.1f')})")
     if args.json:
-        write_json(args.json, evaluation_record(
-            dataset, args.split, path, doc, score, [ex.graph.image_id for ex in examples],
-            voc.per_image))
+        record = evaluation_record(dataset, args.split, path, doc, score, ids, voc.per_image)
+        record["ensemble"] = {"runs": args.ensemble,
+                              "slic_segments": [c.superpixels.n_segments for c in configs]
+                              if variants else None}
+        write_json(args.json, record)
         print(f"wrote {args.json}")
     return 0
+
+
+def _ensemble_score(model, dataset, split: str, extractor, variants):
+    """(image ids, VOCScore) of the model's ensemble masks on a split, by pixels."""
+    from segstruct.predict import label_images
+    ids = dataset.ids(split)
+    voc = VOCScore()
+    for image_id, labels in label_images([model], extractor, ids, variants=variants):
+        truth = dataset.read_mask(image_id)
+        voc.add(*pixel_confusion(labels == model.label, truth == model.label,
+                                 truth == VOID_LABEL))
+    return ids, voc
 
 
 def _multiclass(args) -> int:

@@ -11,7 +11,8 @@ memory is the child's ``ru_maxrss``.
     python scripts/bench_large_photo.py --data ../shared/data/weizmann_horse_voc \
         --class horse --out results/large_photo
 
-Without ``--model`` it trains the models first (bl1 at C 1, with the
+``--ensemble 1 5`` also labels with ``predict --ensemble 5`` (SLIC models
+only), one row per model and K. Without ``--model`` it trains the models first (bl1 at C 1, with the
 command line's default features, and the same with ``--long-side none``).
 Writes ``results.json``, ``table.md`` and ``figure.png`` to ``--out``.
 """
@@ -65,6 +66,8 @@ def main(argv=None) -> int:
                    help="a model to use (repeat for several; default: train them)")
     p.add_argument("--out", default="results/large_photo")
     p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--ensemble", type=int, nargs="+", default=[1], metavar="K",
+                   help="predict --ensemble values to measure (default 1)")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -92,16 +95,17 @@ def main(argv=None) -> int:
                                       "-j", str(args.n_jobs), "-q", *extra), check=True)
             models[name] = str(path)
     rows = []
-    for k, (name, model) in enumerate(models.items()):
+    runs = [(n, m, e) for n, m in models.items() for e in args.ensemble]
+    for k, (name, model, ensemble) in enumerate(runs):
         doc = json.loads(Path(model).with_suffix(".json").read_text())
         masks = {}
         for what, image in (("image", small), ("photo", photo)):
             folder = work / f"out-{k}-{what}"
             measured = run_measured(_segstruct(
                 "predict", "--model", model, "--images", str(image), "--out", str(folder),
-                "--no-cache", "-j", str(args.n_jobs), "-q"))
+                "--no-cache", "-j", str(args.n_jobs), "--ensemble", str(ensemble), "-q"))
             masks[what] = np.array(Image.open(folder / f"{image.stem}.png"))
-            rows.append({"model": name, "method": doc.get("method"),
+            rows.append({"model": name, "ensemble": ensemble, "method": doc.get("method"),
                          "C": doc.get("estimator", {}).get("C"),
                          "top_down": doc["features"].get("detector") is not None,
                          "long_side": doc["features"].get("long_side"),
@@ -127,7 +131,8 @@ def main(argv=None) -> int:
     for r in rows:
         agreement = (f"{100 * r['agreement_with_image']:.1f} %"
                      if "agreement_with_image" in r else "")
-        lines.append(f"| {r['model']} | {r.get('superpixels', '')} | {r['long_side']} | "
+        ensemble = f", ensemble of {r['ensemble']}" if r.get("ensemble", 1) > 1 else ""
+        lines.append(f"| {r['model']}{ensemble} | {r.get('superpixels', '')} | {r['long_side']} | "
                      f"{r['input']} | {r['size'][0]}x{r['size'][1]} | {r['seconds']:.1f} | "
                      f"{r['peak_mib']:.0f} | {agreement} |")
     (out / "table.md").write_text("\n".join(lines) + "\n")
@@ -141,7 +146,9 @@ def _figure(rows, path: Path, caption: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     labels = [f"{r.get('superpixels', '').split(',')[0]}\nlong side "
-              f"{r['long_side'] or 'as given'}\n{r['input']}" for r in rows]
+              f"{r['long_side'] or 'as given'}\n{r['input']}"
+              + (f"\nensemble of {r['ensemble']}" if r.get("ensemble", 1) > 1 else "")
+              for r in rows]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, unit in zip(axes, ("seconds", "peak_mib"), ("seconds", "peak memory, MiB")):
         ax.bar(range(len(rows)), [r[key] for r in rows], color="tab:blue")

@@ -25,7 +25,8 @@ import numpy as np
 from segstruct.features.config import FeatureConfig
 from segstruct.features.superpixels import paint
 
-__all__ = ["FACTORS", "add_painted_scores", "combine_scores", "superpixel_variants"]
+__all__ = ["FACTORS", "add_painted_scores", "averaged_labels", "combine_scores",
+           "graphs_per_image", "superpixel_variants"]
 
 #: SLIC segment counts of an ensemble's runs, as multiples of the model's, in
 #: the order an ensemble of K takes the first K.
@@ -68,6 +69,42 @@ def superpixel_variants(config: FeatureConfig, size: int,
     return [config if f == 1.0 else
             replace(config, superpixels=replace(sp, n_segments=max(2, round(sp.n_segments * f))))
             for f in factors[:size]]
+
+
+def graphs_per_image(models: Sequence, extractor, ids: Sequence[str]) -> list[list]:
+    """Per image of ``ids``, its graph under each model's features, in model
+    order: one extraction shared by all models without the top-down block,
+    one per class with it (its block is the class's detector's)."""
+    if models[0].config.detector is not None:
+        per_model = [extractor.graphs(ids=list(ids), class_name=m.class_name) for m in models]
+    else:
+        per_model = [extractor.graphs(ids=list(ids))] * len(models)
+    return [[g[k] for g in per_model] for k in range(len(ids))]
+
+
+def averaged_labels(models: Sequence, extractors: Sequence, ids: Sequence[str]) -> list:
+    """An ensemble's labels of some images.
+
+    Parameters
+    ----------
+    models : M class models (``label``, ``config``, ``class_name``,
+        ``estimator.decision_function``), on the same features.
+    extractors : FeatureExtractors over the images, one per run
+        (:func:`superpixel_variants`' settings).
+    ids : the images' ids.
+
+    Returns
+    -------
+    list of (H, W) uint8: per image, the VOC class index per pixel from the
+    models' max-marginal differences summed over the runs (the sum's sign
+    and arg-max are the mean's; :func:`combine_scores`).
+    """
+    totals: list = [None] * len(ids)
+    for extractor in extractors:
+        for k, graphs in enumerate(graphs_per_image(models, extractor, ids)):
+            totals[k] = add_painted_scores(totals[k], models, graphs)
+    labels = [m.label for m in models]
+    return [combine_scores(t, labels) for t in totals]
 
 
 def add_painted_scores(total: np.ndarray | None, models: Sequence, graphs: Sequence) -> np.ndarray:

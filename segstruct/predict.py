@@ -27,7 +27,7 @@ from PIL import Image
 
 from segstruct.datasets.voc import voc_colormap
 from segstruct.decisions import decide
-from segstruct.ensemble import add_painted_scores, combine_scores
+from segstruct.ensemble import averaged_labels, combine_scores, graphs_per_image
 from segstruct.features.superpixels import paint
 from segstruct.io.files import atomic_write_bytes
 from segstruct.io.provenance import code_version
@@ -111,15 +111,6 @@ def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence,
     return combine_scores(scores, [m.label for m in models])
 
 
-def _graphs(models: Sequence[SegmentationModel], extractor, ids: list[str]) -> list[list]:
-    """Per image, its graph under each model's features, in model order."""
-    if models[0].config.detector is not None:
-        per_model = [extractor.graphs(ids=ids, class_name=m.class_name) for m in models]
-    else:
-        per_model = [extractor.graphs(ids=ids)] * len(models)
-    return [[g[k] for g in per_model] for k in range(len(ids))]
-
-
 def label_images(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
                  chunk: int = CHUNK, decision: str = "map", beta: float = 1.0,
                  samples: int = 0, variants: Sequence = ()) -> Iterator[tuple[str, np.ndarray]]:
@@ -136,23 +127,14 @@ def label_images(models: Sequence[SegmentationModel], extractor, ids: Sequence[s
     if variants and decision != "map":
         raise ValueError(f"an ensemble of superpixelisations decides by the models' scores, "
                          f"not by decision {decision!r}")
-    labels = [m.label for m in models]
     for start in range(0, len(ids), chunk):
         part = list(ids[start:start + chunk])
-        per_image = _graphs(models, extractor, part)
-        if not variants:
-            for image_id, graphs in zip(part, per_image):
-                yield image_id, paint(graphs[0].segments,
-                                      label_superpixels(models, graphs, decision, beta,
-                                                        samples))
+        if variants:
+            yield from zip(part, averaged_labels(models, [extractor, *variants], part))
             continue
-        totals = [add_painted_scores(None, models, graphs) for graphs in per_image]
-        for variant in variants:
-            for total, graphs in zip(totals, _graphs(models, variant, part)):
-                add_painted_scores(total, models, graphs)
-        for image_id, total in zip(part, totals):
-            # the sum's sign and arg-max are the mean's
-            yield image_id, combine_scores(total, labels)
+        for image_id, graphs in zip(part, graphs_per_image(models, extractor, part)):
+            yield image_id, paint(graphs[0].segments,
+                                  label_superpixels(models, graphs, decision, beta, samples))
 
 
 def write_label_png(path: Path, labels: np.ndarray) -> None:

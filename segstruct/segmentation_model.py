@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from segstruct.datasets import ImageFiles, class_index
-from segstruct.ensemble import add_painted_scores, combine_scores, superpixel_variants
+from segstruct.ensemble import averaged_labels, superpixel_variants
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
@@ -156,15 +156,12 @@ class SegmentationModel:
                 pil.save(files[-1])
             source = ImageFiles(files)
             ids = [Path(f).resolve().stem for f in files]
-            class_name = self.class_name if self.config.detector else None
-            if ensemble == 1:
-                graphs = self.extractor(source, cache, n_jobs, progress).graphs(
-                    ids=ids, class_name=class_name)
-                labels = self.estimator.predict(graphs)
-                return [paint(g.segments, y).astype(np.uint8) for g, y in zip(graphs, labels)]
-            totals: list = [None] * len(ids)
-            for config in configs:
-                graphs = replace(self, config=config).extractor(
-                    source, cache, n_jobs, progress).graphs(ids=ids, class_name=class_name)
-                totals = [add_painted_scores(t, [self], [g]) for t, g in zip(totals, graphs)]
-        return [combine_scores(t, [1]) for t in totals]
+            if ensemble > 1:
+                extractors = [replace(self, config=c).extractor(source, cache, n_jobs, progress)
+                              for c in configs]
+                return [(y == self.label).astype(np.uint8)
+                        for y in averaged_labels([self], extractors, ids)]
+            graphs = self.extractor(source, cache, n_jobs, progress).graphs(
+                ids=ids, class_name=self.class_name if self.config.detector else None)
+            labels = self.estimator.predict(graphs)
+        return [paint(g.segments, y).astype(np.uint8) for g, y in zip(graphs, labels)]

@@ -12,7 +12,10 @@ memory is the child's ``ru_maxrss``.
         --class horse --out results/large_photo
 
 ``--ensemble 1 5`` also labels with ``predict --ensemble 5`` (SLIC models
-only), one row per model and K. Without ``--model`` it trains the models first (bl1 at C 1, with the
+only), one row per model and K. ``--photos 4 8`` also labels folders of
+that many photos (the first val images, each up-sampled to the same size)
+in one ``predict`` each, to show whether memory grows with the photos a
+run labels. Without ``--model`` it trains the models first (bl1 at C 1, with the
 command line's default features, and the same with ``--long-side none``).
 Writes ``results.json``, ``table.md`` and ``figure.png`` to ``--out``.
 """
@@ -68,7 +71,11 @@ def main(argv=None) -> int:
     p.add_argument("--n-jobs", type=int, default=1)
     p.add_argument("--ensemble", type=int, nargs="+", default=[1], metavar="K",
                    help="predict --ensemble values to measure (default 1)")
+    p.add_argument("--photos", type=int, nargs="*", default=[], metavar="N",
+                   help="also label folders of N photos in one run each")
     args = p.parse_args(argv)
+    if any(n < 1 for n in args.photos):
+        p.error("--photos: each N must be at least 1")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dataset = VOCDataset(args.data)
@@ -80,6 +87,19 @@ def main(argv=None) -> int:
     original.resize((width, height), Image.BICUBIC).save(photo, quality=92)
     small = work / "image.png"
     original.save(small)
+    folders = {}
+    if args.photos:
+        val = dataset.ids("val")
+        if max(args.photos) > len(val):
+            p.error(f"--photos {max(args.photos)}: the val split has {len(val)} images")
+        for i in val[:max(args.photos)]:
+            Image.open(dataset.image_path(i)).convert("RGB").resize(
+                (width, height), Image.BICUBIC).save(work / f"{i}.jpg", quality=92)
+        for n in args.photos:
+            folders[n] = work / f"photos-{n}"
+            folders[n].mkdir()
+            for i in val[:n]:
+                os.link(work / f"{i}.jpg", folders[n] / f"{i}.jpg")
 
     models = {}
     if args.model:
@@ -114,6 +134,13 @@ def main(argv=None) -> int:
                          "size": list(masks[what].shape[::-1]), **measured})
         up = np.array(Image.fromarray(masks["image"]).resize((width, height), Image.NEAREST))
         rows[-1]["agreement_with_image"] = float(np.mean(up == masks["photo"]))
+        photo_row = {key: v for key, v in rows[-1].items() if key != "agreement_with_image"}
+        for n, folder in folders.items():
+            measured = run_measured(_segstruct(
+                "predict", "--model", model, "--images", str(folder), "--out",
+                str(work / f"out-{k}-{n}"), "--no-cache", "-j", str(args.n_jobs),
+                "--ensemble", str(ensemble), "-q"))
+            rows.append({**photo_row, "input": f"{n} photos", **measured})
     result = {"data": str(args.data), "class": args.class_name, "image": image_id,
               "photo": f"{width}x{height}",
               "code_version": code_version(), "machine": machine(), "rows": rows}

@@ -37,16 +37,20 @@ def ensemble_masks(model, source, ids, configs, sizes, cache, n_jobs) -> dict:
     mean scores (``segstruct.ensemble``), (H, W) bool at the image's size;
     and per ("alone", n): the mask of the n-th config's run alone."""
     from segstruct.ensemble import add_painted_scores, combine_scores
+    from segstruct.features.scale import resize_labels
     totals: list = [None] * len(ids)
     out: dict = {}
     for n, config in enumerate(configs, 1):
         graphs = replace(model, config=config).extractor(source, cache, n_jobs).graphs(
             ids=ids, class_name=model.class_name if config.detector else None)
+        shapes = [g.shape for g in graphs]
+        # summed at the working resolution; each decision resized to the image
         scores = [add_painted_scores(None, [model], [g]) for g in graphs]
-        out["alone", n] = [s[0] > 0 for s in scores]
+        out["alone", n] = [resize_labels(s[0] > 0, shape) for s, shape in zip(scores, shapes)]
         totals = [s if t is None else t + s for t, s in zip(totals, scores)]
         if n in sizes:
-            out[n] = [combine_scores(t, [1]).astype(bool) for t in totals]
+            out[n] = [resize_labels(combine_scores(t, [1]).astype(bool), shape)
+                      for t, shape in zip(totals, shapes)]
     return out
 
 

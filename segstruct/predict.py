@@ -28,7 +28,6 @@ from PIL import Image
 from segstruct.datasets.voc import voc_colormap
 from segstruct.decisions import decide
 from segstruct.ensemble import averaged_labels, combine_scores, graphs_per_image
-from segstruct.features.superpixels import paint
 from segstruct.io.files import atomic_write_bytes
 from segstruct.io.provenance import code_version
 from segstruct.segmentation_model import SegmentationModel
@@ -133,8 +132,8 @@ def label_images(models: Sequence[SegmentationModel], extractor, ids: Sequence[s
             yield from zip(part, averaged_labels(models, [extractor, *variants], part))
             continue
         for image_id, graphs in zip(part, graphs_per_image(models, extractor, part)):
-            yield image_id, paint(graphs[0].segments,
-                                  label_superpixels(models, graphs, decision, beta, samples))
+            yield image_id, graphs[0].paint(label_superpixels(models, graphs, decision, beta,
+                                                              samples))
 
 
 def write_label_png(path: Path, labels: np.ndarray) -> None:

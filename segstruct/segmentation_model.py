@@ -30,7 +30,6 @@ from segstruct.ensemble import averaged_labels, superpixel_variants
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import FeatureConfig
 from segstruct.features.extraction import FeatureExtractor
-from segstruct.features.superpixels import paint
 from segstruct.io.persistence import load_model, load_shape_detectors, model_paths, save_model
 
 __all__ = ["SegmentationModel"]
@@ -164,4 +163,4 @@ class SegmentationModel:
             graphs = self.extractor(source, cache, n_jobs, progress).graphs(
                 ids=ids, class_name=self.class_name if self.config.detector else None)
             labels = self.estimator.predict(graphs)
-        return [paint(g.segments, y).astype(np.uint8) for g, y in zip(graphs, labels)]
+        return [g.paint(np.asarray(y, np.uint8)) for g, y in zip(graphs, labels)]

@@ -61,15 +61,18 @@ def test_painted_scores_add_up_per_model_and_pixel():
         estimator = SimpleNamespace(decision_function=lambda graphs: [np.array(values)])
         return SimpleNamespace(estimator=estimator)
 
-    graph = SimpleNamespace(segments=segments)
+    graph = SimpleNamespace(working_segments=segments)
     a, b = model([1.0, -2.0, 0.5]), model([-1.0, 3.0, 0.0])
     total = add_painted_scores(None, [a, b], [graph, graph])
     np.testing.assert_array_equal(total, [paint(segments, [1.0, -2.0, 0.5]),
                                           paint(segments, [-1.0, 3.0, 0.0])])
-    other = SimpleNamespace(segments=np.array([[1, 0, 0], [0, 0, 1]]))
+    other = SimpleNamespace(working_segments=np.array([[1, 0, 0], [0, 0, 1]]))
     assert add_painted_scores(total, [a, b], [other, other]) is total
     assert total[0].tolist() == [[-1.0, 2.0, -1.0], [1.5, -1.0, -4.0]]
     assert total.dtype == np.float32
+    # runs at another working resolution cannot be summed
+    with pytest.raises(ValueError, match="share the working resolution"):
+        add_painted_scores(total, [a, b], [SimpleNamespace(working_segments=segments.T)] * 2)
 
 
 def test_the_variants_scale_slic_s_segment_count_only():
@@ -140,6 +143,34 @@ def test_command_line_and_python_api_label_as_the_mean_says(slic_models, data_ro
                                                                 class_index("person")}
     index = json.loads((out / "index.json").read_text())
     assert index["ensemble"] == 3 and "SLIC segments 20, 16, 25" in index["combination"]
+
+
+def test_images_of_other_sizes_get_the_labels_of_their_own_pixels(slic_models, data_root,
+                                                                  tmp_path):
+    """Labels decided at the working resolution and then resized are those
+    of scores painted on the image's own pixels (the reference), for images
+    larger and smaller than the working size, with and without an ensemble."""
+    car_path, _, cache_dir = slic_models
+    cache = ArrayCache(cache_dir)
+    car = SegmentationModel.load(car_path)
+    data = VOCDataset(data_root)
+    paths = []
+    for k, image_id in enumerate(data.ids("val")[:4]):
+        image = Image.open(data.image_path(image_id))
+        factor = (1.7, 0.6)[k % 2]
+        paths.append(tmp_path / f"{image_id}.png")
+        image.resize((round(image.width * factor), round(image.height * factor)),
+                     Image.BICUBIC).save(paths[-1])
+    for mask, want in zip(car.predict(paths, cache=cache, ensemble=3),
+                          _averaged([car], paths, cache, 3)):
+        np.testing.assert_array_equal(mask, want == car.label)
+    from segstruct.datasets import ImageFiles
+    source = ImageFiles(paths)
+    graphs = car.extractor(source, cache).graphs(ids=source.ids())
+    assert all(g.image_shape is not None for g in graphs)
+    for mask, g, y in zip(car.predict(paths, cache=cache), graphs,
+                          car.estimator.predict(graphs)):
+        np.testing.assert_array_equal(mask, paint(g.segments, y))
 
 
 def test_evaluate_scores_the_ensemble_s_masks(slic_models, data_root, tmp_path, capsys):

@@ -10,7 +10,6 @@ import numpy as np
 
 from segstruct.datasets import VOCDataset, class_index
 from segstruct.features.extraction import FeatureExtractor
-from segstruct.features.superpixels import paint
 from segstruct.inference.losses import totals
 from segstruct.io.persistence import load_model
 from segstruct.learn.methods import METHODS, method_loss
@@ -119,6 +118,6 @@ def save_qualitative(extractor: FeatureExtractor, class_name: str, split: str, i
         panels.append({"image_id": ex.graph.image_id,
                        "image": dataset.read_image(ex.graph.image_id),
                        "truth": truth, "segments": ex.graph.segments,
-                       "predictions": {m: paint(ex.graph.segments, y[k])
+                       "predictions": {m: ex.graph.paint(y[k])
                                        for m, y in predictions.items()}})
     return save_figure(qualitative_figure(panels, list(models), caption), path)

@@ -441,12 +441,12 @@ class FeatureExtractor:
         out = []
         for graph in graphs:
             shape, target, void = masks[graph.image_id]
-            if shape != graph.segments.shape:
+            if shape != graph.shape:
                 # only a cache entry of another image can get here
                 raise DatasetError(
                     f"mask {self.dataset.mask_path(graph.image_id)} is {shape[0]}x{shape[1]} "
                     f"but the superpixels of image {self.dataset.image_path(graph.image_id)} "
-                    f"are {graph.segments.shape[0]}x{graph.segments.shape[1]}")
+                    f"are {graph.shape[0]}x{graph.shape[1]}")
             size = shape[0] * shape[1]
             fg, bg = pixel_counts(
                 graph.segments, np.unpackbits(target, count=size).reshape(shape).astype(bool),

@@ -30,39 +30,72 @@ class SuperpixelGraph:
     Attributes
     ----------
     image_id : str
-    segments : (H, W) int32 superpixel map, values 0 .. N-1, on the image's
-        own pixels (where masks are painted and pixels counted).
+    working_segments : (h, w) int32 superpixel map, values 0 .. N-1, at
+        the working resolution (``FeatureConfig.long_side``) the features
+        were computed at.
     edges : (E, 2) int64, adjacent pairs with i < j.
     boundary : (E,) float64 shared boundary length (pixels of the working
         resolution).
     unary : (N, D) float64 unary features phi_u, or None when not computed
         (with the top-down block: of the class it was computed for).
     pairwise : (E, 3) float64 pairwise features phi_p (>= 0), or None.
-    work_segments : (h, w) int32 superpixel map at the working resolution
-        (``FeatureConfig.long_side``) the features were computed at, or None
-        when that is the image's own size (then ``segments`` is it). An image
-        smaller than the working size can lose superpixels narrower than one
-        of its pixels from ``segments``: they keep their node and features,
-        and cover no pixel.
+    image_shape : (H, W) of the image's own pixels when they are not the
+        working resolution's, else None.
     """
 
     image_id: str
-    segments: np.ndarray
+    working_segments: np.ndarray
     edges: np.ndarray
     boundary: np.ndarray
     unary: np.ndarray | None = None
     pairwise: np.ndarray | None = None
-    work_segments: np.ndarray | None = None
+    image_shape: tuple[int, int] | None = None
 
     @property
-    def working_segments(self) -> np.ndarray:
-        """The superpixel map the features were computed on."""
-        return self.segments if self.work_segments is None else self.work_segments
+    def shape(self) -> tuple[int, int]:
+        """(H, W) of the image's own pixels."""
+        if self.image_shape is None:
+            return (int(self.working_segments.shape[0]), int(self.working_segments.shape[1]))
+        return (int(self.image_shape[0]), int(self.image_shape[1]))
+
+    @property
+    def segments(self) -> np.ndarray:
+        """(H, W) int32 superpixel map on the image's own pixels (where masks
+        are painted and pixels counted): the working map resized to them by
+        nearest pixel, made on each call and not kept, because at a photo's
+        size it is 48 MB where the working map is about 1 MB (a chunk of
+        12-MP photos held one per image and model). An image smaller than
+        the working size can lose superpixels narrower than one of its
+        pixels here: they keep their node and features, and cover no pixel.
+        """
+        if self.image_shape is None:
+            return self.working_segments
+        return resize_labels(self.working_segments, self.image_shape)
 
     @property
     def n_nodes(self) -> int:
         return int(self.working_segments.max()) + 1
 
+    def paint(self, values) -> np.ndarray:
+        """Per-superpixel values on the image's own pixels.
+
+        Parameters
+        ----------
+        values : (N,) array, one value per superpixel.
+
+        Returns
+        -------
+        (H, W) array of values' dtype, each pixel its superpixel's value:
+        exactly ``values[self.segments]``, painted at the working resolution
+        and then resized, so that the full-size map is never made.
+        """
+        values = np.asarray(values)
+        if values.shape != (self.n_nodes,):
+            raise ValueError(f"{values.shape[0] if values.ndim else 'no'} values for the "
+                             f"{self.n_nodes} superpixels of image {self.image_id}: give one "
+                             "per superpixel")
+        work = values[self.working_segments]
+        return work if self.image_shape is None else resize_labels(work, self.image_shape)
 
 
 def _superpixel_key(digest: str, params: SuperpixelParams, work=None,
@@ -126,11 +159,8 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
             return loaded["image"]
 
         sp = _superpixels_of(image, digest, config.superpixels, cache, work, config.upsampling)
-        if work is None:
-            graph = SuperpixelGraph(image_id, sp["labels"], sp["edges"], sp["boundary"])
-        else:
-            graph = SuperpixelGraph(image_id, resize_labels(sp["labels"], shape), sp["edges"],
-                                    sp["boundary"], work_segments=sp["labels"])
+        graph = SuperpixelGraph(image_id, sp["labels"], sp["edges"], sp["boundary"],
+                                image_shape=None if work is None else shape)
         if not with_features:
             return graph
         key = {"image": digest, "config": config.bottom_up_dict(), "codebook": codebook_id,

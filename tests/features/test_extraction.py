@@ -136,14 +136,14 @@ def test_images_of_the_working_size_keep_their_features_and_cache(data_root, tmp
     after = working.examples("train", "car") + working.examples("val", "car")
     assert calls == []                       # every entry was the one made as given
     for a, b in zip(before, after):
-        assert b.graph.work_segments is None
+        assert b.graph.image_shape is None
         np.testing.assert_array_equal(a.graph.segments, b.graph.segments)
         np.testing.assert_array_equal(a.graph.unary, b.graph.unary)
         np.testing.assert_array_equal(a.pixel_counts, b.pixel_counts)
     # another working size computes anew, and counts pixels on the image's own
     smaller = _extractor(root, tmp_path / "cache", replace(SMALL, long_side=max(h, w) // 2))
     halved = smaller.examples("val", "car")
-    assert calls and all(e.graph.work_segments is not None for e in halved)
+    assert calls and all(e.graph.image_shape == (h, w) for e in halved)
     for a, b in zip(before[-len(halved):], halved):
         assert a.graph.image_id == b.graph.image_id and b.graph.segments.shape == (h, w)
         assert b.pixel_counts.sum() == a.pixel_counts.sum()

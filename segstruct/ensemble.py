@@ -31,7 +31,7 @@ from segstruct.features.scale import resize_labels
 from segstruct.features.superpixels import paint
 
 __all__ = ["FACTORS", "add_painted_scores", "averaged_labels", "combine_scores",
-           "graphs_per_image", "superpixel_variants"]
+           "ensemble_record", "graphs_per_image", "superpixel_variants"]
 
 #: SLIC segment counts of an ensemble's runs, as multiples of the model's, in
 #: the order an ensemble of K takes the first K.
@@ -74,6 +74,18 @@ def superpixel_variants(config: FeatureConfig, size: int,
     return [config if f == 1.0 else
             replace(config, superpixels=replace(sp, n_segments=max(2, round(sp.n_segments * f))))
             for f in factors[:size]]
+
+
+def ensemble_record(superpixels: Sequence | None) -> dict:
+    """How the labels were made, for evaluate's records and predict's index:
+    ``{"runs": K, "slic_segments": [SLIC's segment count of each run]}``,
+    the counts None for one run (the model's own superpixels).
+
+    ``superpixels``: the SuperpixelParams of each run, or None (one run).
+    """
+    runs = list(superpixels or [])
+    return {"runs": max(1, len(runs)),
+            "slic_segments": [sp.n_segments for sp in runs] if len(runs) > 1 else None}
 
 
 def graphs_per_image(models: Sequence, extractor, ids: Sequence[str]) -> list[list]:

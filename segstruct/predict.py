@@ -27,7 +27,8 @@ from PIL import Image
 
 from segstruct.datasets.voc import voc_colormap
 from segstruct.decisions import decide
-from segstruct.ensemble import averaged_labels, combine_scores, graphs_per_image
+from segstruct.ensemble import (averaged_labels, combine_scores, ensemble_record,
+                                graphs_per_image)
 from segstruct.io.files import atomic_write_bytes
 from segstruct.io.provenance import code_version
 from segstruct.segmentation_model import SegmentationModel
@@ -233,13 +234,14 @@ def prediction_index(models: Sequence[SegmentationModel], source: dict, entries:
     else:
         combination = COMBINATION
     return {
-        "format": "segstruct-predictions", "format_version": 1, **source,
+        # format 2: "ensemble" is {"runs", "slic_segments"}, as in evaluate's records
+        "format": "segstruct-predictions", "format_version": 2, **source,
         "models": [{"path": str(m.path), "class": m.class_name, "class_index": m.label,
                     "method": m.doc["method"], "dataset": m.doc.get("dataset"),
                     "train_split": m.doc.get("train_split"),
                     "code_version": m.doc.get("code_version")} for m in models],
         "combination": combination, "decision": decision,
-        "ensemble": len(superpixels) if superpixels else 1,
+        "ensemble": ensemble_record(superpixels),
         "features": models[0].config.to_dict(), "code_version": code_version(),
         "seconds": seconds, "images": entries}
 

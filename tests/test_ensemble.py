@@ -142,7 +142,8 @@ def test_command_line_and_python_api_label_as_the_mean_says(slic_models, data_ro
     assert {int(v) for w in expected for v in np.unique(w)} <= {0, class_index("car"),
                                                                 class_index("person")}
     index = json.loads((out / "index.json").read_text())
-    assert index["ensemble"] == 3 and "SLIC segments 20, 16, 25" in index["combination"]
+    assert index["ensemble"] == {"runs": 3, "slic_segments": [20, 16, 25]}
+    assert "SLIC segments 20, 16, 25" in index["combination"]
 
 
 def test_images_of_other_sizes_get_the_labels_of_their_own_pixels(slic_models, data_root,
@@ -196,7 +197,8 @@ def test_evaluate_scores_the_ensemble_s_masks(slic_models, data_root, tmp_path, 
     # one model's graph cut without it, as before
     assert main(["evaluate", "--model", str(car_path), "--data", str(data_root), "--json",
                  str(tmp_path / "one.json"), *cache]) == 0
-    assert json.loads((tmp_path / "one.json").read_text())["ensemble"]["runs"] == 1
+    assert json.loads((tmp_path / "one.json").read_text())["ensemble"] == {
+        "runs": 1, "slic_segments": None}
     with pytest.raises(SystemExit) as exit_:
         main(["evaluate", "--model", str(car_path), str(person_path), "--multiclass",
               "--data", str(data_root), "--ensemble", "2", *cache])

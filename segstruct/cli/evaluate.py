@@ -7,7 +7,7 @@ from segstruct.cli.common import (UsageError, add_other_data_option, check_model
                                   load_models, model_detectors, open_dataset, refuse_overwriting)
 from segstruct.cli.settings import make_extractor
 from segstruct.datasets.voc import VOID_LABEL
-from segstruct.ensemble import superpixel_variants
+from segstruct.ensemble import ensemble_record, superpixel_variants
 from segstruct.evaluate.records import evaluation_record, multiclass_record
 from segstruct.evaluate.scoring import VOCScore, pixel_confusion
 from segstruct.io.files import write_json
@@ -81,9 +81,7 @@ def run(args) -> int:
           f"mean per-image IoU {fmt(score['mean_image_iou_percent'], '.1f')})")
     if args.json:
         record = evaluation_record(dataset, args.split, path, doc, score, ids, voc.per_image)
-        record["ensemble"] = {"runs": args.ensemble,
-                              "slic_segments": [c.superpixels.n_segments for c in configs]
-                              if variants else None}
+        record["ensemble"] = ensemble_record([c.superpixels for c in configs])
         write_json(args.json, record)
         print(f"wrote {args.json}")
     return 0

@@ -62,9 +62,9 @@ class SuperpixelGraph:
     def segments(self) -> np.ndarray:
         """(H, W) int32 superpixel map on the image's own pixels (where masks
         are painted and pixels counted): the working map resized to them by
-        nearest pixel, made on each call and not kept, because at a photo's
-        size it is 48 MB where the working map is about 1 MB (a chunk of
-        12-MP photos held one per image and model). An image smaller than
+        nearest pixel, made on each call and not kept: for a 12-MP photo it
+        is 48 MB, the working map a few MB, and a chunk of ``predict`` holds
+        a graph per image and model. An image smaller than
         the working size can lose superpixels narrower than one of its
         pixels here: they keep their node and features, and cover no pixel.
         """
@@ -91,9 +91,8 @@ class SuperpixelGraph:
         """
         values = np.asarray(values)
         if values.shape != (self.n_nodes,):
-            raise ValueError(f"{values.shape[0] if values.ndim else 'no'} values for the "
-                             f"{self.n_nodes} superpixels of image {self.image_id}: give one "
-                             "per superpixel")
+            raise ValueError(f"values of shape {values.shape} for the {self.n_nodes} "
+                             f"superpixels of image {self.image_id}: give one per superpixel")
         work = values[self.working_segments]
         return work if self.image_shape is None else resize_labels(work, self.image_shape)
 

@@ -164,13 +164,15 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
         masks = [dataset.read_mask(i) for i in ids]
         if work:
             masks = [resize_labels(m, w) for m, w in zip(masks, work)]
+        pyramids: dict = {}
         try:
-            detector = train_detector(images, masks, cls, params)
+            detector = train_detector(images, masks, cls, params, pyramids=pyramids)
         except TooFewObjects as err:
             raise TooFewObjects(f"{class_name} detector on {dataset.name}/{split}: {err}; "
                                 "train without the top-down block (--no-top-down), or on a "
                                 "split with more objects") from err
-        shapes = average_shapes(detector, images, masks, cls)
+        # the last mining round's pyramids are those the shapes need
+        shapes = average_shapes(detector, images, masks, cls, pyramids=pyramids)
         arrays, settings = ShapeDetector(class_name, detector, shapes).to_arrays()
         arrays["settings"] = np.frombuffer(json.dumps(settings).encode(), np.uint8)
         return arrays

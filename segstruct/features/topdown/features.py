@@ -86,7 +86,7 @@ def filter_masks(maps: ConfidenceMaps, shapes: AverageShapes) -> list:
 
 
 def topdown_features(detector: Detector, shapes: AverageShapes, image: np.ndarray,
-                     superpixels: np.ndarray) -> np.ndarray:
+                     superpixels: np.ndarray, memo: dict | None = None) -> np.ndarray:
     """Top-down features of an image's superpixels.
 
     Parameters
@@ -95,6 +95,8 @@ def topdown_features(detector: Detector, shapes: AverageShapes, image: np.ndarra
     shapes : AverageShapes of that detector (``average_shapes``).
     image : (H, W, 3) uint8 RGB.
     superpixels : (H, W) int32 labels 0 .. N-1.
+    memo : dict, optional, the image's HOG maps shared between detectors
+        (``Detector.pyramid``): give one dict per image to every call on it.
 
     Returns
     -------
@@ -107,7 +109,7 @@ def topdown_features(detector: Detector, shapes: AverageShapes, image: np.ndarra
     if superpixels.shape != image.shape[:2]:
         raise ValueError(f"superpixels {superpixels.shape} and image {image.shape[:2]} differ")
     n = int(superpixels.max()) + 1 if superpixels.size else 0
-    masks = filter_masks(detector.confidence_maps(image), shapes)
+    masks = filter_masks(detector.confidence_maps(image, memo=memo), shapes)
     if not masks:
         return np.zeros((n, 0))
     return superpixel_means(np.stack(masks, axis=-1), superpixels, n)

@@ -119,10 +119,11 @@ def pad_map(features: np.ndarray, pad_rows: int, pad_cols: int) -> np.ndarray:
     -------
     (R + 2 pad_rows, C + 2 pad_cols, 32) array of the same dtype.
     """
-    out = np.pad(features, ((pad_rows, pad_rows), (pad_cols, pad_cols), (0, 0)))
+    rows, cols = features.shape[:2]
+    out = np.zeros((rows + 2 * pad_rows, cols + 2 * pad_cols) + features.shape[2:],
+                   features.dtype)
     out[:, :, TRUNCATION] = 1.0
-    out[pad_rows:pad_rows + features.shape[0], pad_cols:pad_cols + features.shape[1],
-        TRUNCATION] = features[:, :, TRUNCATION]
+    out[pad_rows:pad_rows + rows, pad_cols:pad_cols + cols] = features
     return out
 
 
@@ -171,7 +172,7 @@ def pyramid_scales(image_shape, cell: int, interval: int, max_scale: float,
 
 def feature_pyramid(image: np.ndarray, cell: int = 8, interval: int = 5,
                     max_scale: float = 1.0, min_cells: int = 3,
-                    pad=(0, 0), scales=None) -> Pyramid:
+                    pad=(0, 0), scales=None, memo: dict | None = None) -> Pyramid:
     """HOG maps of an image resized to each scale of ``pyramid_scales``.
 
     Parameters
@@ -188,6 +189,12 @@ def feature_pyramid(image: np.ndarray, cell: int = 8, interval: int = 5,
     scales : sequence of floats, optional
         Compute these scales instead of the series (the detector's training
         looks at an object only at the few scales that fit it).
+    memo : dict, optional
+        HOG maps of this same image made by earlier calls, by resized size
+        and cell; read, and filled with the maps this call makes. A map
+        depends on the image, its resized size and the cell only, so
+        detectors with other filters (and so other pads and levels) share
+        it: the cross-fitted detectors that all score one image.
 
     Returns
     -------
@@ -206,8 +213,14 @@ def feature_pyramid(image: np.ndarray, cell: int = 8, interval: int = 5,
         size = (max(1, int(round(w * s_img))), max(1, int(round(h * s_img))))
         # area averaging when shrinking avoids aliasing; linear when growing
         interp = cv2.INTER_AREA if s_img < 1 else cv2.INTER_LINEAR
-        resized = image if size == (w, h) else cv2.resize(image, size, interpolation=interp)
-        levels.append(pad_map(hog_map(resized, c), int(pad[0]), int(pad[1])))
+        key = (size, c, interp)
+        features = None if memo is None else memo.get(key)
+        if features is None:
+            resized = image if size == (w, h) else cv2.resize(image, size, interpolation=interp)
+            features = hog_map(resized, c)
+            if memo is not None:
+                memo[key] = features
+        levels.append(pad_map(features, int(pad[0]), int(pad[1])))
     return Pyramid(levels, np.asarray(scales, np.float64), cell,
                    (int(pad[0]), int(pad[1])), (h, w), interval)
 

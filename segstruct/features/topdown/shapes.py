@@ -82,7 +82,7 @@ def crop_resize(values: np.ndarray, box, size) -> np.ndarray:
 
 def average_shapes(detector: Detector, images: Sequence[np.ndarray],
                    masks: Sequence[np.ndarray], class_index: int,
-                   min_score: float = 0.0) -> AverageShapes:
+                   min_score: float = 0.0, pyramids: dict | None = None) -> AverageShapes:
     """Average ground-truth foreground under each filter of confident detections.
 
     Parameters
@@ -92,6 +92,9 @@ def average_shapes(detector: Detector, images: Sequence[np.ndarray],
     masks : sequence of (H, W) uint8 VOC masks, same order (255 = void).
     class_index : int, the foreground class.
     min_score : float, detections scoring above this are used (paper: 0).
+    pyramids : dict, optional, ``detector.pyramid(images[k])`` by index k,
+        for the images whose pyramids the caller has (``train_detector``
+        leaves those of its last mining round).
 
     Returns
     -------
@@ -104,10 +107,12 @@ def average_shapes(detector: Detector, images: Sequence[np.ndarray],
               for c in comps]
     lab_sum = [[np.zeros_like(a) for a in row] for row in fg_sum]
     counts = np.zeros(len(comps), np.int64)
-    for image, mask in zip(images, masks):
+    pyramids = pyramids or {}
+    for i, mask in enumerate(masks):
         mask = np.asarray(mask)
         # the root's whole box, as the features place the shape (not clipped)
-        dets, parts = detector.detect(image, threshold=min_score, return_parts=True, clip=False)
+        dets, parts = detector.detect(images[i], threshold=min_score, return_parts=True,
+                                      clip=False, pyramid=pyramids.get(i))
         if len(dets) == 0:
             continue
         fg = (mask == class_index).astype(np.float32)

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from segstruct.features.cache import ArrayCache
-from segstruct.features.topdown import (Detector, average_precision, boxes_from_mask,
-                                        train_detector)
+from segstruct.features.topdown import (Detector, average_precision, average_shapes,
+                                        boxes_from_mask, train_detector)
 from segstruct.features.topdown.detector import bounded_distance_transform
 from segstruct.features.topdown.training import pack, placement_features
 
@@ -34,14 +34,34 @@ def test_finds_synthetic_objects_on_held_out_images(trained, synthetic_data):
 
 
 @pytest.mark.slow
-def test_training_is_deterministic(trained, synthetic_data):
+def test_training_is_deterministic(trained, synthetic_data, monkeypatch):
+    """The same detector again; the pyramids it leaves are its own of the
+    last round's images, and the shapes made from them are those made
+    without them."""
     images, masks = synthetic_data[:2]
-    again = train_detector(images, masks, CLASS, trained[0].params)
+    kept: dict = {}
+    again = train_detector(images, masks, CLASS, trained[0].params, pyramids=kept)
     a, _ = trained[0].to_arrays()
     b, _ = again.to_arrays()
     assert a.keys() == b.keys()
     for key in a:
         np.testing.assert_array_equal(a[key], b[key])
+    # mining_images 15 of 24: the last round scanned 15 of them
+    assert len(kept) == trained[0].params.mining_images < len(images)
+    for i, pyramid in kept.items():
+        fresh = again.pyramid(images[i])
+        assert len(pyramid.levels) == len(fresh.levels)
+        for x, y in zip(pyramid.levels, fresh.levels):
+            np.testing.assert_array_equal(x, y)
+    plain = average_shapes(again, images, masks, CLASS)
+    made = []
+    pyramid = Detector.pyramid
+    monkeypatch.setattr(Detector, "pyramid",
+                        lambda self, *a, **k: made.append(1) or pyramid(self, *a, **k))
+    reused = average_shapes(again, images, masks, CLASS, pyramids=kept)
+    assert len(made) == len(images) - len(kept)
+    for x, y in zip(plain.to_arrays().values(), reused.to_arrays().values()):
+        np.testing.assert_array_equal(x, y)
 
 
 def test_round_trip_through_arrays_and_the_cache(trained, synthetic_data, tmp_path):

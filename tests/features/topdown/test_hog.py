@@ -1,6 +1,7 @@
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
+import segstruct.features.topdown.hog as hog
 from segstruct.features.topdown.hog import (HOG_DIM, N_INSENSITIVE, N_SENSITIVE, TRUNCATION,
                                             correlate, feature_pyramid, hog_map, pad_map)
 
@@ -75,3 +76,30 @@ def test_pyramid_scales_and_sizes():
         assert lv.shape[0] - 2 >= 3
     # level 0 (scale 2) is computed with 4 px cells at scale 1: the same grid
     assert pyr.levels[0].shape[:2] == (96 // 4 + 2, 128 // 4 + 4)
+
+
+def test_a_memo_shares_hog_maps_between_pyramids_of_one_image(monkeypatch):
+    """Pyramids of one image for other filters (other pads, fewer levels, a
+    root stage's coarser top) read the maps a memo holds, and are the
+    pyramids made without it."""
+    img = np.random.default_rng(2).integers(0, 256, (90, 130, 3)).astype(np.uint8)
+    made = []
+
+    def counted(image, cell=8):
+        made.append((image.shape, cell))
+        return hog_map(image, cell)
+
+    monkeypatch.setattr(hog, "hog_map", counted)
+    memo: dict = {}
+    settings_ = [dict(max_scale=2.0, min_cells=3, pad=(2, 3)),      # the first fills it
+                 dict(max_scale=2.0, min_cells=5, pad=(4, 1)),      # fewer levels
+                 dict(max_scale=1.0, min_cells=3, pad=(1, 1))]      # the roots' stage
+    for k, kw in enumerate(settings_):
+        before = len(made)
+        shared = feature_pyramid(img, cell=8, interval=5, memo=memo, **kw)
+        assert len(made) == before if k else len(made) == len(shared.levels) == len(memo)
+        alone = feature_pyramid(img, cell=8, interval=5, **kw)
+        assert len(shared.levels) == len(alone.levels)
+        np.testing.assert_array_equal(shared.scales, alone.scales)
+        for a, b in zip(shared.levels, alone.levels):
+            np.testing.assert_array_equal(a, b)

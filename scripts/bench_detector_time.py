@@ -11,9 +11,12 @@ long side, at most 1024 px). It trains the K fold detectors of
 the top-down block of the first ``--val-images`` val images (each the mean
 of the K detectors' blocks, with ``top_down_task``, on a grid of 16x16-pixel
 superpixels: the detectors' time does not depend on the superpixels).
-The checkouts alternate ``--repeats`` times, so a slow spell of the machine
-falls on both. Every run records a digest of its detectors and blocks:
-equal digests mean the two checkouts computed the same numbers.
+The checkouts alternate ``--repeats`` times, so a slow spell of the
+machine falls on both. The other checkout runs from a copy of its packages
+(``segstruct`` with its ``inference`` and ``datasets`` folders inside), so
+that the installed ``segstruct`` lends it none of this one's. Every run
+records a digest of its detectors and blocks: equal digests mean the two
+checkouts computed the same numbers.
 
     OMP_NUM_THREADS=1 python scripts/bench_detector_time.py \\
         --data ../shared/data/weizmann_horse_voc --class horse \\
@@ -26,8 +29,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,32 +84,58 @@ def measure(data: Path, class_name: str, n_train: int | None, n_val: int, folds:
             "block_seconds": block_seconds, "digest": digest.hexdigest()}
 
 
-def run_in(code: Path | None, args) -> dict:
-    """``measure`` in a fresh process importing ``segstruct`` from ``code``."""
+def importable_tree(code: Path, into: Path) -> Path:
+    """A copy of a checkout's packages that imports on its own: ``segstruct``
+    with the checkout's ``inference`` and ``datasets`` folders inside it.
+    (With ``PYTHONPATH`` pointing at the checkout alone, an editable install
+    of this one still lends its ``segstruct.inference`` and
+    ``segstruct.datasets``, which pyproject.toml maps from other folders.)"""
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(code / "segstruct", into / "segstruct", ignore=skip)
+    for name in ("inference", "datasets"):
+        if (code / name).is_dir():
+            shutil.copytree(code / name, into / "segstruct" / name, ignore=skip)
+    return into
+
+
+def checkout_version(code: Path) -> str:
+    """The commit of a checkout (``.dirty`` with changed tracked files)."""
+    def git(*a):
+        return subprocess.run(["git", "-C", str(code), *a], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    try:
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+        return "g" + git("rev-parse", "--short=10", "HEAD") + (".dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+
+
+def run_in(tree: Path | None, args) -> dict:
+    """``measure`` in a fresh process importing ``segstruct`` from ``tree``
+    (an ``importable_tree``), or as this process would."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     cmd = [sys.executable, str(HERE), "--worker", "--data", str(args.data), "--class",
            args.class_name, "--val-images", str(args.val_images), "--folds", str(args.folds)]
     if args.train_images is not None:
         cmd += ["--train-images", str(args.train_images)]
-    # from a neutral folder: a checkout's own segstruct/ must not shadow PYTHONPATH
-    done = subprocess.run(cmd, env=env, cwd=HERE.parent.parent.parent if code else None,
-                          capture_output=True, text=True)
+    # from the tree's folder: no segstruct/ of the current folder shadows it
+    done = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
     if done.returncode != 0:
-        raise SystemExit(f"the measurement with {code or 'this checkout'} failed:\n{done.stderr}")
+        raise SystemExit(f"the measurement with {tree or 'this checkout'} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def table(doc: dict) -> str:
     rows = doc["runs"]
     lines = ["# Seconds of a class's cross-fitted detectors", "",
-             "| code | detectors (training and shapes), s | top-down blocks, s | total, s | digest |",
-             "|---|---|---|---|---|"]
+             "| code | detectors (training and shapes), s | top-down blocks, s | total, s "
+             "| digest |", "|---|---|---|---|---|"]
     for r in rows:
+        total = r["detector_seconds"] + r["block_seconds"]
         lines.append(f"| {r['code_version']} | {r['detector_seconds']:.1f} | "
-                     f"{r['block_seconds']:.1f} | {r['detector_seconds'] + r['block_seconds']:.1f} | "
-                     f"{r['digest'][:12]} |")
+                     f"{r['block_seconds']:.1f} | {total:.1f} | {r['digest'][:12]} |")
     lines.append("")
     for key, text in (("detector_seconds", "detectors"), ("block_seconds", "blocks"),
                       ("total", "total")):
@@ -143,12 +174,21 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(HERE.parent.parent))
     from segstruct.io.provenance import machine
 
-    codes: list[Path | None] = [None] + ([args.before.resolve()] if args.before else [])
+    trees: list[Path | None] = [None]
+    scratch = tempfile.TemporaryDirectory()
+    if args.before:
+        before = args.before.resolve()
+        if not (before / "segstruct").is_dir():
+            ap.error(f"--before {before}: no segstruct/ folder there; give a checkout's root")
+        trees.append(importable_tree(before, Path(scratch.name)))
     runs = []
-    for repeat in range(args.repeats):
-        for code in codes:
-            row = run_in(code, args)
-            row["checkout"] = "this" if code is None else "before"
+    for _ in range(args.repeats):
+        for tree in trees:
+            row = run_in(tree, args)
+            row["checkout"] = "this" if tree is None else "before"
+            if tree is not None:
+                # the copy is no git checkout: its commit is the checkout's
+                row["code_version"] = row["code_version"] + "+" + checkout_version(before)
             runs.append(row)
             print(f"{row['checkout']}: detectors {row['detector_seconds']:.1f} s, blocks "
                   f"{row['block_seconds']:.1f} s ({row['code_version']})", flush=True)
@@ -168,6 +208,7 @@ def main(argv=None) -> int:
     (args.out / "results.json").write_text(json.dumps(doc, indent=1))
     (args.out / "table.md").write_text(table(doc))
     print(table(doc))
+    scratch.cleanup()
     return 0
 
 

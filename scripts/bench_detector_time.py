@@ -116,7 +116,7 @@ def run_in(tree: Path | None, args) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
-    cmd = [sys.executable, str(HERE), "--worker", "--data", str(args.data), "--class",
+    cmd = [sys.executable, str(HERE), "--worker", "--data", str(args.data.resolve()), "--class",
            args.class_name, "--val-images", str(args.val_images), "--folds", str(args.folds)]
     if args.train_images is not None:
         cmd += ["--train-images", str(args.train_images)]

@@ -112,10 +112,6 @@ class _Cutter:
         return self.graph.get_grid_segments(self.nodes).astype(np.uint8)
 
 
-def _dot3(u, v) -> float:
-    return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
-
-
 def _inverse3(columns):
     """The inverse of the 3x3 matrix with these columns, as three rows of
     Python floats, or None when it is singular (to rounding)."""
@@ -179,20 +175,37 @@ class Hull:
         # (row k: sum lam x_mk - e+_k + e-_k = x*_k), cost -B; then the points.
         # Kept in arrays that grow by doubling: a query reads them whole, and
         # rebuilding them from lists on every query cost more than its pivots.
+        # The same columns as Python lists (the pivots' 3x3 algebra reads
+        # them) and each column's tolerance of an improving reduced cost are
+        # kept as the points come, not remade by every query.
         self._a = np.zeros((3, 64))
         self._c = np.zeros(64)
+        self._improves = np.zeros(64)
         self._a[1, :2] = (-1.0, 1.0)
         self._a[2, 2:4] = (-1.0, 1.0)
         self._c[:4] = -self.bound
+        self._columns = self._a[:, :4].T.tolist()
+        self._costs = self._c[:4].tolist()
         self._n = 4
+        self._improves[:4] = self._tolerance(self._a[:, :4], self._c[:4])
+
+    def _tolerance(self, columns, costs):
+        """Scale of the terms of a reduced cost (columns (3, k), costs (k,)),
+        for relative tolerances."""
+        return 1e-11 * (np.abs(costs) + np.abs(columns).sum(axis=0) * max(1.0, self.bound))
 
     def add(self, x, s) -> None:
         """A known labelling: counts ``x`` = (FP, FN) and score ``s``."""
         if self._n == self._c.size:
             self._a = np.concatenate([self._a, np.zeros_like(self._a)], axis=1)
             self._c = np.concatenate([self._c, np.zeros_like(self._c)])
-        self._a[:, self._n] = (1.0, float(x[0]), float(x[1]))
-        self._c[self._n] = float(s)
+            self._improves = np.concatenate([self._improves, np.zeros_like(self._improves)])
+        n = self._n
+        self._a[:, n] = (1.0, float(x[0]), float(x[1]))
+        self._c[n] = float(s)
+        self._improves[n:n + 1] = self._tolerance(self._a[:, n:n + 1], self._c[n:n + 1])
+        self._columns.append(self._a[:, n].tolist())
+        self._costs.append(float(s))
         self._n += 1
 
     @property
@@ -214,15 +227,14 @@ class Hull:
         # The 3x3 algebra of a pivot runs on Python floats: as numpy calls on
         # 3-vectors, their per-call overhead was most of the proposed
         # method's training time (a query walks about ten pivots).
-        columns = a.T.tolist()
-        costs = c.tolist()
+        columns, costs = self._columns, self._costs
         # Start: the best single point, the distance slacks taking up the rest.
         dist = np.abs(a[1, 4:] - b[1]) + np.abs(a[2, 4:] - b[2])
         m = 4 + int(np.argmax(c[4:] - self.bound * dist))
         basis = [m, 0 if columns[m][1] >= b[1] else 1, 2 if columns[m][2] >= b[2] else 3]
-        # Scale of the terms of a reduced cost, for relative tolerances.
-        improves = 1e-11 * (np.abs(c) + np.abs(a).sum(axis=0) * max(1.0, self.bound))
+        improves = self._improves[:self._n]
         zero = 1e-9 * (1.0 + max(abs(b[1]), abs(b[2]), 1.0))
+        b0, b1, b2 = b
         for step in range(self.MAX_PIVOTS):
             inverse = _inverse3([columns[j] for j in basis])
             if inverse is None:
@@ -230,19 +242,27 @@ class Hull:
                 # real data with x* on their line, at tiny potentials): the
                 # walk cannot go on from a singular basis; the LP can.
                 break
-            x_b = [_dot3(row, b) for row in inverse]
-            c_b = [costs[j] for j in basis]
-            pi = [_dot3(c_b, (inverse[0][k], inverse[1][k], inverse[2][k])) for k in range(3)]
+            (i00, i01, i02), (i10, i11, i12), (i20, i21, i22) = inverse
+            c0, c1, c2 = costs[basis[0]], costs[basis[1]], costs[basis[2]]
+            # the basis' dual values: c_B times the inverse
+            pi = [c0 * i00 + c1 * i10 + c2 * i20, c0 * i01 + c1 * i11 + c2 * i21,
+                  c0 * i02 + c1 * i12 + c2 * i22]
             reduced = c - np.dot(pi, a)
             reduced[basis] = 0.0
-            improving = np.flatnonzero(reduced > improves)
-            if improving.size == 0:
-                return _dot3(pi, b), -pi[1], -pi[2]
-            j = (int(improving[np.argmax(reduced[improving])]) if step < self.BLAND_AFTER
-                 else int(improving[0]))
-            direction = [_dot3(row, columns[j]) for row in inverse]
+            improving = reduced > improves
+            # Dantzig's rule: the largest improving reduced cost (the first
+            # of ties); Bland's: the first improving column
+            j = int(np.argmax(np.where(improving, reduced, -np.inf)) if step < self.BLAND_AFTER
+                    else np.argmax(improving))
+            if not improving[j]:
+                return pi[0] * b0 + pi[1] * b1 + pi[2] * b2, -pi[1], -pi[2]
+            e0, e1, e2 = columns[j]
+            direction = [i00 * e0 + i01 * e1 + i02 * e2, i10 * e0 + i11 * e1 + i12 * e2,
+                         i20 * e0 + i21 * e1 + i22 * e2]
+            x_b = [i00 * b0 + i01 * b1 + i02 * b2, i10 * b0 + i11 * b1 + i12 * b2,
+                   i20 * b0 + i21 * b1 + i22 * b2]
             # a pivot within rounding of 0 would make the next basis singular
-            floor = self.PIVOT_TOL * max(abs(v) for v in direction)
+            floor = self.PIVOT_TOL * max(abs(direction[0]), abs(direction[1]), abs(direction[2]))
             # Basic values within rounding of 0 count as 0: at a degenerate
             # vertex (x* on a known point) noise of 1e-17 against exact zeros
             # broke the ratio ties, and with them Bland's rule, which then cycled.
@@ -335,22 +355,34 @@ class _Search:
         return self.best != before
 
 
-def _plane_max(lo, hi, sigma, g):
-    """(C, J): max over each box [lo, hi] of G_j - sigma_j . x (linear: a corner)."""
-    s_fp, s_fn = sigma[:, 0], sigma[:, 1]
-    fp = np.where(s_fp > 0, lo[:, :1], hi[:, :1])
-    fn = np.where(s_fn > 0, lo[:, 1:], hi[:, 1:])
-    return g - fp * s_fp - fn * s_fn
-
-
 def _box_bounds(lo, hi, sigma, g, chunk=4096):
-    """(C,): min over planes of each box's plane maximum (inf without planes)."""
+    """(C,): min over the planes ``G_j - sigma_j . x`` of each box's plane
+    maximum (a corner: the box's low end where a slope is positive, its high
+    end elsewhere); inf without planes.
+
+    The planes are taken in groups of one sign pattern (at most four), so
+    that each group reads its corner's coordinates as whole columns instead
+    of choosing them per box and plane; the numbers are the same.
+    """
     out = np.full(lo.shape[0], np.inf)
     if not g.size:
         return out
+    s_fp, s_fn = sigma[:, 0], sigma[:, 1]
+    pos_fp, pos_fn = s_fp > 0, s_fn > 0
+    groups = []
+    for plus_fp in (True, False):
+        for plus_fn in (True, False):
+            j = np.flatnonzero((pos_fp == plus_fp) & (pos_fn == plus_fn))
+            if j.size:      # corner: lo (ends[0]) where the slope is positive
+                groups.append((0 if plus_fp else 1, 0 if plus_fn else 1, g[j], s_fp[j],
+                               s_fn[j]))
+    ends = (lo, hi)
     for start in range(0, lo.shape[0], chunk):
         sl = slice(start, start + chunk)
-        out[sl] = _plane_max(lo[sl], hi[sl], sigma, g).min(axis=1)
+        for end_fp, end_fn, g_j, a_j, b_j in groups:
+            value = g_j - np.multiply.outer(ends[end_fp][sl, 0], a_j)
+            value -= np.multiply.outer(ends[end_fn][sl, 1], b_j)
+            np.minimum(out[sl], value.min(axis=1), out=out[sl])
     return out
 
 
@@ -383,7 +415,17 @@ def _initial_slopes(loss, n_pos, n_neg, n_grid=3):
 
 
 class _Boxes:
-    """Boxes [lo, hi] of the (FP, FN) rectangle with their score bound B."""
+    """Boxes [lo, hi] of the (FP, FN) rectangle with their score bound.
+
+    A box is one row of ``rows``: lo (FP, FN), hi (FP, FN), ``b`` (the
+    planes' bound on the score inside), ``dmax`` (Delta at hi) and ``ub =
+    dmax + b``; ``point`` and ``stuck`` are flags per box. One array of rows
+    rather than one array per quantity: the search drops boxes in nearly
+    every round (about 1,700 boxes at the data-set scope), and that is one
+    indexing of the rows instead of five.
+    """
+
+    _LO, _HI, _B, _DMAX, _UB = slice(0, 2), slice(2, 4), 4, 5, 6
 
     def __init__(self, n_pos, n_neg, integral: bool, search: _Search):
         self.integral = integral
@@ -419,35 +461,60 @@ class _Boxes:
         hi = np.stack(np.meshgrid(fh, nh, indexing="ij"), -1).reshape(-1, 2)
         return lo, hi
 
-    def _set(self, lo, hi, b):
-        self.lo, self.hi, self.b = lo, hi, b
-        self.dmax = self.dmax_of(hi)
-        self.stuck = np.zeros(len(lo), bool)
+    def _rows(self, lo, hi, b, dmax=None):
+        """The rows of boxes [lo, hi] with plane bound b (and Delta at hi)."""
+        rows = np.empty((len(lo), 7))
+        rows[:, self._LO], rows[:, self._HI], rows[:, self._B] = lo, hi, b
+        rows[:, self._DMAX] = self.dmax_of(hi) if dmax is None else dmax
+        rows[:, self._UB] = rows[:, self._DMAX] + rows[:, self._B]
+        return rows
 
-    def point_like(self) -> np.ndarray:
-        size = self.hi - self.lo
+    def _point_like(self, lo, hi) -> np.ndarray:
+        size = hi - lo
         if self.integral:
             return np.all(size == 0, axis=1)
         return np.all(size <= self.min_size, axis=1)
 
-    @property
-    def ub(self) -> np.ndarray:
-        return self.dmax + self.b
+    def _set(self, lo, hi, b):
+        self.rows = self._rows(lo, hi, b)
+        self.point = self._point_like(lo, hi)
+        self.stuck = np.zeros(len(lo), bool)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    lo = property(lambda self: self.rows[:, self._LO])
+    hi = property(lambda self: self.rows[:, self._HI])
+    b = property(lambda self: self.rows[:, self._B])
+    dmax = property(lambda self: self.rows[:, self._DMAX])
+    ub = property(lambda self: self.rows[:, self._UB])
 
     def add_plane(self, s_fp, s_fn, g):
-        self.b = np.minimum(self.b, _plane_max(self.lo, self.hi, np.array([[s_fp, s_fn]]),
-                                               np.array([g]))[:, 0])
+        """Lower every box's bound by one more plane."""
+        rows = self.rows
+        fp = rows[:, 0] if s_fp > 0 else rows[:, 2]
+        fn = rows[:, 1] if s_fn > 0 else rows[:, 3]
+        plane = g - fp * s_fp
+        plane -= fn * s_fn
+        np.minimum(rows[:, self._B], plane, out=rows[:, self._B])
+        np.add(rows[:, self._DMAX], rows[:, self._B], out=rows[:, self._UB])
 
     def keep(self, mask):
-        stuck = self.stuck[mask]
-        self.lo, self.hi, self.b, self.dmax = (v[mask] for v in (self.lo, self.hi, self.b,
-                                                                  self.dmax))
-        self.stuck = stuck
+        self.rows, self.point, self.stuck = self.rows[mask], self.point[mask], self.stuck[mask]
 
-    def split(self, which, parts: int = SPLIT):
+    def split(self, which, parts: int = SPLIT, threshold: float = -np.inf):
         """Cut the boxes ``which`` (indices) into up to ``parts`` x ``parts``
-        children (fewer along a side of fewer lattice points)."""
-        lo, hi = self.lo[which], self.hi[which]
+        children (fewer along a side of fewer lattice points), which go after
+        the other boxes.
+
+        Children whose upper bound cannot exceed ``threshold`` are left out:
+        a child's plane bound is at most its parent's (each plane's maximum
+        over a smaller box, rounding included, since every operation is
+        monotone), so ``dmax + b`` of the parent's ``b`` bounds the child's
+        ``ub`` and the child's planes need not be evaluated. With the
+        incumbent's threshold the search would drop them next round anyway.
+        """
+        lo, hi = self.rows[which, self._LO], self.rows[which, self._HI]
         k = np.arange(parts, dtype=float)[:, None]
 
         def pieces(axis):
@@ -457,7 +524,11 @@ class _Boxes:
                 # integer pieces [a + floor(k n / parts), a + floor((k+1) n / parts) - 1]
                 n = b - a + 1.0
                 return a + np.floor(k * n / parts), a + np.floor((k + 1) * n / parts) - 1.0
-            return a + (b - a) * k / parts, a + (b - a) * (k + 1) / parts
+            # the last piece ends at b itself: a + (b - a) can round past it
+            # (the threshold's pruning needs children inside their parent)
+            upper = a + (b - a) * (k + 1) / parts
+            upper[-1] = b
+            return a + (b - a) * k / parts, upper
 
         # child (i, j), i along FP and j along FN, of every box: block i * parts + j
         (fp_lo, fp_hi), (fn_lo, fn_hi) = pieces(0), pieces(1)
@@ -465,16 +536,18 @@ class _Boxes:
                           axis=-1).reshape(-1, 2)
         new_hi = np.stack([np.repeat(fp_hi, parts, axis=0), np.tile(fn_hi, (parts, 1))],
                           axis=-1).reshape(-1, 2)
-        ok = np.all(new_hi >= new_lo, axis=1)          # empty integer pieces
+        dmax = self.dmax_of(new_hi)
+        parent_b = np.tile(self.rows[which, self._B], parts * parts)
+        # empty integer pieces, and children that cannot beat the threshold
+        ok = np.all(new_hi >= new_lo, axis=1) & (dmax + parent_b > threshold)
         new_lo, new_hi = new_lo[ok], new_hi[ok]
-        keep = np.ones(len(self.lo), bool)
+        keep = np.ones(len(self.rows), bool)
         keep[which] = False
-        self.lo = np.vstack([self.lo[keep], new_lo])
-        self.hi = np.vstack([self.hi[keep], new_hi])
-        self.b = np.r_[self.b[keep], _box_bounds(new_lo, new_hi, self.search.sigma,
-                                                 self.search.g)]
-        self.dmax = np.r_[self.dmax[keep], self.dmax_of(new_hi)]
-        self.stuck = np.r_[self.stuck[keep], np.zeros(len(new_lo), bool)]
+        new = self._rows(new_lo, new_hi, _box_bounds(new_lo, new_hi, self.search.sigma,
+                                                     self.search.g), dmax[ok])
+        self.rows = np.concatenate([self.rows[keep], new])
+        self.point = np.concatenate([self.point[keep], self._point_like(new_lo, new_hi)])
+        self.stuck = np.concatenate([self.stuck[keep], np.zeros(len(new_lo), bool)])
 
     def probe(self, k) -> np.ndarray:
         """The corner or centre of box k where Delta + the plane bound is largest."""
@@ -546,21 +619,26 @@ def envelope_oracle(u, edges, p, t, a, loss, max_cuts: int | None = DEFAULT_MAX_
     while True:
         rounds += 1
         f_best = search.incumbent
-        alive = boxes.ub > f_best + tol * max(scale, abs(f_best))
+        threshold = f_best + tol * max(scale, abs(f_best))
+        alive = boxes.ub > threshold
         if not alive.all():
             boxes.keep(alive)
-        if not len(boxes.lo):
+        if not len(boxes):
             status = "certified"
             break
-        points = boxes.point_like()
-        open_ = ~boxes.stuck
-        if not open_.any():
-            # only stuck points left: a polish may still lift the incumbent
-            if polish and search.polish_best():
-                continue
-            status = "stuck"
-            break
-        ub = np.where(open_, boxes.ub, -np.inf)
+        points = boxes.point
+        if boxes.stuck.any():
+            open_ = ~boxes.stuck
+            if not open_.any():
+                # only stuck points left: a polish may still lift the incumbent
+                if polish and search.polish_best():
+                    continue
+                status = "stuck"
+                break
+            ub = np.where(open_, boxes.ub, -np.inf)
+            can_split = ~points & open_
+        else:
+            ub, can_split = boxes.ub, ~points
         k = int(np.argmax(ub))
         if points[k] or since_cut >= PROBE_EVERY:
             if max_cuts is not None and search.cut.n_cuts >= max_cuts:
@@ -579,12 +657,12 @@ def envelope_oracle(u, edges, p, t, a, loss, max_cuts: int | None = DEFAULT_MAX_
                 boxes.stuck[k] = True
             continue
         since_cut += 1
-        splittable = np.flatnonzero(~points & open_)
+        splittable = np.flatnonzero(can_split)
         if len(splittable) > SPLIT_PER_ROUND:
             top = np.argpartition(-ub[splittable], SPLIT_PER_ROUND - 1)[:SPLIT_PER_ROUND]
             splittable = splittable[top]
-        boxes.split(splittable)
-    stuck_points = int(boxes.stuck.sum()) if len(boxes.lo) else 0
+        boxes.split(splittable, threshold=threshold)
+    stuck_points = int(boxes.stuck.sum()) if len(boxes) else 0
     if (status == "stuck" and exact_fallback and integral and u.size <= MAX_MILP_NODES):
         from .milp import milp_oracle
         # the incumbent's own counts keep the restricted MILP feasible
@@ -600,7 +678,7 @@ def envelope_oracle(u, edges, p, t, a, loss, max_cuts: int | None = DEFAULT_MAX_
     order = np.argsort(-np.asarray(search.f), kind="stable")[:MAX_SEEDS]
     res.info = {"method": "envelope", "certified": status == "certified", "status": status,
                 "graph_cuts": search.cut.n_cuts, "n_labellings": len(search.labels),
-                "rounds": rounds, "boxes_left": int(len(boxes.lo)),
+                "rounds": rounds, "boxes_left": len(boxes),
                 "stuck_points": stuck_points, "milp": milp_used,
                 "labellings": [search.labels[i] for i in order],
                 "seconds": time.perf_counter() - start}

@@ -440,6 +440,94 @@ def test_state_of_is_the_state_the_problems_read():
     assert oracle.state_of([instance(rng, 4)]) == {}
 
 
+def test_box_bounds_are_the_corner_chosen_per_box_and_plane():
+    """The planes are taken in groups of one sign pattern; the bounds are
+    those of choosing each plane's corner box by box, to the last bit, with
+    zero slopes and several chunks."""
+    rng = np.random.default_rng(4)
+    for _ in range(60):
+        n_planes = int(rng.integers(1, 12))
+        sigma = rng.normal(scale=3.0, size=(n_planes, 2))
+        sigma[rng.random(sigma.shape) < 0.2] = 0.0
+        g = rng.normal(size=n_planes)
+        lo = rng.random((int(rng.integers(1, 60)), 2)) * 50
+        hi = lo + rng.random(lo.shape) * 10
+        fp = np.where(sigma[:, 0] > 0, lo[:, :1], hi[:, :1])
+        fn = np.where(sigma[:, 1] > 0, lo[:, 1:], hi[:, 1:])
+        expected = (g - fp * sigma[:, 0] - fn * sigma[:, 1]).min(axis=1)
+        assert np.array_equal(E._box_bounds(lo, hi, sigma, g, chunk=7), expected)
+    assert np.all(E._box_bounds(lo, hi, np.zeros((0, 2)), np.zeros(0)) == np.inf)
+
+
+def _boxes(rng, integral, n, planes):
+    """n random boxes (integer or not) under ``planes`` (an object with
+    sigma and g), Delta at hi their coordinates' sum."""
+    lo = np.floor(rng.random((n, 2)) * 40) if integral else rng.random((n, 2)) * 40
+    hi = lo + (np.floor(rng.random((n, 2)) * 9) if integral else rng.random((n, 2)) * 9)
+    boxes = E._Boxes.__new__(E._Boxes)
+    boxes.integral, boxes.search = integral, planes
+    boxes.dmax_of = lambda h: h.sum(axis=1) / 10.0
+    boxes.min_size = np.full(2, 0.05)
+    boxes._set(lo, hi, E._box_bounds(lo, hi, planes.sigma, planes.g))
+    return boxes
+
+
+def test_a_split_leaves_out_only_children_the_next_round_drops():
+    """With a threshold, a split leaves out the children whose Delta plus
+    their parent's plane bound cannot exceed it. After the next round's check
+    (drop every box whose upper bound is at most the threshold) the boxes
+    are, bit for bit and with their flags, those of a split without it: no
+    child that could beat the threshold is lost, and some are never bounded."""
+    rng = np.random.default_rng(8)
+    left_out = 0
+    for integral in (True, False):
+        for _ in range(40):
+            class Planes:
+                sigma = rng.normal(scale=0.3, size=(int(rng.integers(1, 9)), 2))
+                g = rng.normal(size=len(sigma)) + 5.0
+            n = int(rng.integers(2, 30))
+            state = rng.bit_generator.state
+            full = _boxes(rng, integral, n, Planes)
+            rng.bit_generator.state = state
+            part = _boxes(rng, integral, n, Planes)
+            which = rng.choice(n, int(rng.integers(1, n + 1)), replace=False)
+            full.split(which)
+            threshold = float(np.median(full.ub[n - len(which):]))
+            part.split(which, threshold=threshold)
+            left_out += len(full) - len(part)
+            assert np.array_equal(part.point, part._point_like(part.lo, part.hi))
+            assert not part.stuck.any() and len(part.stuck) == len(part)
+            for boxes in (full, part):
+                boxes.keep(boxes.ub > threshold)
+            assert np.array_equal(part.rows, full.rows)
+            assert np.array_equal(part.point, full.point)
+    assert left_out > 0
+
+
+def test_hull_of_many_points_as_they_come():
+    """More points than the hull's first arrays hold (64 columns), queried
+    between additions: the value and slopes of the LP solved directly."""
+    rng = np.random.default_rng(12)
+    bound = 40.0
+    hull, xs, ss = E.Hull(bound), [], []
+    for k in range(160):
+        x = rng.integers(0, 25, 2).astype(float)
+        s = float(-0.05 * ((x - 12.0) ** 2).sum() + rng.normal())
+        hull.add(x, s)
+        xs.append(x)
+        ss.append(s)
+        if k % 8 == 7:
+            point = rng.integers(0, 25, 2).astype(float)
+            value, s_fp, s_fn = hull.slopes(point)
+            res = linprog([1.0, -point[0], -point[1]],
+                          A_ub=np.c_[-np.ones(len(ss)), np.array(xs)], b_ub=-np.array(ss),
+                          bounds=[(None, None), (-bound, bound), (-bound, bound)],
+                          method="highs")
+            assert value == pytest.approx(res.fun, rel=1e-9, abs=1e-9)
+            attained = np.max(np.array(ss) + (np.array(xs) - point) @ np.array([s_fp, s_fn]))
+            assert attained == pytest.approx(value, rel=1e-9, abs=1e-9)
+
+
 def test_box_split_children_tile_their_parents():
     """Integer boxes: every lattice point of the split box lies in exactly one
     child, and no child reaches outside it; continuous boxes: the children's
@@ -455,6 +543,7 @@ def test_box_split_children_tile_their_parents():
             boxes = E._Boxes.__new__(E._Boxes)
             boxes.integral, boxes.search = integral, NoPlanes
             boxes.dmax_of = lambda h: h.sum(axis=1)
+            boxes.min_size = np.full(2, 1e-3)
             boxes._set(lo.copy(), hi.copy(), np.zeros(n))
             w, parts = int(rng.integers(n)), int(rng.integers(2, 5))
             boxes.split(np.array([w]), parts)

@@ -714,5 +714,9 @@ def test_train_shows_progress_in_a_log_and_nothing_with_q(data_root, tmp_path, c
     err = capsys.readouterr().err
     assert "cutting planes: 0/1000 iteration (0 %)" in err and "(started)" in err
     assert "(done)" in err and "\r" not in err
+    # dated lines; max_iter bounds a training, so its lines estimate no time left
+    lines = [line for line in err.splitlines() if "cutting planes:" in line]
+    assert lines and all(line[:4].isdigit() and line[4] == "-" for line in lines)
+    assert not any("ETA" in line for line in lines)
     assert main(args + ["-q", "--out", str(tmp_path / "b")]) == 0
     assert "(started)" not in capsys.readouterr().err

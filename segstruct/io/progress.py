@@ -5,7 +5,8 @@ comparison), and no bar at all leaves a log silent for minutes (5.5 of a
 default ``train`` with stderr redirected). So :func:`progress_bar` gives a
 tqdm bar when stderr is a terminal and otherwise a :class:`LogLines`: one
 plain line when the work starts, one every ``LOG_INTERVAL`` seconds, and one
-when it ends.
+when it ends, each with the date and time, and with an estimate of the time
+left where the total is the work's own size.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ LOG_INTERVAL = 30.0
 
 
 def progress_bar(total: int | None, desc: str, enabled: bool = True, unit: str = "it",
-                 initial: int = 0, stream=None, interval: float = LOG_INTERVAL) -> Any:
+                 initial: int = 0, stream=None, interval: float = LOG_INTERVAL,
+                 eta: bool = True) -> Any:
     """A progress reporter with tqdm's ``update`` / ``set_postfix`` / ``close``.
 
     Parameters
@@ -34,6 +36,10 @@ def progress_bar(total: int | None, desc: str, enabled: bool = True, unit: str =
     initial : int, units already done (a resumed run).
     stream : file, default ``sys.stderr``.
     interval : float, seconds between the lines of :class:`LogLines`.
+    eta : bool, default True
+        :class:`LogLines` estimates the time left from the rate so far;
+        False where ``total`` only bounds the work (a training's
+        ``max_iter``), which would make the estimate meaningless.
 
     Returns
     -------
@@ -45,25 +51,28 @@ def progress_bar(total: int | None, desc: str, enabled: bool = True, unit: str =
     if not enabled or (isatty is not None and isatty()):
         return tqdm(total=total, desc=desc, unit=unit, initial=initial, leave=False,
                     disable=not enabled, file=stream)
-    return LogLines(total, desc, unit, initial, stream, interval)
+    return LogLines(total, desc, unit, initial, stream, interval, eta)
 
 
 class LogLines:
-    """Progress as plain lines, for a log file: ``desc: n/total unit (p %),
-    s elapsed[, postfix]`` at the start, every ``interval`` seconds of
-    updates, and at the end.
+    """Progress as plain lines, for a log file: ``YYYY-MM-DD HH:MM:SS desc:
+    n/total unit (p %), s elapsed[, ETA t][, postfix]`` at the start, every
+    ``interval`` seconds of updates, and at the end.
 
     Parameters
     ----------
     total : int or None; desc, unit : str; initial : int; stream : file;
-    interval : float >= 0, seconds.
+    interval : float >= 0, seconds; eta : bool, estimate the time left (from
+    the units done since the start and ``total``).
     """
 
     def __init__(self, total: int | None, desc: str, unit: str = "it", initial: int = 0,
-                 stream=None, interval: float = LOG_INTERVAL):
+                 stream=None, interval: float = LOG_INTERVAL, eta: bool = True):
         self.total, self.desc, self.unit, self.n = total, desc, unit, initial
         self.stream = sys.stderr if stream is None else stream
         self.interval = interval
+        self.eta = eta
+        self._initial = initial
         self.postfix: dict = {}
         self._start = self._last = time.perf_counter()
         self._closed = False
@@ -94,6 +103,20 @@ class LogLines:
         done = f"{self.n}/{self.total}" if self.total else f"{self.n}"
         share = f" ({100.0 * self.n / self.total:.0f} %)" if self.total else ""
         extra = "".join(f", {k} {v}" for k, v in self.postfix.items())
-        when = f"{time.perf_counter() - self._start:.0f} s"
-        text = f"{self.desc}: {done} {self.unit}{share}, {when}{extra}"
+        elapsed = time.perf_counter() - self._start
+        when = f"{elapsed:.0f} s"
+        progressed = self.n - self._initial
+        if self.eta and not state and self.total and 0 < progressed and self.n < self.total:
+            when += f", ETA {_duration(elapsed / progressed * (self.total - self.n))}"
+        text = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {self.desc}: {done} {self.unit}{share}, " \
+               f"{when}{extra}"
         print(f"{text} ({state})" if state else text, file=self.stream, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``7 min`` or ``2.5 h``: a time left, as precise as an estimate."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -240,8 +240,9 @@ class ProgressBar(Callback):
         desc = ("cutting planes" if solver in ("oneslack", "nslack") else
                 f"{solver} epochs" if solver in ("subgradient", "sgd", "bcfw", "perceptron") else
                 str(solver))
+        # max_iter bounds the iterations, it does not predict them: no ETA
         self._bar = progress_bar(max_iter, desc, initial=min(state.iteration, max_iter),
-                                 unit="iteration")
+                                 unit="iteration", eta=False)
 
     def on_iteration(self, run, state):
         # to the state's iteration: a first-order fit reports its last epoch twice

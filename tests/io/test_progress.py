@@ -1,8 +1,10 @@
 """Progress: a bar on a terminal, plain lines in a log, nothing when disabled."""
+import datetime
 import io
 
 from tqdm.auto import tqdm
 
+from segstruct.io import progress
 from segstruct.io.progress import LogLines, progress_bar
 
 
@@ -11,20 +13,51 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_a_log_gets_lines_at_the_start_every_interval_and_the_end():
+def dated(line):
+    """The line less its date and time, which must be now's (to a minute)."""
+    stamp, text = line[:19], line[20:]
+    when = datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S")
+    assert abs((datetime.datetime.now() - when).total_seconds()) < 60 and line[19] == " "
+    return text
+
+
+def test_a_log_gets_dated_lines_at_the_start_every_interval_and_the_end(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
     stream = io.StringIO()
-    bar = progress_bar(10, "work", stream=stream, interval=0.0)
+    bar = progress_bar(10, "work", stream=stream, interval=30.0)
     assert isinstance(bar, LogLines)
-    bar.update(3)
+    now[0] = 110.0
+    bar.update(2)                                   # 10 s after the last line: none
+    now[0] = 130.0
+    bar.update(2)                                   # 4 in 30 s, 6 to go: 45 s
     bar.set_postfix(gap="0.1")
-    bar.update(2)
+    now[0] = 400.0
+    bar.update(1)                                   # 5 in 300 s, 5 to go
     bar.close()
     bar.close()                                     # once only
-    lines = stream.getvalue().splitlines()
-    assert lines[0] == "work: 0/10 it (0 %), 0 s (started)"
-    assert lines[1].startswith("work: 3/10 it (30 %), ")
-    assert lines[2].startswith("work: 5/10 it (50 %), ") and lines[2].endswith(", gap 0.1")
-    assert lines[3].endswith("(done)") and len(lines) == 4
+    lines = [dated(line) for line in stream.getvalue().splitlines()]
+    assert lines == ["work: 0/10 it (0 %), 0 s (started)",
+                     "work: 4/10 it (40 %), 30 s, ETA 45 s",
+                     "work: 5/10 it (50 %), 300 s, ETA 5 min, gap 0.1",
+                     "work: 5/10 it (50 %), 300 s, gap 0.1 (done)"]
+
+
+def test_the_time_left_counts_the_units_done_since_the_start(monkeypatch):
+    """A resumed bar (4 done before) that does 2 in 20 s has 4 to go: 40 s.
+    Without ``eta`` (a total that only bounds the work) no estimate."""
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
+    for eta, expected in ((True, "work: 6/10 it (60 %), 20 s, ETA 40 s"),
+                          (False, "work: 6/10 it (60 %), 20 s")):
+        now[0] = 0.0
+        stream = io.StringIO()
+        bar = progress_bar(10, "work", stream=stream, initial=4, interval=1.0, eta=eta)
+        now[0] = 20.0
+        bar.update(2)
+        assert dated(stream.getvalue().splitlines()[1]) == expected
+    assert [progress._duration(s) for s in (119.4, 7199.0, 9000.0)] == ["119 s", "120 min",
+                                                                         "2.5 h"]
 
 
 def test_lines_wait_for_the_interval():
@@ -33,7 +66,7 @@ def test_lines_wait_for_the_interval():
         for _ in range(100):
             bar.update()
     lines = stream.getvalue().splitlines()
-    assert len(lines) == 2 and lines[1].startswith("scan: 100 image, ")
+    assert len(lines) == 2 and dated(lines[1]).startswith("scan: 100 image, ")
 
 
 def test_a_terminal_gets_a_bar_and_disabled_progress_says_nothing():

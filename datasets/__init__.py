@@ -13,6 +13,7 @@ from .voc import (
     Sample,
     VOCDataset,
     class_index,
+    voc_class_name,
     voc_colormap,
 )
 
@@ -23,6 +24,7 @@ __all__ = [
     "Sample",
     "VOCDataset",
     "class_index",
+    "voc_class_name",
     "voc_colormap",
     "ImageFiles",
     "GENERATOR_VERSION",

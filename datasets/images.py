@@ -31,9 +31,12 @@ class ImageFiles:
     Parameters
     ----------
     items : iterable of str or Path
-        Image files, or folders whose image files (by suffix, not recursive,
-        in name order) are taken; the subfolders of a folder that hold image
-        files are listed in ``skipped_folders``, for the caller to say so.
+        Image files, or folders whose image files (by suffix, in name order)
+        are taken; the subfolders of a folder that hold image files are
+        listed in ``skipped_folders``, for the caller to say so.
+    recursive : bool, default False
+        Also take the image files of every subfolder of a folder (each still
+        named by its stem, so two with one name are refused).
 
     Raises
     ------
@@ -42,22 +45,23 @@ class ImageFiles:
         all, or two images with the same name (``a.jpg`` and ``a.png``).
     """
 
-    def __init__(self, items: Iterable):
+    def __init__(self, items: Iterable, recursive: bool = False):
         paths = []
         self.skipped_folders: list[Path] = []
         for item in items:
             item = Path(item).expanduser()
             if item.is_dir():
-                found = sorted(p for p in item.iterdir()
+                found = sorted(p for p in (item.rglob("*") if recursive else item.iterdir())
                                if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
-                nested = sorted(d for d in item.iterdir() if d.is_dir() and any(
-                    p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES for p in d.rglob("*")))
+                nested = [] if recursive else sorted(
+                    d for d in item.iterdir() if d.is_dir() and any(
+                        p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES for p in d.rglob("*")))
                 self.skipped_folders += nested
                 if not found:
                     raise DatasetError(f"folder {item} holds no image file "
                                        f"({', '.join(IMAGE_SUFFIXES)})"
-                                       + ("; its subfolders do (give them: images in "
-                                          "subfolders are not searched)" if nested else ""))
+                                       + ("; its subfolders do (give them, or --recursive)"
+                                          if nested else ""))
                 paths.extend(found)
             elif item.is_file():
                 paths.append(item)

@@ -27,6 +27,7 @@ __all__ = [
     "Sample",
     "VOCDataset",
     "class_index",
+    "voc_class_name",
     "voc_colormap",
     "void_message",
 ]
@@ -83,6 +84,17 @@ def class_index(name: str) -> int:
     raise DatasetError(
         f"unknown class name {name!r}; expected one of: {', '.join(VOC_CLASSES)}"
     )
+
+
+def voc_class_name(name: str) -> str:
+    """A class name in VOC's spelling ("Horse" -> "horse").
+
+    Raises
+    ------
+    DatasetError
+        If the name is not a VOC class (as :func:`class_index`).
+    """
+    return VOC_CLASSES[class_index(name)]
 
 
 def voc_colormap() -> np.ndarray:

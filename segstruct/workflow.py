@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from segstruct.datasets import DatasetError
+from segstruct.datasets import DatasetError, voc_class_name
 from segstruct.evaluate.diagnosis import diagnose, generalisation
 from segstruct.evaluate.inspection import training_set_problem
 from segstruct.features.extraction import FeatureExtractor
@@ -101,6 +101,7 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
         ``checkpoint_path(model.path)`` (``segstruct.io.persistence``); the
         checkpoint exists if the run did not converge, or was kept.
     """
+    class_name = voc_class_name(class_name)      # "Horse" is stored as "horse"
     json_path, _ = model_paths(out)
     log_file, checkpoint = log_path(out), checkpoint_path(out)
     estimator.fit(X, Y, callbacks=training_callbacks(

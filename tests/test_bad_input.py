@@ -630,16 +630,24 @@ def test_the_python_api_refuses_what_it_would_get_silently_wrong():
     from segstruct.toy import chain_problem
     X, Y = chain_problem(n_graphs=4)
     svm = StructuredSVM(C=1.0).fit(X, Y)
-    with pytest.raises(ValueError, match="4 inputs, 2 label arrays"):
+    with pytest.raises(ValueError, match="X has 4 graphs but Y 2 label arrays"):
         svm.voc_score(X, Y[:2])
-    with pytest.raises(ValueError, match="input 1 has 8 nodes but its labels have 3"):
+    with pytest.raises(ValueError, match="X has 3 graphs but Y 4 label arrays"):
+        StructuredSVM(C=1.0).fit(X[:3], Y)
+    with pytest.raises(ValueError, match=r"X\[1\] has 8 nodes but Y\[1\] has labels of 3"):
         svm.voc_score(X[:2], [Y[0], Y[1][:3]])
+    with pytest.raises(ValueError, match=r"X\[1\] has 8 nodes but Y\[1\] has labels of 3"):
+        StructuredSVM(C=1.0).fit(X[:2], [Y[0], Y[1][:3]])
     bad = [y.astype(np.float64) for y in Y]
-    bad[2][0, 0] = np.nan
-    with pytest.raises(ValueError, match="finite"):
+    bad[2][5, 1] = np.nan
+    for call in (lambda: StructuredSVM(C=1.0).fit(X, bad), lambda: svm.voc_score(X, bad)):
+        with pytest.raises(ValueError, match=r"Y\[2\]: pixel counts must be finite.*row 5 "):
+            call()
+    bad[2][5, 1] = -3.0
+    with pytest.raises(ValueError, match=r"Y\[2\]: pixel counts must be non-negative: row 5 "):
         StructuredSVM(C=1.0).fit(X, bad)
-    bad[2][0, 0] = 0.5
-    with pytest.raises(ValueError, match="whole numbers"):
+    bad[2][5, 1] = 0.5
+    with pytest.raises(ValueError, match=r"Y\[2\]: pixel counts must be whole numbers: row 5"):
         StructuredSVM(C=1.0).fit(X, bad)
     with pytest.raises(TypeError, match=r"X\[0\] is a ndarray, not a graph"):
         svm.predict([X[0].unary])
@@ -647,3 +655,22 @@ def test_the_python_api_refuses_what_it_would_get_silently_wrong():
         svm.predict(X[0].unary)
     with pytest.raises(TypeError, match=r"X\[1\] is a ndarray"):
         StructuredSVM(C=1.0).fit([X[0], X[1].unary], Y[:2])
+
+
+def test_class_names_of_the_python_api_are_matched_in_any_case(clean_root, tmp_path):
+    """"Car" is VOC's "car": the same examples, and a model trained with it
+    stored under VOC's spelling; a name that is no VOC class is refused."""
+    from segstruct.datasets import voc_class_name
+    from segstruct.workflow import train_model
+    assert voc_class_name("DiningTable") == "diningtable"
+    with pytest.raises(DatasetError, match="unknown class name 'Cars'"):
+        voc_class_name("Cars")
+    extractor = no_sift_extractor(VOCDataset(clean_root))
+    upper = extractor.examples("train", "Car")
+    lower = extractor.examples("train", "car")
+    assert all(np.array_equal(a.pixel_counts, b.pixel_counts) for a, b in zip(upper, lower))
+    model = train_model(StructuredSVM(C=1.0), [e.graph for e in upper],
+                        [e.pixel_counts for e in upper], tmp_path / "m", extractor,
+                        split="train", class_name="CAR", method="bl1")
+    assert model.class_name == "car"
+    assert json.loads(model_paths(tmp_path / "m")[0].read_text())["class"] == "car"

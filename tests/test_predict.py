@@ -143,8 +143,11 @@ def test_decision_function_is_the_prediction_and_ranks_by_max_marginals(trained)
 @pytest.mark.parametrize("case, words", [
     ("same class twice", "both segment 'car'"),
     ("other features", "trained on other features"),
-    ("no readable image", "no image could be read"),
-    ("out is the image folder", "holds images to label"),
+    ("no readable image", "1 image(s) cannot be read (label the others with --skip-bad)"),
+    ("no readable image, skip-bad", "no image could be read"),
+    ("out is the image folder", "is the input folder"),
+    ("out inside the image folder", "is inside the input folder"),
+    ("recursive with data", "--recursive goes with --images"),
     ("no images", "give the images to label"),
     ("split with images", "--split goes with --data"),
     ("images and data", "not both"),
@@ -164,8 +167,14 @@ def test_bad_inputs_are_refused(case, words, trained, tmp_path, capsys):
             "other features": ["--model", str(models["person"]), str(models["car_nocolour"]),
                                "--images", str(folder)],
             "no readable image": ["--model", str(models["car"]), "--images", str(folder)],
+            "no readable image, skip-bad": ["--model", str(models["car"]), "--images",
+                                            str(folder), "--skip-bad"],
             "out is the image folder": ["--model", str(models["car"]), "--images",
                                         str(folder)],
+            "out inside the image folder": ["--model", str(models["car"]), "--images",
+                                            str(folder / "a.png")],
+            "recursive with data": ["--model", str(models["car"]), "--data", str(root),
+                                    "--recursive"],
             "no images": ["--model", str(models["car"])],
             "split with images": ["--model", str(models["car"]), "--images", str(folder),
                                   "--split", "val"],
@@ -180,8 +189,9 @@ def test_bad_inputs_are_refused(case, words, trained, tmp_path, capsys):
             "ensemble with marginals": ["--model", str(models["car"]), "--images",
                                         str(folder), "--ensemble", "2", "--decision",
                                         "marginal"]}[case]
-    out = folder if case == "out is the image folder" else tmp_path / "out"
-    if case == "no readable image":
+    out = {"out is the image folder": folder,
+           "out inside the image folder": folder / "sub" / "out"}.get(case, tmp_path / "out")
+    if case.startswith("no readable image"):
         (folder / "a.png").write_bytes(b"not an image")
     if case == "out holds other files":
         out.mkdir()
@@ -191,12 +201,17 @@ def test_bad_inputs_are_refused(case, words, trained, tmp_path, capsys):
         rc = main(["predict", *argv, "--out", str(out), *cache, "-q"])
     except SystemExit as exit_:
         rc = exit_.code
-    assert rc == 2 and words in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert rc == 2 and words in err
+    if case in ("no images", "split with images", "images and data", "recursive with data"):
+        # the command's own usage, not the list of commands
+        assert "usage: segstruct predict " in err and "COMMAND" not in err
     # refused before any output
     assert (sorted(p.name for p in out.iterdir()) if out.exists() else None) == before
 
 
-def test_a_batch_goes_on_past_bad_files_and_names_each(trained, tmp_path, capsys):
+def test_a_batch_with_bad_files_names_each_and_goes_on_only_if_asked(trained, tmp_path,
+                                                                     capsys):
     root, cache, models, _ = trained
     data = VOCDataset(root)
     folder = tmp_path / "in"
@@ -209,25 +224,47 @@ def test_a_batch_goes_on_past_bad_files_and_names_each(trained, tmp_path, capsys
     truncated = data.image_path(good[1]).read_bytes()
     (folder / "broken2.jpg").write_bytes(truncated[: len(truncated) // 3])
     out = tmp_path / "out"
-    rc = main(["predict", "--model", str(models["car"]), "--images", str(folder),
-               "--out", str(out), *cache, "-q"])
-    err = capsys.readouterr().err
-    assert rc == 1
-    assert "broken1.jpg" in err and "broken2.jpg" in err and "2 image(s)" in err
-    assert "subfolder" in err and "more" in err
+    base = ["predict", "--model", str(models["car"]), "--images", str(folder), *cache, "-q"]
+
+    def run(*extra):
+        try:
+            rc = main([*base, *extra])
+        except SystemExit as exit_:
+            rc = exit_.code
+        return rc, capsys.readouterr().err
+
+    # every file checked before any work: both bad ones named, nothing written
+    rc, err = run("--out", str(out))
+    assert rc == 2 and "2 image(s) cannot be read" in err and "--skip-bad" in err
+    assert "broken1.jpg" in err and "broken2.jpg" in err and "usage: segstruct predict" in err
+    assert not out.exists()
+    rc, err = run("--out", str(out), "--skip-bad")
+    assert rc == 0 and "skipping 2 image(s)" in err
+    assert "broken1.jpg" in err and "broken2.jpg" in err
+    assert "subfolder" in err and "more" in err and "--recursive" in err
     assert sorted(p.name for p in out.glob("*.png")) == sorted(f"{i}.png" for i in good)
     index = json.loads((out / "index.json").read_text())
     assert [e["id"] for e in index["images"]] == good
     assert sorted(Path(u["image"]).name for u in index["unreadable"]) == ["broken1.jpg",
                                                                          "broken2.jpg"]
-    # the same folder again, with one image fewer: the stale mask is named, not hidden
+    # the same folder again, with one image fewer: the stale mask is named, not
+    # hidden, and still named by the run after; --force deletes it
     (folder / f"{good[1]}.jpg").unlink()
-    rc = main(["predict", "--model", str(models["car"]), "--images", str(folder),
-               "--out", str(out), *cache, "-q"])
-    err = capsys.readouterr().err
-    assert rc == 1 and f"{good[1]}.png" in err and "earlier run" in err
+    for _ in range(2):
+        rc, err = run("--out", str(out), "--skip-bad")
+        assert rc == 0 and f"{good[1]}.png" in err and "earlier run" in err
+        assert "--force deletes them" in err and (out / f"{good[1]}.png").exists()
     assert [e["id"] for e in json.loads((out / "index.json").read_text())["images"]] == \
         good[:1]
+    rc, err = run("--out", str(out), "--skip-bad", "--force")
+    assert rc == 0 and "deleted 1 file(s) of an earlier run" in err
+    assert sorted(p.name for p in out.glob("*.png")) == [f"{good[0]}.png"]
+    assert "stale" not in json.loads((out / "index.json").read_text())
+    # --recursive takes the subfolder's image too
+    rc, err = run("--out", str(tmp_path / "all"), "--skip-bad", "--recursive")
+    assert rc == 0 and "subfolder" not in err
+    assert sorted(p.name for p in (tmp_path / "all").glob("*.png")) == sorted(
+        [f"{good[0]}.png", "nested.png"])
 
 
 def test_image_files_name_images_by_stem_and_refuse_clashes(tmp_path):
@@ -338,6 +375,14 @@ def test_a_model_folder_and_a_class_in_capitals_are_understood(trained, tmp_path
     err = capsys.readouterr().err
     assert rc == 2 and f"{base} is a folder: its models are" in err
     assert str(models["car"]) in err and "without its suffix" in err
+    # a folder of one model is that model
+    one = tmp_path / "one"
+    one.mkdir()
+    for suffix in (".json", ".npz"):
+        shutil.copy(models["car"].with_suffix(suffix), one)
+    assert main(["predict", "--model", str(one), "--images", str(root / "JPEGImages"),
+                 "--out", str(tmp_path / "out"), *cache, "-q"]) == 0
+    capsys.readouterr()
     # one class whatever its case, and a list of the names for a wrong one
     assert voc_class("Horse") == voc_class("HORSE") == "horse"
     with pytest.raises(argparse.ArgumentTypeError, match="aeroplane"):

@@ -25,26 +25,32 @@ COMMANDS = {"inspect": inspect, "features": features, "train": train, "evaluate"
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command's options."""
+    return _parsers()[0]
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser, and each command's own (whose errors show that command's usage)."""
     parser = argparse.ArgumentParser(
         prog="segstruct",
         description="Structured SVMs for MRF segmentation under IoU, F-beta and Hamming "
                     "losses (Ranjbar, Mori & Wang, ECCV 2010).")
     parser.add_argument("--version", action="version", version=f"segstruct {code_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = {}
     for name, command in COMMANDS.items():
-        p = sub.add_parser(name, help=command.HELP, description=command.HELP)
+        p = commands[name] = sub.add_parser(name, help=command.HELP, description=command.HELP)
         add_data_options(p)
         if command.FEATURES:
             add_feature_options(p)
         command.add_arguments(p)
         p.set_defaults(func=command.run)
-    return parser
+    return parser, commands
 
 
 def main(argv=None) -> int:
     """Run one command; its exit status (2 for a usage or input error, 130 on
     an interrupt)."""
-    parser = build_parser()
+    parser, commands = _parsers()
     args = parser.parse_args(argv)
     if hasattr(args, "loss"):
         args.loss_given = args.loss is not None
@@ -53,7 +59,8 @@ def main(argv=None) -> int:
         with use_scheduler(getattr(args, "scheduler", None)):
             return args.func(args)
     except UsageError as err:
-        parser.error(str(err))
+        # the command's usage, not the list of commands
+        commands[args.command].error(str(err))
     except (DatasetError, ValueError, RuntimeError, ImportError, OSError) as err:
         print(f"segstruct {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from segstruct.cli.common import UsageError, class_models, refuse_overwriting, show_progress
 from segstruct.cli.settings import make_extractor
-from segstruct.datasets import ImageFiles, VOCDataset
+from segstruct.datasets import DatasetError, ImageFiles, VOCDataset
 from segstruct.decisions import DECISIONS
 from segstruct.ensemble import superpixel_variants
 from segstruct.io.files import write_json
@@ -21,7 +21,8 @@ FEATURES = False
 def add_arguments(p) -> None:
     p.add_argument("--model", nargs="+", action="extend", required=True, type=Path,
                    metavar="MODEL",
-                   help="one model per class, all trained on the same features; with "
+                   help="one model per class (its path without suffix, or a folder that "
+                        "holds just it), all trained on the same features; with "
                         "several, each superpixel gets the class whose model is surest "
                         "(largest max-marginal difference), or background")
     p.add_argument("--images", nargs="+", metavar="FILE_OR_DIR",
@@ -57,40 +58,76 @@ def add_arguments(p) -> None:
                         "graph cut)")
     p.add_argument("--overlay", action="store_true",
                    help="also write DIR/<id>.jpg: the image with its labels drawn on it")
+    p.add_argument("--recursive", action="store_true",
+                   help="with --images: also label the images in the folders' subfolders "
+                        "(default: only the folders' own files; skipped subfolders are "
+                        "named)")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="label the images that can be read and list the others, with "
+                        "why, under 'unreadable' in index.json (default: every image is "
+                        "checked before any work, and one that cannot be read stops the "
+                        "run, with every such file named)")
+    p.add_argument("--force", action="store_true",
+                   help="delete the files an earlier run wrote to --out that this run does "
+                        "not write again (default: they are kept and named)")
 
 
 def _source(args):
     """(images, their ids, how the index names them, {path: why} of the
-    images that cannot be read), every image checked before any work."""
+    images that cannot be read), every image checked before any work.
+
+    Raises
+    ------
+    UsageError
+        Some image cannot be read and ``--skip-bad`` is not given: every
+        such file is named, and nothing has been written.
+    """
     if args.images is not None:
-        given = ImageFiles(args.images)
+        given = ImageFiles(args.images, recursive=args.recursive)
         for folder in given.skipped_folders:
             print(f"note: images in subfolder {folder} are not labelled (give it in "
-                  "--images to label them)", file=sys.stderr)
-        # every file decoded once here: a bad one is named now, and the batch
-        # goes on without it instead of stopping in the middle
+                  "--images, or --recursive, to label them)", file=sys.stderr)
+        # every file decoded once here: a bad one is named before any work
         _, failed = given.check_each(decode=True)
-        source = given.without(failed)
-        ids = source.ids()
+        source, ids = given.without(failed), [i for i in given.ids() if i not in failed]
         bad = {str(given.image_path(i)): why for i, why in failed.items()}
-        return source, ids, {"images": [str(source.image_path(i)) for i in ids]}, bad
-    source = VOCDataset(args.data)
-    split = args.split or "val"
-    ids = source.ids(split)
-    for image_id in ids:
-        source.image_size(image_id)        # every header, before any work
-    return source, ids, {"data_root": str(source.root), "split": split}, {}
+        described: dict = {"images": [str(source.image_path(i)) for i in ids]}
+    else:
+        if args.recursive:
+            raise UsageError("--recursive goes with --images; --data labels a split")
+        source = VOCDataset(args.data)
+        split = args.split or "val"
+        bad = {}
+        for image_id in source.ids(split):
+            try:
+                source.image_size(image_id)        # every header, before any work
+            except DatasetError as err:
+                bad[str(source.image_path(image_id))] = str(err)
+        ids = [i for i in source.ids(split) if str(source.image_path(i)) not in bad]
+        described = {"data_root": str(source.root), "split": split}
+    if bad and not args.skip_bad:
+        raise UsageError(f"{len(bad)} image(s) cannot be read (label the others with "
+                         "--skip-bad):\n" + "\n".join(f"  {why}" for why in bad.values()))
+    if bad:
+        print(f"skipping {len(bad)} image(s) that cannot be read (--skip-bad; listed under "
+              "'unreadable' in index.json):", file=sys.stderr)
+        for why in bad.values():
+            print(f"  {why}", file=sys.stderr)
+    return source, ids, described, bad
 
 
-def _check_out(out: Path, inputs: set, overlay: bool, ids) -> None:
-    """Refuse an --out that would mix the predictions with the images, or
-    with files that are not an earlier run's predictions."""
+def _check_out(out: Path, inputs: set, overlay: bool, ids, folders=()) -> None:
+    """Refuse an --out that would mix the predictions with the images (it is,
+    or lies inside, a folder of input images or one given in ``folders``),
+    or with files that are not an earlier run's predictions."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder")
     folder = out.resolve()
-    if any(path.parent == folder for path in inputs):
-        raise UsageError(f"--out {out} holds images to label: the masks would mix with them "
-                         "(and be taken for images by the next run); give another folder")
+    for given in sorted({path.parent for path in inputs} | {Path(f).resolve() for f in folders}):
+        if folder == given or given in folder.parents:
+            raise UsageError(f"--out {out} is{' inside' if folder != given else ''} the input "
+                             f"folder {given}: the masks would mix with the images (and be "
+                             "taken for images by a later run); give a folder outside it")
     if out.is_dir() and any(out.iterdir()) and not (out / "index.json").exists():
         raise UsageError(f"--out {out} is not empty and holds no earlier predictions "
                          "(index.json): give a new or empty folder")
@@ -104,18 +141,22 @@ def _check_out(out: Path, inputs: set, overlay: bool, ids) -> None:
 
 
 def _stale(out: Path, entries: list[dict]) -> list[str]:
-    """Files of an earlier run's index.json in ``out`` that this run did not
-    write again."""
+    """Files of earlier runs in ``out`` that this run did not write again: the
+    earlier index.json's masks and overlays, and the files it kept from runs
+    before it (``stale``), those that still exist."""
     path = out / "index.json"
     if not path.exists():
         return []
     try:
-        earlier = json.loads(path.read_text()).get("images", [])
-    except (OSError, ValueError, AttributeError):
+        earlier = json.loads(path.read_text())
+        named = [e[k] for e in earlier.get("images", []) if isinstance(e, dict)
+                 for k in ("mask", "overlay") if k in e]
+        named += [name for name in earlier.get("stale", []) if isinstance(name, str)]
+    except (OSError, ValueError, AttributeError, TypeError):
         return []
     written = {e[k] for e in entries for k in ("mask", "overlay") if k in e}
-    return sorted({e[k] for e in earlier if isinstance(e, dict) for k in ("mask", "overlay")
-                   if k in e and e[k] not in written and (out / e[k]).exists()})
+    return sorted({name for name in named if name not in written and "/" not in name
+                   and (out / name).is_file()})
 
 
 def _check_decision(args, models) -> None:
@@ -161,7 +202,8 @@ def run(args) -> int:
         raise UsageError("no image could be read:\n" + "\n".join(
             f"  {path}: {why}" for path, why in bad.items()))
     # an output must never replace an input, nor mix with the images
-    _check_out(out, {source.image_path(i).resolve() for i in ids}, args.overlay, ids)
+    folders = [f for f in args.images or () if Path(f).is_dir()]
+    _check_out(out, {source.image_path(i).resolve() for i in ids}, args.overlay, ids, folders)
     first = models[0]
     _check_decision(args, models)
     try:
@@ -182,6 +224,11 @@ def run(args) -> int:
                              superpixels=[c.superpixels for c in configs])
     if bad:
         index["unreadable"] = [{"image": path, "error": why} for path, why in bad.items()]
+    if stale and args.force:
+        for name in stale:
+            (out / name).unlink()
+    elif stale:
+        index["stale"] = stale            # still named by the next run, and by --force
     write_json(out / "index.json", index)
     labelled = sum(1 for e in entries if e["class_pixels"])
     used = ", ".join(f"{m.class_name} ({m.doc['method']})" for m in models)
@@ -189,13 +236,9 @@ def run(args) -> int:
           f"{index['seconds']:.1f} s; wrote {out}/<id>.png"
           f"{' and .jpg' if args.overlay else ''} and {out / 'index.json'}")
     if stale:
-        print(f"note: {out} keeps {len(stale)} file(s) of an earlier run that this one did not "
-              f"write (not in index.json now): {', '.join(stale[:5])}"
-              f"{', ...' if len(stale) > 5 else ''}", file=sys.stderr)
-    if bad:
-        print(f"error: {len(bad)} image(s) could not be read and were not labelled (listed "
-              "under 'unreadable' in index.json):", file=sys.stderr)
-        for why in bad.values():
-            print(f"  {why}", file=sys.stderr)
-        return 1
+        said = ", ".join(stale[:5]) + (", ..." if len(stale) > 5 else "")
+        print(f"note: deleted {len(stale)} file(s) of an earlier run that this one did not "
+              f"write (--force): {said}" if args.force else
+              f"note: {out} keeps {len(stale)} file(s) of an earlier run that this one did not "
+              f"write (not in index.json now; --force deletes them): {said}", file=sys.stderr)
     return 0

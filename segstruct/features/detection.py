@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from segstruct.datasets.folds import make_folds
-from segstruct.datasets.voc import VOCDataset, class_index
+from segstruct.datasets.voc import VOCDataset, class_index, voc_class_name
 from segstruct.features.cache import ArrayCache, canonical_json, file_digest
 from segstruct.features.scale import resize_image, resize_labels, upsampling_key, working_shape
 from segstruct.features.topdown.detector import Detector, DetectorParams
@@ -145,6 +145,7 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
     TooFewObjects (a ValueError)
         When the split holds too few objects of the class to train on.
     """
+    class_name = voc_class_name(class_name)      # the cache key and the record
     cls = class_index(class_name)
     ids = dataset.ids(split) if ids is None else list(ids)
     key = {"images": [file_digest(dataset.image_path(i)) for i in ids],

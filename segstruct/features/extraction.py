@@ -18,7 +18,8 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from segstruct.cluster import parallel_map
-from segstruct.datasets.voc import VOID_LABEL, DatasetError, VOCDataset, class_index
+from segstruct.datasets.voc import (VOID_LABEL, DatasetError, VOCDataset, class_index,
+                                    voc_class_name)
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest, key_digest
 from segstruct.features.detection import ShapeDetector, detector_folds, train_shape_detector
@@ -247,6 +248,7 @@ class FeatureExtractor:
         ``codebook_split`` (cached): the block's detector without
         cross-fitting (``config.top_down_folds`` 1), and the one
         ``segstruct detector`` scores."""
+        class_name = voc_class_name(class_name)
         if self.config.detector is None:
             raise ValueError("these feature settings have no top-down block (config.detector)")
         if class_name not in self._detectors:
@@ -267,6 +269,7 @@ class FeatureExtractor:
         else the folds' (``config.top_down_folds`` >= 2 and
         ``config.top_down_detector`` "folds": :meth:`fold_detectors`), else
         the whole split's. A model saves them to label new images."""
+        class_name = voc_class_name(class_name)
         if class_name in self._given:
             return self._given[class_name]
         if self._cross_fitting() and self.config.top_down_detector == "folds":
@@ -283,6 +286,7 @@ class FeatureExtractor:
             on the training split without that fold: the detector whose
             block a training image of that fold gets.
         """
+        class_name = voc_class_name(class_name)
         k = self._cross_fitting()
         if not k:
             raise ValueError("these feature settings do not cross-fit the top-down block "
@@ -305,6 +309,7 @@ class FeatureExtractor:
         dict, class name -> TooFewObjects for the classes that cannot have
         their detectors (the others are ready: :meth:`block_detectors`).
         """
+        class_names = [voc_class_name(c) for c in class_names]
         k = self._cross_fitting()
         errors: dict[str, Exception] = {}
         jobs: list[tuple[str, int | None, list[str] | None]] = []   # (class, fold, ids)
@@ -429,6 +434,7 @@ class FeatureExtractor:
         DatasetError
             For the first bad file, in split order.
         """
+        class_name = voc_class_name(class_name)     # its detectors' cache keys use it
         cls = class_index(class_name)
         ids = self.dataset.ids(split) if ids is None else list(ids)
         masks = {}

@@ -158,6 +158,9 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
 def load_model(path):
     """Read a model written by ``save_model``.
 
+    ``path`` is the model's prefix (PATH for PATH.json and PATH.npz, either
+    suffix accepted) or a folder that holds exactly one model.
+
     Returns
     -------
     estimator : StructuredSVM (FirstOrderSVM for the first-order solvers)
@@ -172,13 +175,16 @@ def load_model(path):
     from segstruct.learn.ssvm import STOCHASTIC_SOLVERS, StructuredSVM
 
     if Path(path).is_dir():
-        # models are path prefixes (PATH.json + PATH.npz), not folders
+        # models are path prefixes (PATH.json + PATH.npz); a folder of one model is it
         inside = sorted(p.with_suffix("") for p in Path(path).glob("*.json")
                         if p.with_suffix(".npz").is_file())
-        hint = (f": its models are {', '.join(str(p) for p in inside[:5])}"
-                f"{', ...' if len(inside) > 5 else ''}" if inside else ", with no model in it")
-        raise ModelFileError(f"{path} is a folder{hint}; give a model's path without its "
-                             "suffix (PATH for PATH.json and PATH.npz)")
+        if len(inside) != 1:
+            hint = (f": its models are {', '.join(str(p) for p in inside[:5])}"
+                    f"{', ...' if len(inside) > 5 else ''}" if inside else
+                    ", with no model in it")
+            raise ModelFileError(f"{path} is a folder{hint}; give a model's path without its "
+                                 "suffix (PATH for PATH.json and PATH.npz)")
+        path = inside[0]
     json_path, npz_path = model_paths(path)
     for p in (json_path, npz_path):
         if not p.is_file():

@@ -108,13 +108,16 @@ def label_counts(y_k) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError("a (N,) label array must hold targets 0 or 1")
         return y_k.astype(np.int64), (1 - y_k).astype(np.int64)
     if y_k.ndim == 2 and y_k.shape[1] == 2:
-        if not np.issubdtype(y_k.dtype, np.number) or not np.all(np.isfinite(y_k)):
-            raise ValueError("pixel counts must be finite numbers (found NaN, inf or "
-                             "non-numbers)")
-        if np.any(y_k < 0):
-            raise ValueError("pixel counts must be non-negative")
-        if np.any(y_k != np.rint(y_k)):
-            raise ValueError("pixel counts must be whole numbers")
+        if not np.issubdtype(y_k.dtype, np.number):
+            raise ValueError(f"pixel counts must be numbers, got dtype {y_k.dtype}")
+        for wrong, what in ((~np.isfinite(y_k), "finite numbers (found NaN or inf)"),
+                            (y_k < 0, "non-negative"),
+                            (y_k != np.rint(y_k), "whole numbers")):
+            rows = np.flatnonzero(wrong.any(axis=1))
+            if rows.size:
+                raise ValueError(f"pixel counts must be {what}: row {rows[0]} is "
+                                 f"{y_k[rows[0]].tolist()}"
+                                 + (f" ({rows.size} rows in all)" if rows.size > 1 else ""))
         return y_k[:, 0].astype(np.int64), y_k[:, 1].astype(np.int64)
     raise ValueError(f"labels must have shape (N,) or (N, 2), got {y_k.shape}")
 

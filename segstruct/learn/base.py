@@ -53,6 +53,14 @@ def check_inputs(X) -> None:
                             "segstruct.model.Graph or FeatureExtractor.examples(...)[k].graph")
 
 
+def _labelled(k: int, read, y, *args):
+    """``read(y, *args)`` for the label array Y[k], its errors naming it."""
+    try:
+        return read(y, *args)
+    except ValueError as err:
+        raise ValueError(f"Y[{k}]: {err}") from None
+
+
 class BaseSSVM(ParamsMixin):
     """What the segmentation learners share (module docstring).
 
@@ -106,19 +114,21 @@ class BaseSSVM(ParamsMixin):
         """(inputs, targets, node weights) per training example for the scope."""
         check_inputs(X)
         if len(X) != len(Y):
-            raise ValueError(f"{len(X)} inputs but {len(Y)} label arrays")
+            raise ValueError(f"X has {len(X)} graphs but Y {len(Y)} label arrays: give one "
+                             "label array per graph")
         if len(X) == 0:
             raise ValueError("no training examples")
-        ts, ws = zip(*(targets_and_node_weights(y, self.node_weights) for y in Y))
+        ts, ws = zip(*(_labelled(k, targets_and_node_weights, y, self.node_weights)
+                       for k, y in enumerate(Y)))
         for k, (x, t) in enumerate(zip(X, ts)):
             for name in ("unary", "pairwise"):
                 values = getattr(x, name, None)
                 if values is not None and not np.all(np.isfinite(values)):
-                    raise ValueError(f"input {k} ({getattr(x, 'image_id', 'no id')}) has "
+                    raise ValueError(f"X[{k}] ({getattr(x, 'image_id', 'no id')}) has "
                                      f"non-finite {name} features")
             if np.shape(x.unary)[0] != t.size:
-                raise ValueError(f"an input has {np.shape(x.unary)[0]} nodes but its "
-                                 f"labels have {t.size}")
+                raise ValueError(f"X[{k}] has {np.shape(x.unary)[0]} nodes but Y[{k}] has "
+                                 f"labels of {t.size}")
         if self.scope == "dataset":
             return [disjoint_union(X)], [np.concatenate(ts)], [np.concatenate(ws)], ts, ws
         return list(X), list(ts), list(ws), ts, ws
@@ -239,18 +249,18 @@ class BaseSSVM(ParamsMixin):
         ``predictions``: ``predict(X)``, when the caller has it already.
         """
         if len(X) != len(Y):            # before the work of predicting
-            raise ValueError(f"{len(X)} inputs, {len(Y)} label arrays: give one label "
-                             "array per input")
+            raise ValueError(f"X has {len(X)} graphs but Y {len(Y)} label arrays: give one "
+                             "label array per graph")
+        counts = [_labelled(k, label_counts, y) for k, y in enumerate(Y)]
         predictions = self.predict(X) if predictions is None else predictions
         if len(predictions) != len(X):
-            raise ValueError(f"{len(X)} inputs but {len(predictions)} predictions: give "
-                             "one prediction per input")
+            raise ValueError(f"X has {len(X)} graphs but predictions {len(predictions)}: "
+                             "give one prediction per graph")
         score = VOCScore()
-        for k, (y_hat, y) in enumerate(zip(predictions, Y)):
-            fg, bg = label_counts(y)
+        for k, (y_hat, (fg, bg)) in enumerate(zip(predictions, counts)):
             if fg.size != np.size(y_hat):
-                raise ValueError(f"input {k} has {np.size(y_hat)} nodes but its labels have "
-                                 f"{fg.size}")
+                raise ValueError(f"X[{k}] has {np.size(y_hat)} nodes but Y[{k}] has labels "
+                                 f"of {fg.size}")
             score.add(*superpixel_confusion(y_hat, fg, bg))
         return score
 

@@ -287,7 +287,10 @@ class MultivariateSVM(ParamsMixin):
                                 solver="oneslack",
                                 scope="dataset", node_weights="count", pairwise=False,
                                 oracle=bl2, tol=self.tol, max_iter=self.max_iter)
-        learner.fit([graph], [y])
+        with warnings.catch_warnings():
+            # said below in this estimator's terms (its C, its labels)
+            warnings.filterwarnings("ignore", "the optimum at C=", RuntimeWarning)
+            learner.fit([graph], [y])
         w = np.asarray(learner.w_, dtype=np.float64)
         if not learner.converged_:
             warnings.warn(f"MultivariateSVM did not converge to tol={self.tol} in "

@@ -27,6 +27,7 @@ signature of ``segstruct.inference.loss_augmented``:
 from __future__ import annotations
 
 import copy
+import warnings
 import time
 from numbers import Integral
 from typing import Sequence
@@ -296,6 +297,13 @@ class StructuredSVM(BaseSSVM):
         self.gap_ = state.best_primal - state.dual
         self.n_features_in_ = run.dim
         self.fit_seconds_ = run.seconds()
+        if self.converged_ and not np.any(self.w_):
+            # not a failure: where no weights beat the loss of labelling every
+            # node alike, w = 0 is the optimum
+            warnings.warn(f"the optimum at C={self.C:g} is w = 0: every node scores 0, so "
+                          "predict labels every node alike (background); the features give "
+                          "no weights worth their norm at this C: a larger C may find some",
+                          RuntimeWarning, stacklevel=3)
         return self
 
     def _training_run(self, X, Y) -> "TrainingRun":

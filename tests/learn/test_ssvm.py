@@ -149,7 +149,7 @@ def test_bad_parameters_and_inputs(random_problem):
                    {"C": -1.0}, {"loss": "iou", "kappa": 0.5}):
         with pytest.raises(ValueError):
             StructuredSVM(**kwargs).fit(X, Y)
-    with pytest.raises(ValueError, match="inputs"):
+    with pytest.raises(ValueError, match=rf"X has {len(X)} graphs but Y {len(X) - 1} label"):
         StructuredSVM().fit(X, Y[:-1])
     with pytest.raises(ValueError, match="nodes"):
         StructuredSVM().fit(X, [t[:-1] for t in Y])
@@ -331,3 +331,22 @@ def test_superpixel_units_without_a_missed_superpixel_count_a_false_one(random_p
     # in the paper's units the same loss trains
     assert StructuredSVM(loss=blind, C_units="paper", max_iter=3,
                          oracle=_brute_force_oracle).fit(X, Y).n_iter_ >= 1
+
+
+def test_an_optimum_of_w_zero_is_named_with_what_to_try():
+    """Features that are all 0 leave every labelling the same score: w = 0 is
+    the optimum, and the fit says so (every node alike, a larger C); a fit
+    with informative features says nothing."""
+    import warnings
+
+    from segstruct.model import Graph
+    from segstruct.toy import chain_problem
+    X, Y = chain_problem(n_graphs=4, n_nodes=6, seed=1)
+    blank = [Graph(np.zeros_like(x.unary), x.edges, np.zeros_like(x.pairwise)) for x in X]
+    with pytest.warns(RuntimeWarning, match=r"optimum at C=1 is w = 0.*a larger C"):
+        svm = StructuredSVM(C=1.0).fit(blank, Y)
+    assert svm.converged_ and not np.any(svm.w_)
+    assert all(not np.any(y) or np.all(y == y[0]) for y in svm.predict(blank))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert np.any(StructuredSVM(C=1.0).fit(X, Y).w_)

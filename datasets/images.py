@@ -6,7 +6,9 @@ handles it like a data set's split (``image_path``, ``image_size``,
 ``read_image``). Unlike a training set's, an image in another colour mode
 (grey, palette, RGBA, CMYK, 16-bit) is converted to RGB rather than
 refused: a user applying a model should get a segmentation of any readable
-image. An EXIF orientation (phone photos) is applied, so that the image,
+image. An alpha channel is dropped (the stored colours are segmented, not
+a blend with some background); 16-bit colour PNGs keep each channel's top
+8 bits. An EXIF orientation (phone photos) is applied, so that the image,
 and the mask made of it, are the way viewers show the file.
 """
 from __future__ import annotations

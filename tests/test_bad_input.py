@@ -354,7 +354,14 @@ def edit_json(path, change):
      r"invalid settings \(SuperpixelParams\.min_size must be an integer >= 1, got '400'\)"),
     (lambda d: d["features"].update(n_words="16"),
      r"FeatureConfig\.n_words must be an integer >= 2, got '16'"),
-    (lambda d: d["estimator"].update(C="big"), r"own checksum"),
+    (lambda d: d["estimator"].update(C="big"), r"estimator\.C must be a finite number > 0, "
+                                                r"got 'big'"),
+    (lambda d: d["estimator"].update(C=-1), r"estimator\.C must be a finite number > 0"),
+    (lambda d: d["estimator"].update(tol=[1]), r"estimator\.tol must be"),
+    (lambda d: d["estimator"].update(pairwise="yes"), r"estimator\.pairwise must be"),
+    (lambda d: d["estimator"].update(loss=5), r"field 'estimator\.loss'"),
+    (lambda d: d["estimator"].pop("loss"), r"field 'estimator\.loss': missing"),
+    (lambda d: d.pop("features"), r"field 'features': missing"),
     (lambda d: d.update(format_version=7), r"format version 7"),
     (lambda d: d.pop("arrays_sha256"), r"m\.npz does not match the checksum"),
 ])

@@ -720,3 +720,21 @@ def test_train_shows_progress_in_a_log_and_nothing_with_q(data_root, tmp_path, c
     assert not any("ETA" in line for line in lines)
     assert main(args + ["-q", "--out", str(tmp_path / "b")]) == 0
     assert "(started)" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, extra, words", [
+    ("train", ["--max-iter", "0"], "--max-iter must be an integer >= 1, got 0"),
+    ("train", ["--tol", "-1"], "--tol must be a finite number > 0, got -1.0"),
+    ("compare", ["--max-iter", "0"], "--max-iter must be an integer >= 1, got 0"),
+    ("compare", ["--tol", "-1"], "--tol must be a finite number > 0, got -1.0"),
+])
+def test_training_options_out_of_range_name_the_option(command, extra, words, tmp_path,
+                                                       capsys):
+    """Checked before any data is read, named as the user typed them (not
+    the estimator's parameter), with the command's own usage."""
+    argv = [command, "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o"),
+            *(["--class", "car"] if command == "train" else []), *extra]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and words in err and f"usage: segstruct {command} " in err

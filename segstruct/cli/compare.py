@@ -77,7 +77,7 @@ def run(args) -> int:
     settings = training_settings(args)
     for method in args.methods:          # each method's own checks, before any feature
         C = args.cv[0][0] if args.cv is not None else args.C
-        checked(settings.estimator(method, C=C))
+        checked(settings.estimator(method, C=C), args)
     dataset = open_dataset(args)
     check_cv_size(args, dataset, args.train_split)
     extractor = make_extractor(args, dataset)

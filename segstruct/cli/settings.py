@@ -450,8 +450,19 @@ def make_estimator(args):
     try:
         estimator = training_settings(args).estimator(args.method, C=C)
     except ValueError as err:            # e.g. bl2 with area node weights, M < 2
-        raise UsageError(str(err)) from err
+        raise UsageError(option_message(str(err), args)) from err
     return with_workers(estimator, args.n_jobs)
+
+
+def option_message(text: str, args=None) -> str:
+    """An estimator's message about one of its parameters ("max_iter must
+    be ...") about the option that sets it ("--max-iter must be ..."), where
+    the command has that option (``args``: its parsed options; None: any)."""
+    name = text.split(" ", 1)[0]
+    if name.isidentifier() and (args is None or name in vars(args)) and \
+            name not in ("loss",) and text.startswith(name + " "):
+        return f"--{name.replace('_', '-')}{text[len(name):]}"
+    return text
 
 
 def train_estimator(args):
@@ -466,12 +477,13 @@ def train_estimator(args):
     return make_estimator(args)
 
 
-def checked(estimator):
-    """``estimator`` after its own checks (check_params), as usage errors."""
+def checked(estimator, args=None):
+    """``estimator`` after its own checks (check_params), as usage errors
+    naming the option (:func:`option_message`)."""
     try:
         estimator.check_params()
     except ValueError as err:
-        raise UsageError(str(err)) from err
+        raise UsageError(option_message(str(err), args)) from err
     return estimator
 
 

@@ -140,7 +140,7 @@ def run(args) -> int:
         raise UsageError(f"{model_file} exists: add --force to replace that model, or give "
                          "another --out")
     # every option is checked before any feature is computed
-    estimator = checked(train_estimator(args))
+    estimator = checked(train_estimator(args), args)
     check_resume(args, estimator)
     if args.calibrate and args.method == "crf":
         raise UsageError("--calibrate: a crf model's scores are its log-probabilities "
@@ -149,7 +149,7 @@ def run(args) -> int:
         print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
     dataset = open_dataset(args)
     if check_cv_size(args, dataset, args.split):
-        estimator = checked(make_estimator(args))      # at the fixed C it fell back to
+        estimator = checked(make_estimator(args), args)  # at the fixed C it fell back to
     val_split = _val_split(args, dataset)
     extractor = make_extractor(args, dataset)
     check_training_set(extractor, args.split, args.class_name,

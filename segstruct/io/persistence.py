@@ -212,14 +212,25 @@ def load_model(path):
             codebook = data["codebook"] if "codebook" in data.files else None
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
         raise ModelFileError(f"{npz_path} is not a readable model arrays file ({err})") from err
+    for key in ("features", "estimator"):
+        if not isinstance(doc.get(key), dict):
+            raise ModelFileError(f"{json_path} has invalid settings (field {key!r}: "
+                                 f"{'missing' if key not in doc else 'not an object'})")
+    if "loss" not in doc["estimator"]:
+        raise ModelFileError(f"{json_path} has invalid settings (field 'estimator.loss': "
+                             "missing)")
     try:
         config = FeatureConfig.from_dict(doc["features"])
         params = dict(doc["estimator"])
-        loss = loss_from_dict(params.pop("loss"))
         if "class" in doc:
             class_index(doc["class"])
     except (KeyError, TypeError, ValueError) as err:
         raise ModelFileError(f"{json_path} has invalid settings ({err})") from err
+    try:
+        loss = loss_from_dict(params.pop("loss"))
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ModelFileError(f"{json_path} has invalid settings (field 'estimator.loss': "
+                             f"{err})") from err
     problem = _arrays_problem(w, codebook, config, params.get("pairwise", True))
     if problem is None and config.detector is not None and "top_down" not in doc:
         problem = "its features have a top-down block, but it holds no detector"
@@ -242,6 +253,11 @@ def load_model(path):
         estimator = learner.from_weights(w, loss, **{**params, "kappa": None})
     except (TypeError, ValueError) as err:
         raise ModelFileError(f"{json_path} has invalid estimator settings ({err})") from err
+    try:
+        estimator.check_params()      # each field's type and range, named
+    except ValueError as err:
+        raise ModelFileError(f"{json_path} has invalid estimator settings (estimator.{err})") \
+            from err
     temperature = doc.get("temperature")
     if temperature is not None:
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \

@@ -132,7 +132,7 @@ def _squared_distances_argmin(x: np.ndarray, centres: np.ndarray,
 
 
 def learn_codebook(descriptors: np.ndarray, n_words: int, seed: int = 0,
-                   iterations: int = 20) -> np.ndarray:
+                   iterations: int = 20, on_iteration=None) -> np.ndarray:
     """k-means codebook of visual words (Lloyd's algorithm).
 
     Initial centres are a seeded random sample of distinct descriptors; an
@@ -145,6 +145,7 @@ def learn_codebook(descriptors: np.ndarray, n_words: int, seed: int = 0,
     n_words : number of words k.
     seed : random seed.
     iterations : number of Lloyd iterations.
+    on_iteration : callable(), optional; called after each iteration (progress).
 
     Returns
     -------
@@ -173,6 +174,8 @@ def learn_codebook(descriptors: np.ndarray, n_words: int, seed: int = 0,
             d = np.einsum("ij,ij->i", x - centres[assign], x - centres[assign])
             far = np.argsort(-d, kind="stable")[:empty.size]
             centres[empty] = x[far]
+        if on_iteration is not None:
+            on_iteration()
     return centres
 
 

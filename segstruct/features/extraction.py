@@ -15,7 +15,6 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 from joblib import cpu_count
 from threadpoolctl import threadpool_limits
-from tqdm.auto import tqdm
 
 from segstruct.cluster import parallel_map
 from segstruct.datasets.voc import (VOID_LABEL, DatasetError, VOCDataset, class_index,
@@ -32,6 +31,7 @@ from segstruct.features.per_image import (FEATURE_VERSION,  # noqa: F401
 from segstruct.features.scale import auto_long_side, upsampling_key
 from segstruct.features.superpixels import majority_targets, pixel_counts
 from segstruct.features.topdown.training import TooFewObjects
+from segstruct.io.progress import note, progress_bar
 
 
 @dataclass
@@ -228,9 +228,11 @@ class FeatureExtractor:
             parts = _map_images(sample_descriptors_task, args, self.n_jobs,
                                   self.progress, "codebook descriptors")
             sample = np.concatenate(parts)[:cfg.codebook_descriptors]
-            with threadpool_limits(max(1, self._cores())):
+            with threadpool_limits(max(1, self._cores())), \
+                    progress_bar(cfg.kmeans_iterations, "codebook k-means", self.progress,
+                                 unit="iteration") as bar:
                 words = F.learn_codebook(sample, cfg.n_words, cfg.seed,
-                                         cfg.kmeans_iterations)
+                                         cfg.kmeans_iterations, on_iteration=bar.update)
             return {"codebook": words}
 
         words = self.cache.get_or_compute("codebook", key, compute)["codebook"]
@@ -259,7 +261,7 @@ class FeatureExtractor:
                                  "(segstruct.load_shape_detectors(path))")
             self._detectors[class_name] = train_shape_detector(
                 self.dataset, class_name, self.codebook_split, self.config.detector,
-                self.cache, tqdm.write if self.progress else None,
+                self.cache, note if self.progress else None,
                 long_side=self.long_side, upsampling=self.config.upsampling)
         return self._detectors[class_name]
 
@@ -330,12 +332,12 @@ class FeatureExtractor:
         if not jobs:
             return errors
         args = [(self.dataset, name, self.codebook_split, self.config.detector, self.cache,
-                 tqdm.write if self.progress else None, ids,
+                 note if self.progress else None, ids,
                  "" if f is None else f"without fold {f + 1} of {k}", self.long_side,
                  self.config.upsampling)
                 for name, f, ids in jobs]
         done = parallel_map(detector_or_error, args, min(self._cores(), len(jobs)),
-                            self.progress and len(jobs) > 1, "detectors", unit="detector")
+                            self.progress, "detectors", unit="detector")
         folds: dict[str, dict[int, ShapeDetector]] = {}
         for (name, f, _), (trained_one, error) in zip(jobs, done):
             if error is not None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-__all__ = ["LOG_INTERVAL", "LogLines", "progress_bar"]
+__all__ = ["LOG_INTERVAL", "LogLines", "note", "progress_bar"]
 
 #: Seconds between two lines of :class:`LogLines`.
 LOG_INTERVAL = 30.0
@@ -108,9 +108,24 @@ class LogLines:
         progressed = self.n - self._initial
         if self.eta and not state and self.total and 0 < progressed and self.n < self.total:
             when += f", ETA {_duration(elapsed / progressed * (self.total - self.n))}"
-        text = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {self.desc}: {done} {self.unit}{share}, " \
-               f"{when}{extra}"
+        text = f"{_stamp()} {self.desc}: {done} {self.unit}{share}, {when}{extra}"
         print(f"{text} ({state})" if state else text, file=self.stream, flush=True)
+
+
+def note(text: str, stream=None) -> None:
+    """One line of news about long work: above the bars on a terminal
+    (tqdm's ``write``), dated like :class:`LogLines` in a log."""
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    if isatty is not None and isatty():
+        tqdm.write(text, file=stream)
+    else:
+        print(f"{_stamp()} {text}", file=stream, flush=True)
+
+
+def _stamp() -> str:
+    """The local date and time of a line."""
+    return time.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _duration(seconds: float) -> str:

@@ -38,7 +38,10 @@ def test_codebook_recovers_separated_clusters():
     words = F.learn_codebook(x, 3, seed=0, iterations=10)
     found = sorted(map(tuple, np.round(words).astype(int).tolist()))
     assert found == [(0, 0), (0, 10), (10, 0)]
-    assert np.array_equal(words, F.learn_codebook(x, 3, seed=0, iterations=10))
+    ticks = []
+    assert np.array_equal(words, F.learn_codebook(x, 3, seed=0, iterations=10,
+                                                  on_iteration=lambda: ticks.append(1)))
+    assert len(ticks) == 10                 # one progress step per iteration
     with pytest.raises(ValueError, match="distinct"):
         F.learn_codebook(np.zeros((10, 2), np.float32), 3)
 

@@ -76,3 +76,14 @@ def test_a_terminal_gets_a_bar_and_disabled_progress_says_nothing():
     bar.update(5)
     bar.close()
     assert stream.getvalue() == ""
+
+
+def test_a_note_is_dated_in_a_log_and_above_the_bars_on_a_terminal(monkeypatch):
+    stream = io.StringIO()
+    progress.note("training the car detector", stream=stream)
+    assert dated(stream.getvalue().rstrip("\n")) == "training the car detector"
+    written = []
+    monkeypatch.setattr(progress.tqdm, "write", lambda text, file=None: written.append(text))
+    terminal = Terminal()
+    progress.note("training the car detector", stream=terminal)
+    assert written == ["training the car detector"] and terminal.getvalue() == ""

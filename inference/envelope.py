@@ -310,6 +310,21 @@ class _Search:
         self.g = np.zeros(0)
         self.best = -1
 
+    @classmethod
+    def started(cls, u, edges, p, t, a, loss, n_pos, n_neg, seed_labellings, polish):
+        """A search that knows the targets, the seeds (those of the graph's
+        size) and the cuts at Delta's secant slopes (then polished)."""
+        search = cls(u, edges, p, t, a, loss, n_pos, n_neg)
+        search.add_labelling(t.astype(np.uint8))
+        for y in seed_labellings:
+            if np.shape(y) == u.shape:
+                search.add_labelling(np.asarray(y, np.uint8))
+        for s_fp, s_fn in _initial_slopes(loss, n_pos, n_neg, INITIAL_GRID):
+            search.cut_at(s_fp, s_fn)
+        if polish:
+            search.polish_best()
+        return search
+
     # -- labellings and planes
     def add_labelling(self, y) -> int:
         key = y.tobytes()
@@ -603,16 +618,8 @@ def envelope_oracle(u, edges, p, t, a, loss, max_cuts: int | None = DEFAULT_MAX_
     loss, u, edges, p, t, a, n_pos, n_neg, _ = complex_loss_inputs(
         u, edges, p, t, a, loss, n_triangles=None)
     _check_monotone(loss, n_pos, n_neg)
-    search = _Search(u, edges, p, t, a, loss, n_pos, n_neg)
+    search = _Search.started(u, edges, p, t, a, loss, n_pos, n_neg, seed_labellings, polish)
     scale = search.scale
-    search.add_labelling(t.astype(np.uint8))
-    for y in seed_labellings:
-        if np.shape(y) == u.shape:
-            search.add_labelling(np.asarray(y, np.uint8))
-    for s_fp, s_fn in _initial_slopes(loss, n_pos, n_neg, INITIAL_GRID):
-        search.cut_at(s_fp, s_fn)
-    if polish:
-        search.polish_best()
     integral = bool(np.all(a == np.round(a)))
     boxes = _Boxes(n_pos, n_neg, integral, search)
     status, milp_used, rounds, since_cut = "budget", False, 0, 0

@@ -212,25 +212,7 @@ def load_model(path):
             codebook = data["codebook"] if "codebook" in data.files else None
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
         raise ModelFileError(f"{npz_path} is not a readable model arrays file ({err})") from err
-    for key in ("features", "estimator"):
-        if not isinstance(doc.get(key), dict):
-            raise ModelFileError(f"{json_path} has invalid settings (field {key!r}: "
-                                 f"{'missing' if key not in doc else 'not an object'})")
-    if "loss" not in doc["estimator"]:
-        raise ModelFileError(f"{json_path} has invalid settings (field 'estimator.loss': "
-                             "missing)")
-    try:
-        config = FeatureConfig.from_dict(doc["features"])
-        params = dict(doc["estimator"])
-        if "class" in doc:
-            class_index(doc["class"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise ModelFileError(f"{json_path} has invalid settings ({err})") from err
-    try:
-        loss = loss_from_dict(params.pop("loss"))
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise ModelFileError(f"{json_path} has invalid settings (field 'estimator.loss': "
-                             f"{err})") from err
+    config, params, loss = _settings(doc, json_path)
     problem = _arrays_problem(w, codebook, config, params.get("pairwise", True))
     if problem is None and config.detector is not None and "top_down" not in doc:
         problem = "its features have a top-down block, but it holds no detector"
@@ -301,6 +283,31 @@ def load_shape_detectors(path):
 
 #: The name of :func:`load_shape_detectors` before cross-fitting (it returns the list).
 load_shape_detector = load_shape_detectors
+
+
+def _settings(doc: dict, json_path: Path):
+    """(FeatureConfig, estimator parameters less the loss, the loss) of a
+    model document; ModelFileError naming a missing or invalid field."""
+    for key in ("features", "estimator"):
+        if not isinstance(doc.get(key), dict):
+            raise ModelFileError(f"{json_path} has invalid settings (field {key!r}: "
+                                 f"{'missing' if key not in doc else 'not an object'})")
+    if "loss" not in doc["estimator"]:
+        raise ModelFileError(f"{json_path} has invalid settings (field 'estimator.loss': "
+                             "missing)")
+    try:
+        config = FeatureConfig.from_dict(doc["features"])
+        params = dict(doc["estimator"])
+        if "class" in doc:
+            class_index(doc["class"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ModelFileError(f"{json_path} has invalid settings ({err})") from err
+    try:
+        loss = loss_from_dict(params.pop("loss"))
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ModelFileError(f"{json_path} has invalid settings (field 'estimator.loss': "
+                             f"{err})") from err
+    return config, params, loss
 
 
 def _doc_digest(doc: dict) -> str:

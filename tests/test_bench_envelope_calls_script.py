@@ -1,0 +1,40 @@
+"""scripts/bench_envelope_calls.py: a replay runs the oracle on every
+recorded call, and its digest tells different results apart."""
+import pickle
+
+import numpy as np
+
+from segstruct.inference.envelope import envelope_oracle
+from segstruct.inference.losses import get_loss
+
+
+def _calls(rng):
+    calls = []
+    for n in (6, 9, 14):
+        edges = np.array([(i, i + 1) for i in range(n - 1)], np.int64)
+        calls.append({"u": rng.normal(size=n), "edges": edges,
+                      "p": -np.abs(rng.normal(size=n - 1)),
+                      "t": (rng.random(n) < 0.4).astype(np.uint8), "a": np.ones(n),
+                      "loss": get_loss("iou").to_dict(), "polish": True,
+                      "seeds": [np.zeros(n, np.uint8)]})
+    return calls
+
+
+def test_a_replay_is_the_oracle_on_every_call_and_its_digest_sees_a_change(load_script,
+                                                                          tmp_path):
+    script = load_script("bench_envelope_calls")
+    calls = _calls(np.random.default_rng(0))
+    path = tmp_path / "calls.pkl"
+    path.write_bytes(pickle.dumps(calls))
+    row = script.measure(path)
+    direct = [envelope_oracle(c["u"], c["edges"], c["p"], c["t"], c["a"], "iou",
+                              seed_labellings=c["seeds"]) for c in calls]
+    assert row["calls"] == 3 and row["digest"] == script.digest_of(direct)
+    assert row["cuts_per_call"] == np.mean([r.info["graph_cuts"] for r in direct])
+    # in a fresh process, as the script runs each checkout: the same numbers
+    assert script.run_in(None, path)["digest"] == row["digest"]
+    direct[1].labels = 1 - direct[1].labels
+    assert script.digest_of(direct) != row["digest"]
+    direct[1].labels = 1 - direct[1].labels
+    direct[2].info["graph_cuts"] += 1
+    assert script.digest_of(direct) != row["digest"]

@@ -172,7 +172,7 @@ def test_bad_inputs_are_refused(case, words, trained, tmp_path, capsys):
             "out is the image folder": ["--model", str(models["car"]), "--images",
                                         str(folder)],
             "out inside the image folder": ["--model", str(models["car"]), "--images",
-                                            str(folder / "a.png")],
+                                            str(folder)],
             "recursive with data": ["--model", str(models["car"]), "--data", str(root),
                                     "--recursive"],
             "no images": ["--model", str(models["car"])],
@@ -265,6 +265,21 @@ def test_a_batch_with_bad_files_names_each_and_goes_on_only_if_asked(trained, tm
     assert rc == 0 and "subfolder" not in err
     assert sorted(p.name for p in (tmp_path / "all").glob("*.png")) == sorted(
         [f"{good[0]}.png", "nested.png"])
+
+
+def test_masks_may_go_below_the_folder_of_images_given_one_by_one(trained, tmp_path,
+                                                                  capsys):
+    """A folder given in --images is read again by --recursive, so --out may
+    not lie inside it; beside images given as files, a subfolder is fine."""
+    root, cache, models, _ = trained
+    data = VOCDataset(root)
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    shutil.copy(data.image_path(data.ids("val")[0]), folder / "a.png")
+    assert main(["predict", "--model", str(models["car"]), "--images", str(folder / "a.png"),
+                 "--out", str(folder / "masks"), *cache, "-q"]) == 0
+    assert (folder / "masks" / "a.png").is_file()
+    capsys.readouterr()
 
 
 def test_image_files_name_images_by_stem_and_refuse_clashes(tmp_path):

@@ -117,14 +117,16 @@ def _source(args):
 
 
 def _check_out(out: Path, inputs: set, overlay: bool, ids, folders=()) -> None:
-    """Refuse an --out that would mix the predictions with the images (it is,
-    or lies inside, a folder of input images or one given in ``folders``),
-    or with files that are not an earlier run's predictions."""
+    """Refuse an --out that would mix the predictions with the images (it
+    holds input images, or is or lies inside a folder given in ``folders``,
+    whose subfolders a later --recursive run would read), or with files that
+    are not an earlier run's predictions."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder")
     folder = out.resolve()
-    for given in sorted({path.parent for path in inputs} | {Path(f).resolve() for f in folders}):
-        if folder == given or given in folder.parents:
+    given_folders = {Path(f).resolve() for f in folders}
+    for given in sorted({path.parent for path in inputs} | given_folders):
+        if folder == given or (given in given_folders and given in folder.parents):
             raise UsageError(f"--out {out} is{' inside' if folder != given else ''} the input "
                              f"folder {given}: the masks would mix with the images (and be "
                              "taken for images by a later run); give a folder outside it")

@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
+# benchlib lies next to this file: Python puts the script's folder first on sys.path
+sys.path.insert(0, str(HERE.parent))
+from benchlib.checkouts import in_turn, run_worker  # noqa: E402
 
 
 def measure(data: Path, class_name: str, n_train: int | None, n_val: int, folds: int) -> dict:
@@ -84,47 +84,12 @@ def measure(data: Path, class_name: str, n_train: int | None, n_val: int, folds:
             "block_seconds": block_seconds, "digest": digest.hexdigest()}
 
 
-def importable_tree(code: Path, into: Path) -> Path:
-    """A copy of a checkout's packages that imports on its own: ``segstruct``
-    with the checkout's ``inference`` and ``datasets`` folders inside it.
-    (With ``PYTHONPATH`` pointing at the checkout alone, an editable install
-    of this one still lends its ``segstruct.inference`` and
-    ``segstruct.datasets``, which pyproject.toml maps from other folders.)"""
-    skip = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(code / "segstruct", into / "segstruct", ignore=skip)
-    for name in ("inference", "datasets"):
-        if (code / name).is_dir():
-            shutil.copytree(code / name, into / "segstruct" / name, ignore=skip)
-    return into
-
-
-def checkout_version(code: Path) -> str:
-    """The commit of a checkout (``.dirty`` with changed tracked files)."""
-    def git(*a):
-        return subprocess.run(["git", "-C", str(code), *a], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    try:
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-        return "g" + git("rev-parse", "--short=10", "HEAD") + (".dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "not a git checkout"
-
-
-def run_in(tree: Path | None, args) -> dict:
-    """``measure`` in a fresh process importing ``segstruct`` from ``tree``
-    (an ``importable_tree``), or as this process would."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
-    cmd = [sys.executable, str(HERE), "--worker", "--data", str(args.data.resolve()), "--class",
-           args.class_name, "--val-images", str(args.val_images), "--folds", str(args.folds)]
-    if args.train_images is not None:
-        cmd += ["--train-images", str(args.train_images)]
-    # from the tree's folder: no segstruct/ of the current folder shadows it
-    done = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"the measurement with {tree or 'this checkout'} failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def worker_args(args) -> list[str]:
+    """The ``--worker`` options of one measurement."""
+    extra = ["--data", str(args.data.resolve()), "--class", args.class_name, "--val-images",
+             str(args.val_images), "--folds", str(args.folds)]
+    return extra + (["--train-images", str(args.train_images)]
+                    if args.train_images is not None else [])
 
 
 def table(doc: dict) -> str:
@@ -174,24 +139,12 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(HERE.parent.parent))
     from segstruct.io.provenance import machine
 
-    trees: list[Path | None] = [None]
     scratch = tempfile.TemporaryDirectory()
-    if args.before:
-        before = args.before.resolve()
-        if not (before / "segstruct").is_dir():
-            ap.error(f"--before {before}: no segstruct/ folder there; give a checkout's root")
-        trees.append(importable_tree(before, Path(scratch.name)))
-    runs = []
-    for _ in range(args.repeats):
-        for tree in trees:
-            row = run_in(tree, args)
-            row["checkout"] = "this" if tree is None else "before"
-            if tree is not None:
-                # the copy is no git checkout: its commit is the checkout's
-                row["code_version"] = row["code_version"] + "+" + checkout_version(before)
-            runs.append(row)
-            print(f"{row['checkout']}: detectors {row['detector_seconds']:.1f} s, blocks "
-                  f"{row['block_seconds']:.1f} s ({row['code_version']})", flush=True)
+    runs = in_turn(lambda tree: run_worker(HERE, tree, worker_args(args)),
+                   args.before.resolve() if args.before else None, args.repeats,
+                   Path(scratch.name),
+                   lambda row: f"detectors {row['detector_seconds']:.1f} s, blocks "
+                               f"{row['block_seconds']:.1f} s")
     doc = {"data": str(args.data.resolve()), "class": args.class_name,
            "machine": machine(), "runs": runs}
     if args.before:

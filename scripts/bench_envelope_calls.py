@@ -25,17 +25,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pickle
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
+# benchlib lies next to this file: Python puts the script's folder first on sys.path
 sys.path.insert(0, str(HERE.parent))
-from bench_detector_time import checkout_version, importable_tree  # noqa: E402
+from benchlib.checkouts import in_turn, run_worker  # noqa: E402
 
 
 def record(data: Path | None, class_name: str, C: str, every: int, cache: Path,
@@ -118,16 +117,8 @@ def measure(calls_path: Path) -> dict:
 
 def run_in(tree: Path | None, calls_path: Path) -> dict:
     """``measure`` in a fresh process importing ``segstruct`` from ``tree``
-    (an ``importable_tree``), or as this process would."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
-    cmd = [sys.executable, str(HERE), "--worker", "--calls", str(calls_path.resolve())]
-    # from the tree's folder: no segstruct/ of the current folder shadows it
-    done = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"the replay with {tree or 'this checkout'} failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    (an importable copy of a checkout's packages), or as this process would."""
+    return run_worker(HERE, tree, ["--calls", str(calls_path.resolve())])
 
 
 def table(doc: dict) -> str:
@@ -187,23 +178,9 @@ def main(argv=None) -> int:
         recorded = (f"{args.data or 'the generated data set'}, class {args.class_name}, "
                     f"C {args.C}: {n} calls kept, one in {args.every}")
         print(f"recorded {n} calls into {calls_path}", flush=True)
-    trees: list[Path | None] = [None]
-    if args.before:
-        before = args.before.resolve()
-        if not (before / "segstruct").is_dir():
-            ap.error(f"--before {before}: no segstruct/ folder there; give a checkout's root")
-        trees.append(importable_tree(before, Path(scratch.name) / "before"))
-    runs = []
-    for _ in range(args.repeats):
-        for tree in trees:
-            row = run_in(tree, calls_path)
-            row["checkout"] = "this" if tree is None else "before"
-            if tree is not None:
-                # the copy is no git checkout: its commit is the checkout's
-                row["code_version"] = row["code_version"] + "+" + checkout_version(before)
-            runs.append(row)
-            print(f"{row['checkout']}: {row['seconds']:.2f} s ({row['code_version']})",
-                  flush=True)
+    runs = in_turn(lambda tree: run_in(tree, calls_path),
+                   args.before.resolve() if args.before else None, args.repeats,
+                   Path(scratch.name), lambda row: f"{row['seconds']:.2f} s")
     doc = {"recorded": recorded, "machine": machine(), "runs": runs}
     if args.before:
         import statistics

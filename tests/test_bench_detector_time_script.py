@@ -6,13 +6,14 @@ import sys
 
 
 def test_the_other_checkout_imports_its_own_inference_and_datasets(load_script, tmp_path):
-    script = load_script("bench_detector_time")
+    load_script("bench_detector_time")          # puts scripts/ on sys.path
+    from benchlib.checkouts import importable_tree
     checkout = tmp_path / "other"
     for name, folder in (("segstruct", "segstruct"), ("inference", "inference"),
                          ("datasets", "datasets")):
         (checkout / folder).mkdir(parents=True)
         (checkout / folder / "__init__.py").write_text(f"WHERE = 'other {name}'\n")
-    tree = script.importable_tree(checkout, tmp_path / "tree")
+    tree = importable_tree(checkout, tmp_path / "tree")
     probe = ("import segstruct, segstruct.inference as i, segstruct.datasets as d; "
              "print(segstruct.WHERE, '|', i.WHERE, '|', d.WHERE)")
     # as the script runs it: PYTHONPATH the copy, from the copy's folder, in

@@ -121,5 +121,5 @@ def test_non_finite_features_are_refused_with_the_input_named(name):
     bad[0, 0] = np.nan
     X[2] = Graph(**{**{k: getattr(X[2], k) for k in ("unary", "edges", "pairwise")},
                     name: bad})
-    with pytest.raises(ValueError, match=f"input 2 .*non-finite {name}"):
+    with pytest.raises(ValueError, match=rf"X\[2\] .*non-finite {name}"):
         StructuredSVM().fit(X, Y)

@@ -109,7 +109,7 @@ class LogLines:
         if self.eta and not state and self.total and 0 < progressed and self.n < self.total:
             when += f", ETA {_duration(elapsed / progressed * (self.total - self.n))}"
         text = f"{_stamp()} {self.desc}: {done} {self.unit}{share}, {when}{extra}"
-        print(f"{text} ({state})" if state else text, file=self.stream, flush=True)
+        _line(f"{text} ({state})" if state else text, self.stream)
 
 
 def note(text: str, stream=None) -> None:
@@ -120,7 +120,14 @@ def note(text: str, stream=None) -> None:
     if isatty is not None and isatty():
         tqdm.write(text, file=stream)
     else:
-        print(f"{_stamp()} {text}", file=stream, flush=True)
+        _line(f"{_stamp()} {text}", stream)
+
+
+def _line(text: str, stream) -> None:
+    """One line in one write: worker processes share the stream, and
+    ``print``'s separate write of the newline let two notes run together."""
+    stream.write(text + "\n")
+    stream.flush()
 
 
 def _stamp() -> str:

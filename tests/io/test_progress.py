@@ -87,3 +87,23 @@ def test_a_note_is_dated_in_a_log_and_above_the_bars_on_a_terminal(monkeypatch):
     terminal = Terminal()
     progress.note("training the car detector", stream=terminal)
     assert written == ["training the car detector"] and terminal.getvalue() == ""
+
+
+def test_a_line_is_written_at_once():
+    """Worker processes share stderr: a line and its newline in one write,
+    so that two notes cannot run together on one line."""
+    class Writes(io.StringIO):
+        def __init__(self):
+            super().__init__()
+            self.writes = []
+
+        def write(self, text):
+            self.writes.append(text)
+            return super().write(text)
+    stream = Writes()
+    progress.note("training the car detector", stream=stream)
+    bar = progress_bar(2, "work", stream=stream, interval=0.0)
+    bar.update(1)
+    bar.close()
+    assert len(stream.writes) == 4 and all(w.endswith("\n") and w.count("\n") == 1
+                                           for w in stream.writes)

@@ -105,7 +105,8 @@ def train_model(estimator, X, Y, out, extractor: FeatureExtractor, *, split: str
     json_path, _ = model_paths(out)
     log_file, checkpoint = log_path(out), checkpoint_path(out)
     estimator.fit(X, Y, callbacks=training_callbacks(
-        progress=progress, log_path=log_file, checkpoint_path=checkpoint, resume=resume))
+        progress=progress, log_path=log_file, checkpoint_path=checkpoint, resume=resume,
+        inputs={"class": class_name, "split": split, "features": extractor.config.to_dict()}))
     if temperature is not None:
         estimator.temperature_ = float(temperature)
     predictions = estimator.predict(X)        # one graph cut per image, used twice

@@ -702,6 +702,11 @@ def test_resume_with_another_setting_names_it(data_root, tmp_path, capsys):
     assert main(base + ["--C", "3", "--resume", "--max-iter", "50"]) == 2
     err = capsys.readouterr().err
     assert "other settings: C 1.0 (now 3.0)" in err and "delete it" in err
+    # a feature setting changed: named by its place in the model's settings
+    other = [flag if flag != "16" else "12" for flag in base]
+    assert main(other + ["--C", "1", "--resume", "--max-iter", "50"]) == 2
+    err = capsys.readouterr().err
+    assert "features.n_words 16 (now 12)" in err and "C 1.0" not in err
 
 
 @pytest.mark.slow

@@ -121,6 +121,10 @@ class Checkpoint(Callback):
         without iterating); the checkpoint must come from the same data and
         settings (``max_iter`` may be raised). With False, training starts
         afresh and overwrites it.
+    inputs : dict, optional
+        JSON-able settings that made the training data (e.g. the feature
+        settings), saved with the checkpoint, so that a refused resume can
+        name those that changed (the fingerprint covers the data itself).
 
     Raises
     ------
@@ -132,9 +136,10 @@ class Checkpoint(Callback):
         so a checkpoint could not recognise it after a restart.
     """
 
-    def __init__(self, path, resume: bool = False):
+    def __init__(self, path, resume: bool = False, inputs: dict | None = None):
         self.path = Path(path)
         self.resume = resume
+        self.inputs = inputs
         self._fingerprint = None
 
     def restore(self, run):
@@ -145,8 +150,8 @@ class Checkpoint(Callback):
             return None
         arrays, meta = load_checkpoint(self.path)
         if meta.get("fingerprint") != self._fingerprint:
-            raise CheckpointError(f"checkpoint {self.path} was made with "
-                                  f"{_what_differs(meta.get('settings'), run)}; delete it (or "
+            what = _what_differs(meta.get("settings"), run, meta.get("inputs"), self.inputs)
+            raise CheckpointError(f"checkpoint {self.path} was made with {what}; delete it (or "
                                   "give another path) to start again")
         run.qp.set_state({k[3:]: v for k, v in arrays.items() if k.startswith("qp_")})
         if hasattr(run.oracle, "set_state"):
@@ -170,6 +175,7 @@ class Checkpoint(Callback):
             arrays.update({f"oracle_{k}": v for k, v in run.oracle.get_state().items()})
         # the key names of the format's first version, which older runs resume from
         meta = {"fingerprint": self._fingerprint, "settings": _settings(run),
+                "inputs": self.inputs,
                 "iteration": state.iteration,
                 "dual": state.dual, "best_primal": float(state.best_primal),
                 "best_l": float(state.best_l), "log": state.log,
@@ -185,17 +191,38 @@ def _settings(run) -> dict | None:
     return json.loads(json.dumps(run.settings(), default=repr))
 
 
-def _what_differs(saved: dict | None, run) -> str:
-    """What a checkpoint was made with that the resuming fit does not have."""
+def _what_differs(saved: dict | None, run, saved_inputs: dict | None = None,
+                  inputs: dict | None = None) -> str:
+    """What a checkpoint was made with that the resuming fit does not have:
+    the estimator's settings, then (where both sides recorded them) the
+    settings of the training data, by dotted name (``features.n_words``)."""
     now = _settings(run)
     if saved is None or now is None:
         return ("other training data or settings (a run started before the top-down "
                 "block was on by default goes on with --no-top-down)")
-    changed = [f"{k} {saved.get(k)!r} (now {now.get(k)!r})" for k in sorted(set(saved) | set(now))
-               if saved.get(k) != now.get(k)]
+    changed = _changes(saved, now)
+    if saved_inputs is not None and inputs is not None:
+        changed += _changes(_flat(saved_inputs), _flat(json.loads(json.dumps(inputs))))
     if changed:
         return "other settings: " + ", ".join(changed)
     return "other training data (images, features or labels) at the same settings"
+
+
+def _changes(saved: dict, now: dict) -> list[str]:
+    """``name old (now new)`` for each key whose value differs."""
+    return [f"{k} {saved.get(k)!r} (now {now.get(k)!r})" for k in sorted(set(saved) | set(now))
+            if saved.get(k) != now.get(k)]
+
+
+def _flat(settings: dict, prefix: str = "") -> dict:
+    """Nested settings as one level of dotted names."""
+    out: dict = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 class JSONLog(Callback):
@@ -288,7 +315,7 @@ def without_checkpoints(callbacks, learner: str, remedy: str) -> list:
 
 
 def training_callbacks(*, progress: bool = False, log_path=None, checkpoint_path=None,
-                       resume: bool = False) -> list[Callback]:
+                       resume: bool = False, inputs: dict | None = None) -> list[Callback]:
     """The callbacks of a training command: checkpoint, log, progress bar.
 
     Parameters
@@ -297,6 +324,8 @@ def training_callbacks(*, progress: bool = False, log_path=None, checkpoint_path
     log_path : write the log as JSON here (None: no log file).
     checkpoint_path : keep a checkpoint here (None: none).
     resume : continue from ``checkpoint_path`` when it exists.
+    inputs : the settings that made the training data, for the checkpoint
+        (:class:`Checkpoint`).
 
     Returns
     -------
@@ -305,7 +334,7 @@ def training_callbacks(*, progress: bool = False, log_path=None, checkpoint_path
     """
     callbacks: list[Callback] = []
     if checkpoint_path is not None:
-        callbacks.append(Checkpoint(checkpoint_path, resume=resume))
+        callbacks.append(Checkpoint(checkpoint_path, resume=resume, inputs=inputs))
     elif resume:
         raise ValueError("resume=True needs a checkpoint_path to resume from")
     if log_path is not None:

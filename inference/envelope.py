@@ -501,7 +501,6 @@ class _Boxes:
     lo = property(lambda self: self.rows[:, self._LO])
     hi = property(lambda self: self.rows[:, self._HI])
     b = property(lambda self: self.rows[:, self._B])
-    dmax = property(lambda self: self.rows[:, self._DMAX])
     ub = property(lambda self: self.rows[:, self._UB])
 
     def add_plane(self, s_fp, s_fn, g):

@@ -36,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 # benchlib lies next to this file: Python puts the script's folder first on sys.path
 sys.path.insert(0, str(HERE.parent))
-from benchlib.checkouts import in_turn, run_worker  # noqa: E402
+from benchlib.checkouts import in_turn, machine_text, median_ratio, run_worker  # noqa: E402
 
 
 def measure(data: Path, class_name: str, n_train: int | None, n_val: int, folds: int) -> dict:
@@ -111,8 +111,7 @@ def table(doc: dict) -> str:
     lines += ["", f"Data {doc['data']}, class {doc['class']}: the first {first['train_images']} "
               f"training images in {first['folds']} folds, blocks of the first "
               f"{first['val_images']} val images; working long side {first['long_side']} px; "
-              f"one process per row, one core; machine: {doc['machine']['cpu_count']} cores, "
-              f"Python {doc['machine']['python']}, {doc['machine']['processor']}."]
+              f"{machine_text(doc['machine'])}."]
     return "\n".join(lines) + "\n"
 
 
@@ -148,14 +147,10 @@ def main(argv=None) -> int:
     doc = {"data": str(args.data.resolve()), "class": args.class_name,
            "machine": machine(), "runs": runs}
     if args.before:
-        import statistics
-
-        def median(which, key):
-            values = [r[key] if key != "total" else r["detector_seconds"] + r["block_seconds"]
-                      for r in runs if r["checkout"] == which]
-            return statistics.median(values)
-        doc["ratio"] = {key: median("this", key) / median("before", key)
-                        for key in ("detector_seconds", "block_seconds", "total")}
+        doc["ratio"] = {
+            "detector_seconds": median_ratio(runs, lambda r: r["detector_seconds"]),
+            "block_seconds": median_ratio(runs, lambda r: r["block_seconds"]),
+            "total": median_ratio(runs, lambda r: r["detector_seconds"] + r["block_seconds"])}
         doc["same_numbers"] = len({r["digest"] for r in runs}) == 1
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(doc, indent=1))

@@ -34,7 +34,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 # benchlib lies next to this file: Python puts the script's folder first on sys.path
 sys.path.insert(0, str(HERE.parent))
-from benchlib.checkouts import in_turn, run_worker  # noqa: E402
+from benchlib.checkouts import in_turn, machine_text, median_ratio, run_worker  # noqa: E402
 
 
 def record(data: Path | None, class_name: str, C: str, every: int, cache: Path,
@@ -135,9 +135,8 @@ def table(doc: dict) -> str:
                      f"the same results: {'yes' if doc['same_numbers'] else 'NO'}")
     lines += ["", f"{first['calls']} calls recorded from the proposed method's training "
               f"({doc['recorded']}); {first['nodes_per_call']:.0f} nodes and "
-              f"{first['cuts_per_call']:.1f} graph cuts per call; one process per row, one "
-              f"core; machine: {doc['machine']['cpu_count']} cores, Python "
-              f"{doc['machine']['python']}, {doc['machine']['processor']}."]
+              f"{first['cuts_per_call']:.1f} graph cuts per call; "
+              f"{machine_text(doc['machine'])}."]
     return "\n".join(lines) + "\n"
 
 
@@ -183,10 +182,7 @@ def main(argv=None) -> int:
                    Path(scratch.name), lambda row: f"{row['seconds']:.2f} s")
     doc = {"recorded": recorded, "machine": machine(), "runs": runs}
     if args.before:
-        import statistics
-        doc["ratio"] = (statistics.median(r["seconds"] for r in runs if r["checkout"] == "this")
-                        / statistics.median(r["seconds"] for r in runs
-                                            if r["checkout"] == "before"))
+        doc["ratio"] = median_ratio(runs, lambda r: r["seconds"])
         doc["same_numbers"] = len({r["digest"] for r in runs}) == 1
     (args.out / "results.json").write_text(json.dumps(doc, indent=1))
     (args.out / "table.md").write_text(table(doc))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,17 @@ def in_turn(measure: Callable[[Path | None], dict], before: Path | None, repeats
             rows.append(row)
             print(f"{row['checkout']}: {say(row)} ({row['code_version']})", flush=True)
     return rows
+
+
+def median_ratio(rows: list[dict], value: Callable[[dict], float]) -> float:
+    """This checkout's median of ``value(row)`` over the other's (rows of
+    :func:`in_turn`)."""
+    def median(which):
+        return statistics.median(value(r) for r in rows if r["checkout"] == which)
+    return median("this") / median("before")
+
+
+def machine_text(machine: dict) -> str:
+    """How a table's footer names the machine (``segstruct.io.provenance.machine()``)."""
+    return (f"one process per row, one core; machine: {machine['cpu_count']} cores, "
+            f"Python {machine['python']}, {machine['processor']}")

@@ -97,13 +97,14 @@ def _source(args):
             raise UsageError("--recursive goes with --images; --data labels a split")
         source = VOCDataset(args.data)
         split = args.split or "val"
-        bad = {}
+        failed = {}
         for image_id in source.ids(split):
             try:
                 source.image_size(image_id)        # every header, before any work
             except DatasetError as err:
-                bad[str(source.image_path(image_id))] = str(err)
-        ids = [i for i in source.ids(split) if str(source.image_path(i)) not in bad]
+                failed[image_id] = str(err)
+        ids = [i for i in source.ids(split) if i not in failed]
+        bad = {str(source.image_path(i)): why for i, why in failed.items()}
         described = {"data_root": str(source.root), "split": split}
     if bad and not args.skip_bad:
         raise UsageError(f"{len(bad)} image(s) cannot be read (label the others with "

@@ -460,7 +460,7 @@ def option_message(text: str, args=None) -> str:
     the command has that option (``args``: its parsed options; None: any)."""
     name = text.split(" ", 1)[0]
     if name.isidentifier() and (args is None or name in vars(args)) and \
-            name not in ("loss",) and text.startswith(name + " "):
+            text.startswith(name + " "):
         return f"--{name.replace('_', '-')}{text[len(name):]}"
     return text
 

@@ -21,6 +21,8 @@ classes and settings only:
         --settings off/l1/dataset plain/l1/dataset folds/l1/dataset \
         --classes camvid_voc:car camvid_voc:person coco128panoptic_voc:person \
                   coco128panoptic_voc:diningtable pennfudan_voc:person weizmann_horse_voc:horse
+    python scripts/lodo.py cv --out results/lodo/defaults --cv-settings folds/l1/dataset \
+        --cv-tol 0.001          # cv.jsonl: every fold fit at tol 0.001, as before --cv-tol
     python scripts/lodo.py cv --out results/lodo/defaults --cv-settings folds/l1/dataset
     python scripts/lodo.py table --out results/lodo/defaults
 
@@ -69,7 +71,8 @@ from segstruct.features.topdown.training import TooFewObjects  # noqa: E402
 from segstruct.io.files import write_json, write_text  # noqa: E402
 from segstruct.io.provenance import code_version, machine  # noqa: E402
 from segstruct.learn.methods import DEFAULTS, estimator_for  # noqa: E402
-from segstruct.learn.selection import next_C_after_refit, select_C  # noqa: E402
+from segstruct.learn.selection import (DEFAULT_FOLD_TOL, next_C_after_refit,  # noqa: E402
+                                       select_C)
 from segstruct.report.tables import fmt  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -403,16 +406,26 @@ def run(args) -> None:
 # ----------------------------------------------------------------------------- cv
 
 def cv_task(root: Path, class_name: str, method: str, setting, grid, folds,
-            groups=None, features: str = "as-given") -> dict:
+            groups=None, features: str = "as-given",
+            fold_tol: float = DEFAULT_FOLD_TOL) -> dict:
     td, norm, scope = setting
     Xt, Yt = _examples(root, td, norm, class_name, "train", features=features)
     start = time.perf_counter()
     C, curve = select_C(lambda: estimator_for(method, scope=scope), Xt, Yt, grid, folds,
-                        groups=groups)
+                        groups=groups, fold_tol=fold_tol)
     return {"dataset": root.name, "class": class_name, "method": method, "top_down": td,
             "sift_norm": norm, "scope": scope, "chosen_C": C, "curve": curve,
-            "seconds": time.perf_counter() - start, "code_version": code_version(),
+            "fold_tol": fold_tol, "seconds": time.perf_counter() - start,
+            "code_version": code_version(), "machine": machine(),
             **({"fold_groups": "id-prefix"} if groups is not None else {})}
+
+
+def cv_file(out: Path, grouped: bool, fold_tol: float) -> Path:
+    """Where ``cv`` writes: cv.jsonl (cv_grouped.jsonl) for folds at the
+    library's tol at every C, as every cross-validation before ``--cv-tol``
+    existed; cv_tol-TOL.jsonl (cv_grouped_tol-TOL.jsonl) for another."""
+    name = "cv_grouped" if grouped else "cv"
+    return out / (f"{name}.jsonl" if fold_tol == DEFAULTS.tol else f"{name}_tol-{fold_tol:g}.jsonl")
 
 
 def id_prefix_groups(data: Path, dataset: str, folds: int) -> list[str] | None:
@@ -433,7 +446,7 @@ def cv(args) -> None:
     classes = json.loads((out / "plan.json").read_text())["classes"]
     args.features = planned_features(out)
     grouped = args.fold_groups == "id-prefix"
-    path = out / ("cv_grouped.jsonl" if grouped else "cv.jsonl")
+    path = cv_file(out, grouped, args.cv_tol)
     done = set()
     if path.exists():
         done = {(r["dataset"], r["class"], r["method"], _cv_setting(r)) for r in
@@ -445,7 +458,7 @@ def cv(args) -> None:
         if grouped and groups is None:
             continue
         tasks += [(Path(args.export_root or args.data) / d, c, m, s, list(GRID), 3, groups,
-                   args.features)
+                   args.features, args.cv_tol)
                   for c in names for m in METHODS[:3] for s in settings
                   if (d, c, m, s) not in done
                   and any(r["dataset"] == d and r["class"] == c for r in records)]
@@ -746,6 +759,64 @@ def refused_lines(records, cvs) -> list[str]:
             "| val (train) |", "|---|---|---|---|---|---|---|---|", *rows, ""]
 
 
+def _cv_key(r) -> tuple:
+    """(data set, class, method, setting) of a cross-validation record."""
+    return (r["dataset"], r["class"], r["method"], _cv_setting(r))
+
+
+def _same_pair(cvs, r):
+    """The record of ``cvs`` of ``r``'s pair and setting, or None."""
+    return next((t for t in cvs if _cv_key(t) == _cv_key(r)), None)
+
+
+def fold_tol_lines(out: Path, records, cvs, methods) -> list[str]:
+    """The folds' tolerance (``cv --cv-tol``): each cv_tol-TOL.jsonl against
+    cv.jsonl (folds at the library's tol at every C): the chosen C, the val
+    IoU of the refit there, the folds' iterations and seconds, and the mean
+    gaps of the library's default with either."""
+    lines: list[str] = []
+    for path in sorted(out.glob("cv_tol-*.jsonl")):
+        loose = with_refit_guard([json.loads(x) for x in path.read_text().splitlines()],
+                                 records)
+        tol = loose[0]["fold_tol"] if loose else None
+        lines += [f"## The folds' tolerance: {tol:g} x C against {DEFAULTS.tol:g}", "",
+                  f"3-fold cross-validation of C (`--C auto`) with the folds' fits at "
+                  f"{DEFAULTS.tol:g} for every C (cv.jsonl) and at {tol:g} x C between "
+                  f"{DEFAULTS.tol:g} and {tol:g} ({path.name}): the chosen C (after the refit "
+                  "guard), val IoU % of the model refitted at it (train in brackets), and the "
+                  "folds' iterations and seconds (summed over the grid).", "",
+                  f"| data set | class | method | C at {DEFAULTS.tol:g} | val (train) | "
+                  f"iterations | seconds | C at {tol:g} x C | val (train) | iterations | "
+                  "seconds |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        iters = {m: [0, 0] for m in methods}
+        for r in loose:
+            key, tight = _cv_key(r), _same_pair(cvs, r)
+            if tight is None:
+                continue
+            cells = []
+            for k, run in enumerate((tight, r)):
+                v = _cell(records, *key, run["chosen_C"])
+                t = _cell(records, *key, run["chosen_C"], "train_iou")
+                n = int(np.sum(run["curve"]["n_iter"]))
+                if key[2] in iters:
+                    iters[key[2]][k] += n
+                cells += [f"{run['chosen_C']:g}", f"{fmt(v)} ({fmt(t, '.1f')})", str(n),
+                          f"{float(np.sum(run['curve']['fit_seconds'])):.0f}"]
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+        tight_gaps = lodo_auto(records, cvs, methods, LIBRARY_DEFAULT)
+        loose_gaps = lodo_auto(records, loose, methods, LIBRARY_DEFAULT)
+        lines.append("")
+        for m in methods:
+            a, b = iters[m]
+            if a:
+                lines.append(f"- {m}: the folds' iterations {b} against {a} ({b / a:.2f}); "
+                             f"mean gap of the library's default "
+                             f"{fmt(tight_gaps[m]['mean_gap'])} at {DEFAULTS.tol:g}, "
+                             f"{fmt(loose_gaps[m]['mean_gap'])} at {tol:g} x C")
+        lines.append("")
+    return lines
+
+
 def grouped_cv_lines(records, cvs, grouped) -> list[str]:
     """Cross-validation with folds by image against folds that keep each id
     prefix (a CamVid video sequence) together: the chosen C and the val IoU
@@ -760,9 +831,7 @@ def grouped_cv_lines(records, cvs, grouped) -> list[str]:
              "| data set | class | method | block | folds by image: C | val (train) "
              "| folds by sequence: C | val (train) |", "|---|---|---|---|---|---|---|---|"]
     for g in grouped:
-        key = (g["dataset"], g["class"], g["method"], _cv_setting(g))
-        plain = next((r for r in cvs if (r["dataset"], r["class"], r["method"],
-                                         _cv_setting(r)) == key), None)
+        key, plain = _cv_key(g), _same_pair(cvs, g)
         if plain is None:
             continue
         cells = []
@@ -1027,6 +1096,7 @@ def table(args) -> None:
             [json.loads(line) for line in grouped_path.read_text().splitlines()], records)
         lines += grouped_cv_lines(records, cvs, grouped)
     lines += refused_lines(records, cvs)
+    lines += fold_tol_lines(out, records, cvs, joint)
     if cvs and joint:
         lines += C_rule_lines(records, cvs, joint)
     if cvs:
@@ -1078,6 +1148,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(REPO_ROOT / "results" / "lodo"))
     p.add_argument("--cv-settings", nargs="+", default=["plain/l1/dataset", "folds/l1/dataset"],
                    help="cv: the settings (block/norm/scope) to cross-validate C at")
+    p.add_argument("--cv-tol", type=float, default=DEFAULT_FOLD_TOL,
+                   help="cv: the folds' fits stop at this times C, between the library's tol "
+                        "and this (segstruct's --cv-tol); at the library's tol (0.001: "
+                        "every fit at it, as before the option) into cv.jsonl, else into "
+                        "cv_tol-TOL.jsonl (default %(default)g)")
     p.add_argument("--fold-groups", choices=("none", "id-prefix"), default="none",
                    help="cv: folds by image (none), or by the id up to its first '_'")
     p.add_argument("--export-root", help="cv: the folder of exported arrays (export --to), "

@@ -149,7 +149,8 @@ def curve_path(out) -> Path:
     return json_path.with_name(json_path.name[: -len(".json")] + ".cv.json")
 
 
-def resumable_curve(out, grid, folds: int, identity: str | None = None) -> dict | None:
+def resumable_curve(out, grid, folds: int, identity: str | None = None,
+                    fold_tol: float | None = None) -> dict | None:
     """The curve an interrupted ``--C auto`` run of model ``out`` saved, so that
     the run goes on at its C without cross-validating again.
 
@@ -162,13 +163,16 @@ def resumable_curve(out, grid, folds: int, identity: str | None = None) -> dict 
         What the curve must carry as its ``identity`` to stand on its own
         (``compare`` saves each pair's curve as soon as its cross-validation
         ends, before the refit has a checkpoint).
+    fold_tol : float, optional
+        The folds' tolerance asked for now; a curve of another (or of none
+        recorded: made before the option) is not reused. None: not checked.
 
     Returns
     -------
     dict or None
         The saved curve (with ``chosen_C`` and any ``refused`` C); None when
-        there is no readable curve, it was made with another grid, fold count
-        or ``identity``, or it carries no matching ``identity`` and there is
+        there is no readable curve, it was made with another grid, fold count,
+        ``identity`` or ``fold_tol``, or it carries no matching ``identity`` and there is
         no checkpoint of its refit to continue.
     """
     saved = curve_path(out)
@@ -180,6 +184,8 @@ def resumable_curve(out, grid, folds: int, identity: str | None = None) -> dict 
         return None                     # unreadable: cross-validate again
     if ([float(c) for c in curve.get("grid", [])] != [float(c) for c in grid]
             or curve.get("folds") != folds):
+        return None
+    if fold_tol is not None and curve.get("fold_tol") != fold_tol:
         return None
     if identity is not None and "identity" in curve:
         return curve if curve["identity"] == identity else None    # else another run's

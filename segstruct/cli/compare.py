@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from segstruct.cli.c_options import check_C_options, check_cv_size
 from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset, show_progress,
                                   voc_class)
-from segstruct.cli.settings import (add_training_options, check_C_options, check_cv_size,
-                                    check_loss_options, check_solver_options, checked,
-                                    codebook_split, make_extractor, training_settings)
+from segstruct.cli.settings import (add_training_options, check_loss_options,
+                                    check_solver_options, checked, codebook_split,
+                                    make_extractor, training_settings)
 from segstruct.decisions import DECISIONS
 from segstruct.learn.methods import METHOD_HELP, METHODS
 

@@ -7,8 +7,8 @@ The estimators' own rules (``_parameter_constraints``, ``check_params``,
 from __future__ import annotations
 
 import argparse
-import sys
 
+from segstruct.cli.c_options import add_C_options, check_C_options
 from segstruct.cli.common import EarlierName, UsageError, show_progress
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import SIFT_NORMS, TOP_DOWN_DETECTORS, FeatureConfig
@@ -17,13 +17,12 @@ from segstruct.features.scale import MIN_LONG_SIDE, UPSAMPLINGS
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.features.topdown.detector import DetectorParams
 from segstruct.inference.proposed import INFERENCE_CHOICES
-from segstruct.learn.base import POSITIVE, Options, check_param
 from segstruct.learn.fenchel_young import SETS
 from segstruct.learn.likelihood import LIKELIHOODS
 from segstruct.learn.methods import (DEFAULTS, METHODS, SINGLE_RUN_METHODS, SINGLE_RUN_SOLVERS,
                                      with_workers)
-from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID
-from segstruct.learn.ssvm import C_UNITS, DEFAULT_C, NODE_WEIGHT_MODES, SCOPES, SOLVERS
+from segstruct.learn.selection import DEFAULT_FOLD_TOL
+from segstruct.learn.ssvm import NODE_WEIGHT_MODES, SCOPES, SOLVERS
 
 
 def add_feature_options(p: argparse.ArgumentParser) -> None:
@@ -258,24 +257,7 @@ def add_training_options(g) -> None:
                    help="proposed: skip the greedy single-node flips on the true loss "
                         "(with --inference decomposition or lp: the paper's method as "
                         "published)")
-    g.add_argument("--C", default=None, metavar="C|auto",
-                   help="regularisation trade-off, in --C-units. 'auto': choose C per "
-                        "method and class by k-fold cross-validation on the training split "
-                        "(pooled held-out VOC IoU, ties to the smaller C), then refit on the "
-                        f"whole split (default {DEFAULTS.C}; C {DEFAULT_C:g} on a training "
-                        "split with fewer images than folds)")
-    g.add_argument("--C-units", choices=C_UNITS, default=DEFAULTS.C_units,
-                   help="superpixel: the loss counted in missed superpixels and summed over "
-                        "the examples, so that one C suits every method and both scopes; "
-                        "paper: the C of the paper's Eq. 8 (its C = 1 is the paper's "
-                        "setting); the model file and records give the objective's own C "
-                        "(svm_C) either way (default %(default)s)")
-    g.add_argument("--C-grid", nargs="+", type=float, default=None, metavar="C",
-                   help="--C auto: the values of C tried (default: "
-                        f"{' '.join(f'{c:g}' for c in DEFAULT_GRID)}, log-spaced)")
-    g.add_argument("--folds", type=int, default=None, metavar="K",
-                   help="--C auto: folds of the training split, by image, drawn with "
-                        f"--seed (default {DEFAULT_FOLDS})")
+    add_C_options(g)
     g.add_argument("--solver", choices=SOLVERS, default=DEFAULTS.solver,
                    help="learner of the structural SVM: cutting planes with one slack for "
                         "all constraints (stabilised as OCAS) or one slack per example; or, "
@@ -357,72 +339,6 @@ def check_solver_options(args, methods) -> None:
                          f"{'is' if len(methods) == 1 else 'are'} not")
 
 
-def check_C_options(args) -> None:
-    """Read ``--C`` (a number or "auto") and its cross-validation options.
-
-    Sets ``args.C`` to a float or "auto" and ``args.cv`` to ``(grid, folds)``
-    with ``--C auto`` (defaults filled in), else None.
-
-    Raises
-    ------
-    UsageError
-        ``--C`` neither a number nor "auto"; a bad grid or fold count;
-        ``--C-grid`` / ``--folds`` without ``--C auto``.
-    ValueError
-        A number that is not positive and finite (as the estimator's own
-        check has always done: exit status 2 without the usage text).
-    """
-    from segstruct.learn.selection import check_folds, check_grid
-    # None: not given (the default, which check_cv_size may replace)
-    args.C_default = args.C is None
-    args.C = _parse_C(DEFAULTS.C if args.C is None else args.C)
-    if args.C != "auto":
-        check_param("--C", args.C, [POSITIVE, Options("auto")])
-        given = [flag for flag, value in (("--C-grid", args.C_grid), ("--folds", args.folds))
-                 if value is not None]
-        if given:
-            raise UsageError(f"{' and '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
-                             f"only to --C auto (C is {args.C:g}); add --C auto to choose C "
-                             "by cross-validation")
-        args.cv = None
-        return
-    try:
-        grid = check_grid(DEFAULT_GRID if args.C_grid is None else args.C_grid)
-        folds = check_folds(DEFAULT_FOLDS if args.folds is None else args.folds)
-    except ValueError as err:
-        raise UsageError(f"--C auto: {err}") from err
-    args.cv = (grid, folds)
-
-
-def _parse_C(value):
-    """A float, or "auto"; anything else is a UsageError."""
-    if isinstance(value, float) or value == "auto":
-        return value
-    try:
-        return float(value)
-    except ValueError:
-        raise UsageError(f"--C must be a positive number or 'auto', got {value!r}") from None
-
-
-def check_cv_size(args, dataset, split) -> bool:
-    """With --C auto, refuse (before any feature) a split with fewer images
-    than folds; the default "auto" (no --C given) falls back to the fixed
-    default C instead, and says so. Returns whether it fell back."""
-    if args.cv is None:
-        return False
-    n_images = len(dataset.ids(split))
-    if n_images < args.cv[1] and getattr(args, "C_default", False):
-        print(f"note: split {split!r} has {n_images} training image(s), too few for "
-              f"{args.cv[1]}-fold cross-validation of C: training at C {DEFAULT_C:g} "
-              "(give --C to set it)", file=sys.stderr)
-        args.C, args.cv = DEFAULT_C, None
-        return True
-    if n_images < args.cv[1]:
-        raise UsageError(f"--C auto: split {split!r} has {n_images} training image(s), fewer "
-                         f"than the {args.cv[1]} folds; give fewer --folds or a fixed --C")
-    return False
-
-
 def training_settings(args):
     """The training options as a ``TrainingSettings``, checked (UsageError)."""
     from segstruct.learn.methods import TrainingSettings
@@ -433,6 +349,7 @@ def training_settings(args):
                             n_triangles=args.triangles, inference=args.inference,
                             polish=not args.no_polish, solver=args.solver, tol=args.tol,
                             max_iter=args.max_iter, C_grid=grid, folds=folds,
+                            cv_tol=DEFAULT_FOLD_TOL if args.cv_tol is None else args.cv_tol,
                             projection_set=args.projection_set,
                             likelihood=args.likelihood,
                             decisions=decisions_of(getattr(args, "decisions", None)))

@@ -63,7 +63,8 @@ def cross_validate_pairs(comparison, todo) -> None:
     costs = [_RELATIVE_COST.get(method, 1.0) * sum(len(g.unary) for g in data[class_name][0])
              for class_name, method in pending]
     cross_validate_many(problems, grid, folds, comparison.seed, comparison.progress,
-                        comparison.n_jobs, on_curve=save, costs=costs)
+                        comparison.n_jobs, on_curve=save, costs=costs,
+                        fold_tol=comparison.settings.cv_tol)
 
 
 def _fold_estimator(comparison, method) -> Callable:

@@ -23,7 +23,8 @@ from segstruct.inference.triangulation import N_TRIANGLES
 from segstruct.learn.lovasz_svm import LovaszSVM
 from segstruct.learn.projection_svm import ProjectionSVM
 from segstruct.learn.crf import CRF
-from segstruct.learn.selection import DEFAULT_FOLDS, DEFAULT_GRID, check_folds, check_grid
+from segstruct.learn.selection import (DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID,
+                                       check_fold_tol, check_folds, check_grid)
 from segstruct.learn.base import BaseSSVM
 from segstruct.learn.first_order import FirstOrderSVM
 from segstruct.learn.ssvm import STOCHASTIC_SOLVERS, StructuredSVM
@@ -97,9 +98,11 @@ class TrainingSettings:
 
     ``C`` is a number, or "auto" (the default): each pair then gets the C that ``folds``-fold
     cross-validation on the training split picks from ``C_grid``
-    (``segstruct.learn.selection``; None means the defaults there). ``C_grid`` and
-    ``folds`` are recorded only with "auto" (:meth:`to_dict`), so the records
-    of a fixed C are what they were before the option existed.
+    (``segstruct.learn.selection``; None means the defaults there), the folds'
+    fits stopping at ``cv_tol`` times C, between ``tol`` and ``cv_tol`` (1-slack
+    cutting planes; the refit keeps ``tol``). ``C_grid``, ``folds`` and
+    ``cv_tol`` are recorded only with "auto" (:meth:`to_dict`), so the records
+    of a fixed C are what they were before the options existed.
     """
 
     loss: str = "iou"            # of bl2 / proposed / exact; bl1 and hamming have their own
@@ -121,6 +124,9 @@ class TrainingSettings:
     max_iter: int = _SVM["max_iter"]
     C_grid: tuple | None = None
     folds: int | None = None
+    # the folds only rank the values of C: their fits stop at cv_tol x C, between
+    # tol and cv_tol (measured: segstruct.learn.cross_validation.DEFAULT_FOLD_TOL)
+    cv_tol: float = DEFAULT_FOLD_TOL
     projection_set: str = "cube"
     likelihood: str = "pseudo"
     # the decisions compare scores besides the MAP ("map" first); the SSVMs'
@@ -140,7 +146,7 @@ class TrainingSettings:
     def to_dict(self) -> dict:
         """The settings as recorded (results.json, the resume identity)."""
         out = asdict(self)
-        del out["C_grid"], out["folds"]
+        del out["C_grid"], out["folds"], out["cv_tol"]
         if self.projection_set == TrainingSettings.projection_set:
             del out["projection_set"]
         if self.likelihood == TrainingSettings.likelihood:
@@ -151,7 +157,7 @@ class TrainingSettings:
             out["decisions"] = list(self.decisions)
         if self.auto:
             grid, folds = self.cv()
-            out.update(C_grid=list(grid), folds=folds)
+            out.update(C_grid=list(grid), folds=folds, cv_tol=check_fold_tol(self.cv_tol))
         return out
 
     def C_text(self) -> str:
@@ -187,11 +193,12 @@ def c_text(settings: dict) -> str:
     Parameters
     ----------
     settings : dict with ``C`` (a number or "auto") and, with "auto",
-        ``C_grid`` and ``folds``; ``C_units`` where recorded.
+        ``C_grid`` and ``folds``; ``C_units`` and ``cv_tol`` where recorded.
 
     Returns
     -------
-    str, e.g. "C 1", "C 1 (the paper's)" or "C auto (3-fold CV over 6 values 0.01-3)".
+    str, e.g. "C 1", "C 1 (the paper's)" or "C auto (3-fold CV over 6 values
+    0.01-3, folds to tol 0.01 x C in 0.001-0.01)".
     """
     if settings["C"] != "auto":
         C, units = settings["C"], settings.get("C_units")
@@ -199,8 +206,17 @@ def c_text(settings: dict) -> str:
             return f"C {C:g} (the paper's {2 * C:g})"
         return f"C {C:g}" + (" (the paper's)" if units == "paper" else "")
     grid = settings["C_grid"]
+    # records made before cv_tol: their folds stopped at tol
+    tol = "" if settings.get("cv_tol") is None else f", folds to {fold_tol_text(settings)}"
     return (f"C auto ({settings['folds']}-fold CV over {len(grid)} values "
-            f"{grid[0]:g}-{grid[-1]:g})")
+            f"{grid[0]:g}-{grid[-1]:g}{tol})")
+
+
+def fold_tol_text(settings: dict) -> str:
+    """The folds' tolerance of recorded ``--C auto`` settings (with ``cv_tol``
+    and ``tol``), e.g. "tol 0.01 x C in 0.001-0.01"."""
+    cv, tol = settings["cv_tol"], settings.get("tol", DEFAULTS.tol)
+    return f"tol {cv:g} x C in {tol:g}-{max(tol, cv):g}"
 
 
 def method_loss(method: str, loss: str = DEFAULTS.loss, beta: float = DEFAULTS.beta):

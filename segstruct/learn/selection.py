@@ -34,13 +34,15 @@ from typing import Callable, Sequence
 
 from segstruct.io.text import fmt
 # the running half (folds, checks, the curve); its names stay importable from here
-from segstruct.learn.cross_validation import (DEFAULT_FOLDS, DEFAULT_GRID,
+from segstruct.learn.cross_validation import (DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID,
                                               CrossValidationError, check_cv_data,
-                                              check_folds, check_grid, cross_validate_C,
-                                              cross_validate_many, image_strata, make_folds)
+                                              check_fold_tol, check_folds, check_grid,
+                                              cross_validate_C, cross_validate_many,
+                                              image_strata, make_folds)
 
-__all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "CrossValidationError", "check_grid",
-           "check_folds", "check_cv_data", "image_strata", "make_folds", "cross_validate_C",
+__all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "DEFAULT_FOLD_TOL", "CrossValidationError",
+           "check_grid", "check_folds", "check_fold_tol", "check_cv_data", "image_strata",
+           "make_folds", "cross_validate_C",
            "cross_validate_many", "preference_order", "choose_C", "with_choice",
            "next_C_after_refit", "edge_warning", "select_C",
            "format_curve"]
@@ -125,12 +127,13 @@ def next_C_after_refit(curve: dict, train_iou: float | None) -> float | None:
 
 def select_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid=DEFAULT_GRID,
              folds: int = DEFAULT_FOLDS, seed: int = 0,
-             progress: bool = False, n_jobs: int = 1, groups=None) -> tuple[float, dict]:
+             progress: bool = False, n_jobs: int = 1, groups=None,
+             fold_tol: float | None = DEFAULT_FOLD_TOL) -> tuple[float, dict]:
     """:func:`cross_validate_C`, then :func:`choose_C`: the whole selection.
 
     Parameters
     ----------
-    make_estimator, X, Y, grid, folds, seed, progress, n_jobs, groups :
+    make_estimator, X, Y, grid, folds, seed, progress, n_jobs, groups, fold_tol :
         as :func:`cross_validate_C`'s; ``grid`` defaults to
         :data:`DEFAULT_GRID` and ``folds`` to :data:`DEFAULT_FOLDS`.
 
@@ -149,7 +152,7 @@ def select_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid=DEFAULT_GR
     (1.0, [70.4, 78.3])
     """
     curve = with_choice(cross_validate_C(make_estimator, X, Y, grid, folds, seed, progress,
-                                         n_jobs, groups))
+                                         n_jobs, groups, fold_tol))
     return curve["chosen_C"], curve
 
 

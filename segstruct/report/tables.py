@@ -11,7 +11,7 @@ import io
 
 from segstruct.features.config import FeatureConfig
 from segstruct.io.text import MISSING, fmt
-from segstruct.learn.methods import c_text
+from segstruct.learn.methods import c_text, fold_tol_text
 
 __all__ = ["comparison_multiclass_markdown", "fmt", "inspection_text", "multiclass_markdown",
            "table_csv", "table_markdown"]
@@ -117,8 +117,10 @@ def _chosen_C_table(out, results: dict) -> None:
     s = results["settings"]
     methods = results["methods"]
     by_pair = {(r["class"], r["method"]): r for r in results["results"]}
+    # records made before cv_tol: their folds stopped at tol
+    tol = "" if s.get("cv_tol") is None else f", the folds' fits to {fold_tol_text(s)}"
     out.write(f"\nC chosen by {s['folds']}-fold cross-validation on {results['train_split']} "
-              f"(pooled held-out VOC IoU %, seconds of the cross-validation's fits) over "
+              f"(pooled held-out VOC IoU %, seconds of the cross-validation's fits{tol}) over "
               f"{' '.join(f'{c:g}' for c in s['C_grid'])}:\n\n")
     out.write("| class | " + " | ".join(methods) + " |\n")
     out.write("|---|" + "---|" * len(methods) + "\n")

@@ -318,6 +318,71 @@ def test_fold_fits_get_no_callbacks():
     assert len(given) == 4 and all(c is None for c in given)
 
 
+def test_fold_fits_stop_at_a_tolerance_growing_with_C_up_to_the_fold_tolerance():
+    X, Y = chain_problem(0, n_images=9)
+    seen = []
+
+    class Recording(StructuredSVM):
+        def fit(self, X_train, Y_train, callbacks=None):
+            seen.append(self.tol)
+            return super().fit(X_train, Y_train, callbacks)
+
+    def make(tol, **params):
+        return lambda: Recording(tol=tol, **params)
+
+    grid = [0.01, 0.1, 1.0, 3.0]
+    curve = select_C(make(1e-3), X, Y, grid, folds=3, fold_tol=0.05)[1]
+    # fold_tol x C, between the estimator's own and fold_tol; per fold
+    assert seen == pytest.approx([1e-3, 0.005, 0.05, 0.05] * 3) and curve["fold_tol"] == 0.05
+    seen.clear()
+    # a looser tol of the estimator's own stays; None keeps it whatever it is
+    select_C(make(0.2), X, Y, grid, folds=3, fold_tol=0.05)
+    assert seen == [0.2] * 12
+    seen.clear()
+    curve = select_C(make(1e-3), X, Y, grid, folds=3, fold_tol=None)[1]
+    assert seen == [1e-3] * 12 and curve["fold_tol"] is None
+    seen.clear()
+    from segstruct.learn.selection import DEFAULT_FOLD_TOL
+    select_C(make(1e-3), X, Y, grid, folds=3)
+    assert seen[-1] == DEFAULT_FOLD_TOL and seen[0] == 1e-3
+    seen.clear()
+    # not measured, kept: n-slack's tol (a violation per example) and the
+    # paper's units of C
+    select_C(make(1e-3, solver="nslack"), X, Y, grid, folds=3, fold_tol=0.05)
+    select_C(make(1e-3, C_units="paper"), X, Y, grid, folds=3, fold_tol=0.05)
+    assert seen == [1e-3] * 24
+    with pytest.raises(ValueError, match="the folds' tolerance"):
+        select_C(make(1e-3), X, Y, grid, folds=3, fold_tol=0.0)
+
+
+def test_a_loosened_fold_fit_at_w_0_does_not_warn_a_tight_one_does():
+    import warnings
+    X, Y = chain_problem(0, n_images=9)
+
+    class Warns(StructuredSVM):
+        def fit(self, X_train, Y_train, callbacks=None):
+            super().fit(X_train, Y_train, callbacks)
+            warnings.warn(f"the optimum at C={self.C:g} is w = 0", RuntimeWarning, stacklevel=2)
+            return self
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        select_C(lambda: Warns(tol=1e-3), X, Y, [0.01, 1.0], folds=3, fold_tol=0.05)
+    # C 0.01 at the estimator's own tol (0.05 x 0.01 is tighter): shown; C 1 at 0.05: not
+    assert [str(w.message) for w in caught] == ["the optimum at C=0.01 is w = 0"] * 3
+
+
+def test_looser_fold_fits_take_fewer_iterations():
+    X, Y = chain_problem(2, n_images=12, noise=1.0)
+    make = lambda: estimator_for("bl1", tol=1e-4)  # noqa: E731
+    grid = [0.01, 0.1, 1.0, 10.0]
+    tight = select_C(make, X, Y, grid, folds=3, fold_tol=None)[1]
+    loose = select_C(make, X, Y, grid, folds=3, fold_tol=0.05)[1]
+    # the first C of each fold starts cold on the same path and stops earlier
+    assert all(a <= b for a, b in zip(loose["n_iter"][0], tight["n_iter"][0]))
+    assert np.sum(loose["n_iter"]) < np.sum(tight["n_iter"])
+
+
 def test_a_failed_fit_names_its_fold_and_C():
     X, Y = chain_problem(0, n_images=6)
 
@@ -366,6 +431,12 @@ def test_settings_of_a_fixed_C_are_recorded_as_before():
     auto = TrainingSettings(C="auto").to_dict()
     assert auto["C"] == "auto" and auto["C_grid"] == list(DEFAULT_GRID)
     assert auto["folds"] == DEFAULT_FOLDS
+    from segstruct.learn.methods import c_text
+    from segstruct.learn.selection import DEFAULT_FOLD_TOL
+    assert auto["cv_tol"] == DEFAULT_FOLD_TOL
+    assert c_text(auto).endswith(f", folds to tol {DEFAULT_FOLD_TOL:g} x C in 0.001-0.01)")
+    # a record made before the folds had a tolerance of their own
+    assert c_text({**auto, "cv_tol": None}) == "C auto (3-fold CV over 6 values 0.01-3)"
     # the projection set too is recorded only when it is not the default
     assert TrainingSettings(projection_set="budget").to_dict()["projection_set"] == "budget"
 
@@ -446,7 +517,9 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
     assert png.read_bytes()[:8] == PNG and png.stat().st_size > 1000
     md = (out / "table.md").read_text()
     assert "C chosen by 2-fold cross-validation on train" in md
-    assert "C auto (2-fold CV over 3 values 0.05-20)" in md
+    assert "C auto (2-fold CV over 3 values 0.05-20, folds to tol 0.01 x C in 0.001-0.01)" in md
+    assert results["settings"]["cv_tol"] == 0.01
+    assert all(r["C_selection"]["fold_tol"] == 0.01 for r in results["results"])
     # the same command resumes without training; a fixed C is another experiment
     capsys.readouterr()
 
@@ -548,6 +621,11 @@ def test_a_saved_curve_stands_alone_only_with_this_runs_identity(tmp_path):
     assert resumable_curve(out, grid, 2, "other") is None                # another run's
     assert resumable_curve(out, grid, 3, "this") is None                 # other folds
     assert resumable_curve(out, [0.1, 3.0], 2, "this") is None           # other grid
+    assert resumable_curve(out, grid, 2, "this", fold_tol=0.01) is None  # made before it
+    curve_path(out).write_text(json.dumps({**curve, "identity": "this", "fold_tol": 0.01}))
+    assert resumable_curve(out, grid, 2, "this", fold_tol=0.01)["chosen_C"] == 1.0
+    assert resumable_curve(out, grid, 2, "this", fold_tol=0.1) is None   # another tolerance
+    curve_path(out).write_text(json.dumps({**curve, "identity": "this"}))
     assert resumable_curve(out, grid, 2) is None          # no identity asked: needs a checkpoint
     checkpoint_path(out).write_bytes(b"")
     assert resumable_curve(out, grid, 2)["chosen_C"] == 1.0
@@ -575,7 +653,9 @@ def _refit_learns_nothing_at(C_bad, grid, monkeypatch):
     def curve(make_estimator, X, Y, grid, folds=3, seed=0, *args, **kwargs):
         m = len(grid)
         scores = [30.0 if c == C_bad else 20.0 - j for j, c in enumerate(grid)]
-        return {"grid": list(grid), "folds": folds, "seed": seed,
+        # as cross_validate_C's (progress, n_jobs, groups, fold_tol)
+        fold_tol = args[3] if len(args) > 3 else kwargs.get("fold_tol")
+        return {"grid": list(grid), "folds": folds, "seed": seed, "fold_tol": fold_tol,
                 "fold_of_image": [k % folds for k in range(len(X))],
                 "pooled_iou_percent": scores, "pooled_counts": [[1, 1, 1]] * m,
                 "fold_iou_percent": [[v] * folds for v in scores],
@@ -584,7 +664,8 @@ def _refit_learns_nothing_at(C_bad, grid, monkeypatch):
                 "seconds": 0.1}
 
     def curves(problems, grid, folds=3, seed=0, *args, on_curve=None, **kwargs):
-        out = [curve(p[0], p[1], p[2], grid, folds, seed) for p in problems]
+        out = [curve(p[0], p[1], p[2], grid, folds, seed, fold_tol=kwargs.get("fold_tol"))
+               for p in problems]
         for k, c in enumerate(out):
             if on_curve is not None:
                 on_curve(k, c)
@@ -649,6 +730,9 @@ def test_compare_refuses_a_refit_that_labels_nothing(data_root, cache, tmp_path,
     (["--C", "auto", "--C-grid", "-1", "1"], "every C of the grid must be a finite number > 0"),
     (["--C", "1", "--C-grid", "0.1", "1"], "--C-grid applies only to --C auto (C is 1)"),
     (["--C", "2", "--folds", "3"], "--folds applies only to --C auto (C is 2)"),
+    (["--C", "2", "--cv-tol", "0.1"], "--cv-tol applies only to --C auto (C is 2)"),
+    (["--C", "auto", "--cv-tol", "0"],
+     "the folds' tolerance (--cv-tol) must be a finite number > 0"),
     (["--C", "auto", "--folds", "7"], "has 6 training image(s), fewer than the 7 folds"),
 ])
 @pytest.mark.parametrize("command", ["train", "compare"])

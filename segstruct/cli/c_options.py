@@ -39,8 +39,8 @@ def add_C_options(g) -> None:
                    help="--C auto: the folds' fits (1-slack cutting planes, C in "
                         "superpixel units) stop at TOL times C, between --tol and TOL: "
                         "they only rank the values of C, and the refit stops at --tol "
-                        f"(default {DEFAULT_FOLD_TOL:g}; {DEFAULT_FOLD_TOL:g} x 0.1 = "
-                        "0.001 = --tol at the small C)")
+                        f"(default {DEFAULT_FOLD_TOL:g}: with --tol 0.001, 0.001 up to C "
+                        "0.1 and 0.01 from C 1)")
 
 
 def check_C_options(args) -> None:

@@ -11,7 +11,7 @@ from segstruct.learn.methods import DEFAULTS
 from segstruct.learn.selection import DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID
 from segstruct.learn.ssvm import C_UNITS, DEFAULT_C
 
-__all__ = ["add_C_options", "check_C_options", "check_cv_size"]
+__all__ = ["add_C_options", "check_C_options", "check_cv_size", "fold_tol"]
 
 
 def add_C_options(g) -> None:
@@ -108,3 +108,8 @@ def check_cv_size(args, dataset, split) -> bool:
         raise UsageError(f"--C auto: split {split!r} has {n_images} training image(s), fewer "
                          f"than the {args.cv[1]} folds; give fewer --folds or a fixed --C")
     return False
+
+
+def fold_tol(args) -> float:
+    """``--cv-tol``, or its default where not given."""
+    return DEFAULT_FOLD_TOL if args.cv_tol is None else float(args.cv_tol)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from segstruct.cli.c_options import add_C_options, check_C_options
+from segstruct.cli.c_options import add_C_options, check_C_options, fold_tol
 from segstruct.cli.common import EarlierName, UsageError, show_progress
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import SIFT_NORMS, TOP_DOWN_DETECTORS, FeatureConfig
@@ -21,7 +21,6 @@ from segstruct.learn.fenchel_young import SETS
 from segstruct.learn.likelihood import LIKELIHOODS
 from segstruct.learn.methods import (DEFAULTS, METHODS, SINGLE_RUN_METHODS, SINGLE_RUN_SOLVERS,
                                      with_workers)
-from segstruct.learn.selection import DEFAULT_FOLD_TOL
 from segstruct.learn.ssvm import NODE_WEIGHT_MODES, SCOPES, SOLVERS
 
 
@@ -349,7 +348,7 @@ def training_settings(args):
                             n_triangles=args.triangles, inference=args.inference,
                             polish=not args.no_polish, solver=args.solver, tol=args.tol,
                             max_iter=args.max_iter, C_grid=grid, folds=folds,
-                            cv_tol=DEFAULT_FOLD_TOL if args.cv_tol is None else args.cv_tol,
+                            cv_tol=fold_tol(args),
                             projection_set=args.projection_set,
                             likelihood=args.likelihood,
                             decisions=decisions_of(getattr(args, "decisions", None)))

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset, show_progress,
                                   voc_class)
-from segstruct.cli.c_options import check_cv_size
+from segstruct.cli.c_options import check_cv_size, fold_tol
 from segstruct.cli.settings import (add_training_options, check_resume, checked,
                                     make_estimator, make_extractor, train_estimator)
 from segstruct.io.provenance import code_version
-from segstruct.learn.methods import METHOD_HELP, METHODS
+from segstruct.learn.methods import METHOD_HELP, METHODS, fold_tol_text
 from segstruct.report.tables import fmt
 
 HELP = "train a structural SVM for one class and save the model"
@@ -78,17 +78,11 @@ def _curve_to_resume(args, checkpoint: Path) -> dict | None:
     if not args.resume:
         return None
     grid, folds = args.cv
-    curve = resumable_curve(args.out, grid, folds, fold_tol=_fold_tol(args))
+    curve = resumable_curve(args.out, grid, folds, fold_tol=fold_tol(args))
     if curve is not None:
         print(f"resuming the refit at C {curve['chosen_C']:g}, chosen by the cross-validation "
               f"of the interrupted run ({curve_path(args.out)})")
     return curve
-
-
-def _fold_tol(args) -> float:
-    """--cv-tol, or its default."""
-    from segstruct.learn.selection import DEFAULT_FOLD_TOL
-    return DEFAULT_FOLD_TOL if args.cv_tol is None else args.cv_tol
 
 
 def _choose_C_for_train(args, dataset, X, Y) -> dict:
@@ -100,7 +94,7 @@ def _choose_C_for_train(args, dataset, X, Y) -> dict:
     # of their own (the cross-validation has one)
     chosen, curve = select_C(lambda: make_estimator(args), X, Y, grid,
                              folds, args.seed, show_progress(args), args.n_jobs,
-                             fold_tol=_fold_tol(args))
+                             fold_tol=fold_tol(args))
     print(f"C chosen by {folds}-fold cross-validation on {dataset.name}/{args.split} "
           f"({args.method}, {args.class_name}): {chosen:g} (pooled held-out VOC IoU, "
           f"{curve['seconds']:.1f} s)")
@@ -115,8 +109,9 @@ def _draw_curve(args, dataset, curve: dict) -> None:
     caption = (f"data {dataset.name}/{args.split}; class {args.class_name}; method "
                f"{args.method}; {curve['folds']} folds of the training split, seed "
                f"{args.seed}; scope {args.scope}, node weights {args.node_weights}, tol "
-               f"{args.tol:g} (the folds' fits: {_fold_tol(args):g} x C within "
-               f"{args.tol:g}-{max(args.tol, _fold_tol(args)):g}); code {code_version()}")
+               f"{args.tol:g} (the folds' fits: "
+               f"{fold_tol_text({'cv_tol': fold_tol(args), 'tol': args.tol})}); code "
+               f"{code_version()}")
     path = save_figure(cv_figure({args.method: curve}, caption=caption),
                        _cv_figure_path(args.out))
     print(f"wrote {path}")

@@ -171,13 +171,14 @@ def test_a_refit_with_train_iou_0_gives_way_to_the_next_C_by_held_out_iou():
 
 def test_pooled_iou_is_the_voc_score_of_the_held_out_predictions():
     X, Y = chain_problem(3)
-    index = {id(x): i for i, x in enumerate(X)}
+    # by the features' identity: the folds' fits get the graphs' arrays, not their objects
+    index = {id(x.unary): i for i, x in enumerate(X)}
     fits = []
 
     class Recording(StructuredSVM):
         def fit(self, X_train, Y_train):
             super().fit(X_train, Y_train)
-            fits.append((self.C, {index[id(x)] for x in X_train}, self.w_.copy()))
+            fits.append((self.C, {index[id(x.unary)] for x in X_train}, self.w_.copy()))
             return self
 
     grid = [0.05, 1.0, 20.0]
@@ -783,3 +784,49 @@ def test_cross_validation_with_groups_holds_out_whole_groups():
     assert [len(set(curve["fold_of_image"][k:k + 3])) for k in (0, 3, 6)] == [1, 1, 1]
     with pytest.raises(ValueError, match="group labels for"):
         select_C(lambda: estimator_for("bl1"), X, Y, grid=(0.1, 1.0), folds=3, groups=groups[:4])
+
+
+def _as_superpixel_graphs(X, side=400):
+    """The chain problem's graphs as ``SuperpixelGraph``s, each with a
+    superpixel map of side x side int32 (640 KB) beside its small features."""
+    from segstruct.features.per_image import SuperpixelGraph
+    out = []
+    for k, x in enumerate(X):
+        segments = np.repeat(np.arange(x.unary.shape[0], dtype=np.int32),
+                             -(-side * side // x.unary.shape[0]))[:side * side]
+        out.append(SuperpixelGraph(f"img{k}", segments.reshape(side, side), x.edges,
+                                   np.ones(len(x.edges)), x.unary, x.pairwise))
+    return out
+
+
+def test_fold_tasks_send_the_features_without_the_superpixel_maps(monkeypatch):
+    # a fold is pickled whole to its worker: the superpixel maps, which no fit
+    # reads, stay behind, and the curve is the one of the full graphs in process
+    import pickle
+    from segstruct.learn import cross_validation
+    X, Y = chain_problem(3, n_images=9)
+    graphs = _as_superpixel_graphs(X)
+    sizes, real_map = [], cross_validation.parallel_map
+
+    def pickling(func, arg_lists, *args, **kwargs):
+        sizes.extend(len(pickle.dumps(a)) for a in arg_lists)
+        return real_map(func, arg_lists, *args, **kwargs)
+    monkeypatch.setattr(cross_validation, "parallel_map", pickling)
+    make = functools.partial(estimator_for, "bl1")
+    on_workers = cross_validate_C(make, graphs, Y, [0.1, 1.0], folds=3, n_jobs=2)
+    in_process = cross_validate_C(make, graphs, Y, [0.1, 1.0], folds=3, n_jobs=1)
+    assert _without_times(on_workers) == _without_times(in_process)
+    plain = cross_validate_C(make, X, Y, [0.1, 1.0], folds=3, n_jobs=1)
+    assert _without_times(in_process) == _without_times(plain)
+    one_map = graphs[0].working_segments.nbytes
+    assert len(sizes) == 3 and max(sizes) < one_map, (sizes, one_map)
+
+
+def test_a_fold_fit_on_bad_features_names_the_image():
+    X, Y = chain_problem(3, n_images=6)
+    graphs = _as_superpixel_graphs(X, side=20)
+    graphs[4].unary = graphs[4].unary.copy()
+    graphs[4].unary[2, 1] = np.nan
+    from segstruct.learn.selection import CrossValidationError
+    with pytest.raises(CrossValidationError, match=r"\(img4\) has non-finite unary"):
+        cross_validate_C(functools.partial(estimator_for, "bl1"), graphs, Y, [0.1, 1.0], folds=2)

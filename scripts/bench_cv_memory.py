@@ -15,7 +15,7 @@ model's weights: equal digests mean the two checkouts trained the same
 model.
 
     python scripts/bench_cv_memory.py --data ../shared/data/camvid_voc --class car \\
-        --method bl1 -j 2 --before /path/to/an/older/checkout --out results/cv_memory
+        --method bl1 -j 2 --before /path/to/an/older/checkout --out results/cv_memory/camvid_car
 
 Writes ``results.json`` and ``table.md`` to ``--out``.
 """

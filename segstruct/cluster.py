@@ -24,7 +24,8 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
-from joblib import Parallel, delayed, parallel_config
+from joblib import Parallel, cpu_count, delayed, parallel_config
+from segstruct.io.memory import available_memory
 from segstruct.io.progress import progress_bar
 
 #: What installs Dask's distributed scheduler (``pip install "segstruct[dask]"``).
@@ -43,6 +44,48 @@ _client = None
 #: The warning blames "a too short worker timeout or a memory leak" and would
 #: only alarm the user of the first run.
 _WORKER_REPLACED = "A worker stopped while some jobs were given to the executor"
+
+
+#: The share of the available memory (:func:`segstruct.io.memory.available_memory`)
+#: that :func:`workers_for` lets the workers of large tasks take; the rest is
+#: for this process's growth and everything else on the machine.
+MEMORY_SHARE = 0.8
+
+GiB = 2 ** 30
+
+
+def workers_for(n_jobs: int, worker_bytes: float, n_tasks: int,
+                available: int | None = None) -> tuple[int, str | None]:
+    """The local worker processes for ``n_tasks`` tasks whose workers each
+    hold about ``worker_bytes``, and a note when memory, not the cores,
+    set their number.
+
+    ``n_jobs`` as joblib counts it: a positive number is the user's and is
+    kept; so is -1 (every core, the command line's default) or -k (all but
+    k - 1) while that many workers (or one per task, if fewer) fit in
+    :data:`MEMORY_SHARE` of the ``available`` memory (default: measured
+    now). Otherwise it becomes as many as fit, at least 1. Where the
+    available memory is unknown, it is kept.
+
+    Returns
+    -------
+    n_jobs : int, ``n_jobs`` or the number of workers that fit (1: this
+        process alone).
+    note : str or None, why fewer workers than the cores allow.
+    """
+    if n_jobs >= 1:
+        return n_jobs, None
+    wanted = max(1, min(cpu_count() + 1 + n_jobs, n_tasks))
+    if available is None:
+        available = available_memory()
+    if available is None or worker_bytes <= 0:
+        return n_jobs, None
+    fit = max(1, int(MEMORY_SHARE * available // worker_bytes))
+    if fit >= wanted:
+        return n_jobs, None
+    return fit, (f"{fit} worker process{'es' if fit > 1 else ''} instead of {wanted}: each "
+                 f"holds about {worker_bytes / GiB:.1f} GiB and {available / GiB:.1f} GiB of "
+                 "memory is available; -j N sets the number")
 
 
 def on_cluster() -> bool:

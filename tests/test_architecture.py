@@ -39,7 +39,8 @@ THIRD_PARTY = {
 # API) may import anything.
 LAYERS = (
     ("inference", "datasets"),
-    ("_version", "_build", "io.files", "io.provenance", "io.text", "io.progress", "cluster"),
+    ("_version", "_build", "io.files", "io.provenance", "io.text", "io.progress", "io.memory",
+     "cluster"),
     ("features", "io.checkpoint"),
     ("model", "learn", "evaluate", "toy"),
     ("io.persistence", "report", "decisions", "ensemble"),

@@ -44,7 +44,8 @@ def add_data_options(p: argparse.ArgumentParser) -> None:
                         "extraction and detector training, and for train and compare also "
                         "the folds of --C auto and, with --scope image, the loss-augmented "
                         "inference over the images; 1 runs everything in this process "
-                        "(default %(default)s, every core)")
+                        "(default %(default)s, every core; the folds of --C auto take no more "
+                        "than fit in the memory available)")
     out = g.add_mutually_exclusive_group()
     out.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     out.add_argument("--progress", action="store_true",

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 from segstruct.io.progress import progress_bar
 
-from segstruct.cluster import on_cluster, parallel_map
+from segstruct.cluster import on_cluster, parallel_map, workers_for
 from segstruct.datasets.folds import group_folds
 from segstruct.datasets.folds import make_folds as deal_folds
 from segstruct.evaluate.scoring import iou
@@ -44,6 +44,14 @@ DEFAULT_FOLDS = 3
 #: and on the six classes of the four shared data sets, where the rule's form
 #: was chosen (docs/training.md, "Choosing C").
 DEFAULT_FOLD_TOL = 1e-2
+#: What a fold's worker process holds: about this many bytes of its own
+#: (numpy, SciPy, HiGHS, OpenCV) plus FOLD_BYTES_FACTOR times the bytes of
+#: its graphs' features (the fit's union and potentials of them, the task as
+#: received). Measured with ``scripts/bench_cv_memory.py`` (bl1, 2 workers):
+#: CamVid car 777 MiB a worker for 200 MiB of features, the horses 452 for
+#: 93, Penn-Fudan 333 for 46 (171 MiB + 3.03 x the features); rounded up.
+WORKER_BASE_BYTES = 256 * 2 ** 20
+FOLD_BYTES_FACTOR = 3.0
 
 
 class CrossValidationError(RuntimeError):
@@ -209,9 +217,12 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
     progress : bool, show a bar over the fits (over the folds when they run
         on workers).
     n_jobs : int, the folds on this many local worker processes (joblib
-        convention); on a Dask cluster (:func:`segstruct.cluster.use_scheduler`)
-        the folds go to its workers. The results do not depend on where the
-        folds run.
+        convention; -1, every core, gives no more workers than fit in the
+        memory available, each holding one fold:
+        :func:`segstruct.cluster.workers_for`, with a RuntimeWarning when
+        that is fewer); on a Dask cluster
+        (:func:`segstruct.cluster.use_scheduler`) the folds go to its
+        workers. The results do not depend on where the folds run.
     groups : (n,) labels, optional: images with one label (e.g. the frames
         of one video sequence) stay in one fold (:func:`make_folds`).
     fold_tol : float or None, default :data:`DEFAULT_FOLD_TOL`
@@ -330,10 +341,27 @@ def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FO
             for k, task in enumerate(tasks):
                 done(k, _fold_curve(*task, bar=bar))
     else:
+        if not on_cluster():
+            # every busy worker holds one fold: with many cores, memory can bound them first
+            n_jobs, note = workers_for(n_jobs, _worker_bytes(problems), len(tasks))
+            if note:
+                warnings.warn(f"cross-validation of C: {note}", RuntimeWarning, stacklevel=2)
         # a fold is a worker's whole share: its fits run no workers of their own
         parallel_map(_fold_curve, [(*task, None, True) for task in tasks], n_jobs,
                      progress, "cross-validating C", unit="fold", on_result=done)
     return curves     # type: ignore[return-value]  # every problem's curve is set
+
+
+def _worker_bytes(problems: Sequence[tuple]) -> float:
+    """The memory of a fold's worker for the largest problem's folds (each
+    fold's task holds every image of its problem: the training part and the
+    held-out one)."""
+    def features(x) -> int:
+        return sum(int(np.asarray(getattr(x, name, None)).nbytes)
+                   for name in ("unary", "edges", "pairwise"))
+    largest = max((sum(features(x) for x in X) + sum(np.asarray(y).nbytes for y in Y)
+                   for _, X, Y, _ in problems), default=0)
+    return WORKER_BASE_BYTES + FOLD_BYTES_FACTOR * largest
 
 
 @dataclass(frozen=True)

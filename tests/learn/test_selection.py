@@ -1,5 +1,6 @@
 """--C auto: folds, the choice of C, the pooled score, warm starts, the commands."""
 import functools
+import warnings
 import json
 from pathlib import Path
 from dataclasses import asdict
@@ -830,3 +831,33 @@ def test_a_fold_fit_on_bad_features_names_the_image():
     from segstruct.learn.selection import CrossValidationError
     with pytest.raises(CrossValidationError, match=r"\(img4\) has non-finite unary"):
         cross_validate_C(functools.partial(estimator_for, "bl1"), graphs, Y, [0.1, 1.0], folds=2)
+
+
+def test_folds_on_every_core_are_bounded_by_the_memory(monkeypatch):
+    # each busy worker holds one fold: where their memory would not fit,
+    # fewer workers (here one: this process) with a warning, the same curve
+    from segstruct import cluster
+    from segstruct.learn import cross_validation
+    X, Y = chain_problem(3, n_images=9)
+    make = functools.partial(estimator_for, "bl1")
+    given, real_map = [], cross_validation.parallel_map
+
+    def recording(func, arg_lists, n_jobs, *args, **kwargs):
+        given.append(n_jobs)
+        return real_map(func, arg_lists, 1, *args, **kwargs)
+    monkeypatch.setattr(cross_validation, "parallel_map", recording)
+    monkeypatch.setattr(cluster, "cpu_count", lambda: 8)
+    fold_worker = cross_validation._worker_bytes([(make, X, Y, None)])
+    assert fold_worker > cross_validation.WORKER_BASE_BYTES
+    monkeypatch.setattr(cluster, "available_memory", lambda: 2.5 * fold_worker)
+    with pytest.warns(RuntimeWarning, match="cross-validation of C: 2 worker processes "
+                                            "instead of 3"):
+        bounded = cross_validate_C(make, X, Y, [0.1, 1.0], folds=3, n_jobs=-1)
+    monkeypatch.setattr(cluster, "available_memory", lambda: 100 * fold_worker)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        free = cross_validate_C(make, X, Y, [0.1, 1.0], folds=3, n_jobs=-1)
+        given_two = cross_validate_C(make, X, Y, [0.1, 1.0], folds=3, n_jobs=2)
+    assert given == [2, -1, 2]
+    assert _without_times(bounded) == _without_times(free) == _without_times(given_two)
+    assert cross_validate_many([], [0.1, 1.0], n_jobs=-1) == []     # nothing to bound

@@ -39,10 +39,13 @@ def available_memory(meminfo: Path = MEMINFO, cgroups=CGROUP_FILES) -> int | Non
     int or None
         The smaller of the machine's available memory and the room under
         the control group's limit; None when neither can be read (not
-        Linux: the callers then set no bound).
+        Linux, and psutil, which the ``dask`` extra installs, not there
+        either: the callers then set no bound).
     """
     found = []
     machine = _meminfo_available(meminfo)
+    if machine is None:
+        machine = _psutil_available()
     if machine is not None:
         found.append(machine)
     for limit_file, usage_file, stat_file, cache_name in cgroups:
@@ -74,6 +77,15 @@ def _stat(stat_file: Path, name: str) -> int:
     except (OSError, ValueError):
         pass
     return 0
+
+
+def _psutil_available() -> int | None:
+    """psutil's answer where ``/proc/meminfo`` is not there (macOS, Windows)."""
+    try:
+        import psutil
+        return int(psutil.virtual_memory().available)
+    except (ImportError, AttributeError, OSError, ValueError):
+        return None
 
 
 def _meminfo_available(meminfo: Path) -> int | None:

@@ -41,9 +41,25 @@ def test_a_containers_limit_bounds_it_less_its_reclaimable_cache(tmp_path):
     assert available_memory(tmp_path / "nothing", (v2,)) == 5 * gib
 
 
-def test_unknown_where_nothing_reads(tmp_path):
+def test_unknown_where_nothing_reads(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "psutil", None)        # as without the dask extra
     (tmp_path / "meminfo").write_text("MemTotal: 1 kB\n")       # no MemAvailable line
     assert available_memory(tmp_path / "meminfo", ()) is None
     assert available_memory(tmp_path / "absent", ()) is None
     bad = _cgroup(tmp_path / "bad", "lots", 5)
     assert available_memory(tmp_path / "absent", (bad,)) is None
+
+
+def test_psutil_answers_where_there_is_no_proc_meminfo(tmp_path, monkeypatch):
+    import sys
+    import types
+    fake = types.ModuleType("psutil")
+    fake.virtual_memory = lambda: types.SimpleNamespace(available=123456789)
+    monkeypatch.setitem(sys.modules, "psutil", fake)
+    assert available_memory(tmp_path / "absent", ()) == 123456789
+    # /proc/meminfo, where it reads, comes first
+    (tmp_path / "meminfo").write_text(MEMINFO)
+    assert available_memory(tmp_path / "meminfo", ()) == 20000000 * 1024
+    monkeypatch.setitem(sys.modules, "psutil", None)       # not installed
+    assert available_memory(tmp_path / "absent", ()) is None

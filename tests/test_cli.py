@@ -699,14 +699,20 @@ def test_resume_with_another_setting_names_it(data_root, tmp_path, capsys):
     assert main(base + ["--C", "1", "--max-iter", "2"]) == 0
     assert (tmp_path / "m.ckpt.npz").exists()
     capsys.readouterr()
-    assert main(base + ["--C", "3", "--resume", "--max-iter", "50"]) == 2
+    with pytest.raises(SystemExit) as exit_:      # a usage error: the command's usage
+        main(base + ["--C", "3", "--resume", "--max-iter", "50"])
+    assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "other settings: C 1.0 (now 3.0)" in err and "delete it" in err
-    # a feature setting changed: named by its place in the model's settings
+    # by the option the user gave
+    assert "other settings: --C 1 (now 3); give those to continue it" in err
+    assert "delete it" in err and "usage: segstruct train" in err
+    # a feature setting changed, and a block switched off
     other = [flag if flag != "16" else "12" for flag in base]
-    assert main(other + ["--C", "1", "--resume", "--max-iter", "50"]) == 2
+    with pytest.raises(SystemExit):
+        main(other + ["--C", "1", "--resume", "--max-iter", "50", "--no-colour"])
     err = capsys.readouterr().err
-    assert "features.n_words 16 (now 12)" in err and "C 1.0" not in err
+    assert "--no-colour not given (now given), --words 16 (now 12);" in err
+    assert "--C 1" not in err and "n_words" not in err
 
 
 @pytest.mark.slow

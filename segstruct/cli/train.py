@@ -7,8 +7,10 @@ from pathlib import Path
 from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset, show_progress,
                                   voc_class)
 from segstruct.cli.c_options import check_cv_size, fold_tol
+from segstruct.cli.resume import resume_error
 from segstruct.cli.settings import (add_training_options, check_resume, checked,
                                     make_estimator, make_extractor, train_estimator)
+from segstruct.io.checkpoint import CheckpointError
 from segstruct.io.provenance import code_version
 from segstruct.learn.methods import METHOD_HELP, METHODS, fold_tol_text
 from segstruct.report.tables import fmt
@@ -131,9 +133,27 @@ def _calibrate(args, estimator, X, Y) -> tuple[float, dict]:
     return T, fit
 
 
+def _fit_or_refit(refit, C: float, curve: dict | None, out, checkpoint):
+    """The saved model: ``refit(C)``, or with a cross-validation ``curve``
+    at its chosen C (the next where a refit labels nothing). A checkpoint of
+    other settings refused by ``--resume`` is said in options."""
+    from segstruct.workflow import refit_chosen_C
+    try:
+        if curve is None:
+            return refit(C)
+        return refit_chosen_C(refit, curve, out,
+                              lambda text: print(f"warning: {text}", file=sys.stderr))
+    except CheckpointError as err:
+        # in the options the user gave, not the library's names
+        message = resume_error(err, checkpoint)
+        if message is None:
+            raise
+        raise UsageError(message) from None
+
+
 def run(args) -> int:
     from segstruct.io.persistence import checkpoint_path, log_path, model_paths
-    from segstruct.workflow import check_training_set, curve_path, refit_chosen_C, train_model
+    from segstruct.workflow import check_training_set, curve_path, train_model
     checkpoint = checkpoint_path(args.out)
     if checkpoint.exists() and not args.resume:
         raise UsageError(f"{checkpoint} holds an unfinished training run: add --resume to "
@@ -185,11 +205,8 @@ def run(args) -> int:
                            progress=show_progress(args), resume=args.resume, val=val,
                            temperature=temperature)
 
-    if curve is None:
-        trained = refit(estimator.C)
-    else:
-        trained = refit_chosen_C(refit, curve, args.out,
-                                 lambda text: print(f"warning: {text}", file=sys.stderr))
+    trained = _fit_or_refit(refit, estimator.C, curve, args.out, checkpoint)
+    if curve is not None:
         _draw_curve(args, dataset, curve)
     train_score, diagnosis = trained.doc["train_score"], trained.doc["diagnosis"]
     val_score = trained.doc.get("val_score")

@@ -25,7 +25,18 @@ _META = "__meta__"
 
 
 class CheckpointError(ValueError):
-    """A checkpoint is unreadable, or belongs to other data or settings."""
+    """A checkpoint is unreadable, or belongs to other data or settings.
+
+    ``changes`` lists, for the latter, each setting that differs as
+    ``(name, value in the checkpoint, value now)``, by the dotted names of
+    the estimator's parameters and the training data's settings
+    (``"C"``, ``"features.n_words"``), so that a caller can name them as its
+    user gave them (the command line: by option).
+    """
+
+    def __init__(self, message: str, changes=()):
+        super().__init__(message)
+        self.changes: list[tuple[str, object, object]] = list(changes)
 
 
 def save_checkpoint(path, arrays: dict, meta: dict) -> None:

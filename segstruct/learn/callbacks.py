@@ -150,9 +150,11 @@ class Checkpoint(Callback):
             return None
         arrays, meta = load_checkpoint(self.path)
         if meta.get("fingerprint") != self._fingerprint:
-            what = _what_differs(meta.get("settings"), run, meta.get("inputs"), self.inputs)
-            raise CheckpointError(f"checkpoint {self.path} was made with {what}; delete it (or "
-                                  "give another path) to start again")
+            changes = _changed_settings(meta.get("settings"), run, meta.get("inputs"),
+                                        self.inputs)
+            raise CheckpointError(f"checkpoint {self.path} was made with "
+                                  f"{_what_differs(meta.get('settings'), run, changes)}; delete "
+                                  "it (or give another path) to start again", changes or ())
         run.qp.set_state({k[3:]: v for k, v in arrays.items() if k.startswith("qp_")})
         if hasattr(run.oracle, "set_state"):
             run.oracle.set_state({k[7:]: v for k, v in arrays.items()
@@ -191,26 +193,35 @@ def _settings(run) -> dict | None:
     return json.loads(json.dumps(run.settings(), default=repr))
 
 
-def _what_differs(saved: dict | None, run, saved_inputs: dict | None = None,
-                  inputs: dict | None = None) -> str:
-    """What a checkpoint was made with that the resuming fit does not have:
-    the estimator's settings, then (where both sides recorded them) the
-    settings of the training data, by dotted name (``features.n_words``)."""
+def _changed_settings(saved: dict | None, run, saved_inputs: dict | None = None,
+                      inputs: dict | None = None) -> list[tuple[str, object, object]] | None:
+    """What a checkpoint was made with that the resuming fit does not have,
+    as (name, old, new): the estimator's settings, then (where both sides
+    recorded them) the settings of the training data, by dotted name
+    (``features.n_words``). None where the checkpoint recorded no settings."""
     now = _settings(run)
     if saved is None or now is None:
-        return ("other training data or settings (a run started before the top-down "
-                "block was on by default goes on with --no-top-down)")
+        return None
     changed = _changes(saved, now)
     if saved_inputs is not None and inputs is not None:
         changed += _changes(_flat(saved_inputs), _flat(json.loads(json.dumps(inputs))))
+    return changed
+
+
+def _what_differs(saved: dict | None, run, changed) -> str:
+    """:func:`_changed_settings` in words."""
+    if saved is None or _settings(run) is None or changed is None:
+        return ("other training data or settings (a run started before the top-down "
+                "block was on by default goes on with --no-top-down)")
     if changed:
-        return "other settings: " + ", ".join(changed)
+        return "other settings: " + ", ".join(f"{k} {old!r} (now {new!r})"
+                                              for k, old, new in changed)
     return "other training data (images, features or labels) at the same settings"
 
 
-def _changes(saved: dict, now: dict) -> list[str]:
-    """``name old (now new)`` for each key whose value differs."""
-    return [f"{k} {saved.get(k)!r} (now {now.get(k)!r})" for k in sorted(set(saved) | set(now))
+def _changes(saved: dict, now: dict) -> list[tuple[str, object, object]]:
+    """``(name, old, new)`` for each key whose value differs."""
+    return [(k, saved.get(k), now.get(k)) for k in sorted(set(saved) | set(now))
             if saved.get(k) != now.get(k)]
 
 

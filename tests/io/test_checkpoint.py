@@ -157,8 +157,9 @@ def test_resume_needs_the_same_data_and_settings(tmp_path):
     other_c = make("bl1-oneslack", tmp_path, resume=True)
     C = other_c.C
     other_c.C = 50.0
-    with pytest.raises(CheckpointError, match=rf"other settings: C {C!r} \(now 50.0\)"):
+    with pytest.raises(CheckpointError, match=rf"other settings: C {C!r} \(now 50.0\)") as err:
         other_c.fit(X, Y)
+    assert err.value.changes == [("C", C, 50.0)]      # for a caller to name as it likes
 
 
 def test_resume_of_a_finished_run_does_no_iteration(tmp_path):

@@ -153,8 +153,8 @@ class Checkpoint(Callback):
             changes = _changed_settings(meta.get("settings"), run, meta.get("inputs"),
                                         self.inputs)
             raise CheckpointError(f"checkpoint {self.path} was made with "
-                                  f"{_what_differs(meta.get('settings'), run, changes)}; delete "
-                                  "it (or give another path) to start again", changes or ())
+                                  f"{_what_differs(changes)}; delete it (or give another "
+                                  "path) to start again", changes or ())
         run.qp.set_state({k[3:]: v for k, v in arrays.items() if k.startswith("qp_")})
         if hasattr(run.oracle, "set_state"):
             run.oracle.set_state({k[7:]: v for k, v in arrays.items()
@@ -208,9 +208,9 @@ def _changed_settings(saved: dict | None, run, saved_inputs: dict | None = None,
     return changed
 
 
-def _what_differs(saved: dict | None, run, changed) -> str:
+def _what_differs(changed) -> str:
     """:func:`_changed_settings` in words."""
-    if saved is None or _settings(run) is None or changed is None:
+    if changed is None:
         return ("other training data or settings (a run started before the top-down "
                 "block was on by default goes on with --no-top-down)")
     if changed:

@@ -364,7 +364,7 @@ def _worker_bytes(problems: Sequence[tuple]) -> float:
     return WORKER_BASE_BYTES + FOLD_BYTES_FACTOR * largest
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)    # compared and hashed by identity, as objects are
 class _FoldGraph:
     """What a fold's fits read of a graph: a fold is pickled whole to its
     worker, and a ``SuperpixelGraph`` also holds its superpixel map, which

@@ -147,3 +147,46 @@ def test_gap_test_is_relative_without_a_floor():
     exact = QPSolution(np.zeros(2), np.zeros(0), np.zeros(0), np.zeros(1), 1e-9, 1e-9, 0.0)
     qp.abs_gap_tol = 0.0
     assert qp.converged(exact)
+
+
+def test_a_route_that_gave_no_answer_waits_behind_the_active_set_finish(monkeypatch):
+    """The unregularised dual of the rescaled copy ran to its time limit on
+    every late solve of a CamVid fit: once it gives no answer, later solves
+    finish the regularised answer by the active-set method instead, to the
+    same optimum; it is tried again only when that does not reach the
+    tolerance, and the waiting is kept with the working set."""
+    from segstruct.learn import qp as qp_module
+    calls = []
+    original = WorkingSetQP._run_dual
+
+    def run_dual(self, model, regularization, warm=None):
+        calls.append(regularization)
+        z = original(self, model, regularization, warm)
+        if regularization == 0.0:
+            return None                   # stands for the time limit
+        # the regularised answer, a little off the optimum: the finish must act
+        return None if z is None else z * (1 + 1e-3)
+
+    monkeypatch.setattr(WorkingSetQP, "_run_dual", run_dual)
+    real_refine = qp_module.refine
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        qp, data = random_qp(rng, d=5, k=6)
+        first = qp.solve()
+        assert 0.0 in calls and qp._failed
+        assert first.primal == pytest.approx(slsqp_primal(*data), abs=1e-6)
+        calls.clear()
+        again = qp.solve()
+        assert 0.0 not in calls and again.primal == pytest.approx(first.primal, abs=1e-9)
+        assert "active-set" in qp.last_route
+        restored = WorkingSetQP(qp.n_features, qp.caps, qp.nonpositive)
+        restored.set_state(qp.get_state())
+        assert restored._failed == qp._failed
+        # the finish that misses the tolerance lets the waiting routes run
+        calls.clear()
+        monkeypatch.setattr(qp_module, "refine", lambda h, c, g, caps, z0, max_iter=None:
+                            (z0, False))
+        qp.solve()
+        assert 0.0 in calls
+        monkeypatch.setattr(qp_module, "refine", real_refine)
+        calls.clear()

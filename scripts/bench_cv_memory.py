@@ -1,10 +1,11 @@
-"""Peak memory of ``segstruct train --C auto`` on workers: the summed resident
-memory of the command's process tree (the main process and its worker
-processes), for this checkout and, with ``--before``, another one, run in
-turn.
+"""Peak memory of ``segstruct train --C auto`` (or, with ``--compare``, of
+``segstruct compare``) on workers: the summed resident memory of the
+command's process tree (the main process and its worker processes), for
+this checkout and, with ``--before``, another one, run in turn.
 
 Each run is ``python -m segstruct train --data D --class C --method M -j N
--q`` into a scratch folder, with the features read from ``--cache`` (run the
+-q`` (``--compare M1 M2 ...``: ``compare --classes C --methods M1 M2 ...``)
+into a scratch folder, with the features read from ``--cache`` (run the
 command once beforehand so that both checkouts find them there: the
 measurement is of the training, not of the extraction). A sampler reads
 ``/proc`` every 0.2 s (Linux only) for every process below the command.
@@ -16,6 +17,8 @@ model.
 
     python scripts/bench_cv_memory.py --data ../shared/data/camvid_voc --class car \\
         --method bl1 -j 2 --before /path/to/an/older/checkout --out results/cv_memory/camvid_car
+    python scripts/bench_cv_memory.py --data ../shared/data/camvid_voc --class car \\
+        --compare bl1 bl2 --C 1 -j 2 --repeats 1 --out results/cv_memory/pairs/camvid_car
 
 Writes ``results.json`` and ``table.md`` to ``--out``.
 """
@@ -86,30 +89,46 @@ def tree_peak(command: list[str], env: dict, cwd: Path | None) -> dict:
             "peak_workers_mib": peak_workers / MiB}
 
 
+def command_line(args, out: Path) -> list[str]:
+    """``segstruct train`` of one method, or with ``--compare`` ``segstruct
+    compare`` of its methods side by side (one worker per pair)."""
+    cache = ["--cache", str(args.cache)] if args.cache else []
+    C = ["--C", args.C] if args.C else []
+    common = ["--data", str(args.data), "-j", str(args.n_jobs), "-q", *C, *cache]
+    if args.compare:
+        return [sys.executable, "-m", "segstruct", "compare", "--classes", args.class_name,
+                "--methods", *args.compare, "--out", str(out), *common]
+    return [sys.executable, "-m", "segstruct", "train", "--class", args.class_name,
+            "--method", args.method, "--out", str(out / "model"), *common]
+
+
 def measure(tree: Path | None, args) -> dict:
-    """One run of ``train`` with the code of ``tree`` (None: this checkout's)."""
+    """One run of the command with the code of ``tree`` (None: this checkout's)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
     with tempfile.TemporaryDirectory() as scratch:
-        model = Path(scratch) / "model"
-        command = [sys.executable, "-m", "segstruct", "train", "--data", str(args.data),
-                   "--class", args.class_name, "--method", args.method, "-j", str(args.n_jobs),
-                   "-q", "--out", str(model), *(["--cache", str(args.cache)] if args.cache
-                                                  else [])]
+        out = Path(scratch) / "out"
+        out.mkdir()
         # from the tree's folder: no segstruct/ of the current folder shadows it
-        row = tree_peak(command, env, tree)
-        doc = json.loads(model.with_suffix(".json").read_text())
-        row["weights_digest"] = hashlib.sha256(
-            model.with_suffix(".npz").read_bytes()).hexdigest()[:16]
-        row["code_version"] = doc.get("code_version", "unknown")
-        row["C"] = doc.get("C_selection", {}).get("chosen_C")
+        row = tree_peak(command_line(args, out), env, tree)
+        models = sorted(out.rglob("*.npz"))
+        digest = hashlib.sha256()
+        for path in models:
+            if not path.name.endswith(".ckpt.npz"):
+                digest.update(path.read_bytes())
+        row["weights_digest"] = digest.hexdigest()[:16]
+        docs = [json.loads(p.with_suffix(".json").read_text()) for p in models
+                if p.with_suffix(".json").exists()]
+        row["code_version"] = docs[0].get("code_version", "unknown") if docs else "unknown"
     return row
 
 
 def table(rows: list[dict], args, machine: dict) -> str:
-    lines = [f"# Peak memory of `segstruct train --C auto` ({args.data.name}, "
-             f"{args.class_name}, {args.method}, -j {args.n_jobs})", "",
+    what = (f"compare --methods {' '.join(args.compare)}" if args.compare
+            else f"train --method {args.method}")
+    lines = [f"# Peak memory of `segstruct {what} --C {args.C or 'auto'}` ({args.data.name}, "
+             f"{args.class_name}, -j {args.n_jobs})", "",
              "| checkout | code version | wall s | peak RSS of the process tree, MiB | of its "
              "workers, MiB | weights digest |", "|---|---|---|---|---|---|"]
     for r in rows:
@@ -130,7 +149,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, required=True, help="VOC-layout data root")
     p.add_argument("--class", dest="class_name", required=True)
-    p.add_argument("--method", default="bl1")
+    p.add_argument("--method", default="bl1", help="train's method (default bl1)")
+    p.add_argument("--compare", nargs="+", metavar="METHOD",
+                   help="run segstruct compare of these methods instead of train: its "
+                        "pairs on the workers, one each")
+    p.add_argument("--C", help="a fixed C (default: train's and compare's --C auto)")
     p.add_argument("-j", "--n-jobs", type=int, default=2)
     p.add_argument("--cache", type=Path, help="feature cache (default: segstruct's)")
     p.add_argument("--before", type=Path, help="another checkout's root, measured in turn")
@@ -147,7 +170,8 @@ def main(argv=None) -> int:
     machine = machine_info()
     args.out.mkdir(parents=True, exist_ok=True)
     settings = {"data": args.data.name, "class": args.class_name, "method": args.method,
-                "n_jobs": args.n_jobs, "repeats": args.repeats}
+                "compare": args.compare, "C": args.C or "auto", "n_jobs": args.n_jobs,
+                "repeats": args.repeats}
     (args.out / "results.json").write_text(json.dumps(
         {"settings": settings, "machine": machine, "rows": rows}, indent=1) + "\n")
     (args.out / "table.md").write_text(table(rows, args, machine))

@@ -1,5 +1,6 @@
 """scripts/bench_cv_memory.py: the sampler counts the memory of a command's
 worker processes, not only its own."""
+import argparse
 import os
 import sys
 from pathlib import Path
@@ -25,3 +26,19 @@ def test_a_failed_command_stops_with_its_error(load_script):
     with pytest.raises(SystemExit, match="went wrong"):
         bench.tree_peak([sys.executable, "-c", "raise SystemExit('went wrong')"],
                         dict(os.environ), None)
+
+
+def test_the_command_is_train_or_compare(load_script):
+    bench = load_script("bench_cv_memory")
+    args = argparse.Namespace(
+        data=Path("D"), class_name="car", method="bl2", compare=None, C=None, n_jobs=2,
+        cache=None)
+    train = bench.command_line(args, Path("o"))
+    assert train[2:5] == ["segstruct", "train", "--class"] and "--C" not in train
+    assert train[train.index("--method") + 1] == "bl2"
+    assert train[train.index("--out") + 1] == str(Path("o") / "model")
+    args.compare, args.C = ["bl1", "proposed"], "1"
+    compare = bench.command_line(args, Path("o"))
+    assert compare[3] == "compare" and compare[compare.index("--C") + 1] == "1"
+    i = compare.index("--methods")
+    assert compare[i + 1:i + 3] == ["bl1", "proposed"] and compare[i + 3] == "--out"

@@ -331,19 +331,18 @@ class WorkingSetQP:
         # regularised answer took 3-6 ms to the exact optimum.
         waiting = [r for r in routes if self._route_index(r) in self._failed]
         models: dict = {}
-        built: list = []            # the last model's arrays: the finish works in its scale
+        last = None                 # the last model tried: the finish works in its scale
 
         def run_routes(chosen) -> None:
+            nonlocal last
             for i, reg in chosen:
                 if i not in models:
                     models[i] = self._scaled_model(scales[i])
-                built[:] = [models[i]]
-                caps_s, G_s, h, unit, warm, model = models[i]
+                last = models[i]
+                *_, unit, warm, model = last
                 index = self._route_index((i, reg))
                 z = self._run_dual(model, reg, warm)
-                self._failed.discard(index)
-                if z is None:
-                    self._failed.add(index)
+                (self._failed.add if z is None else self._failed.discard)(index)
                 name = "" if scales[i] == 1.0 else "scaled "
                 consider(z, f"{name}{reg}", unit, index)
                 if done():
@@ -351,7 +350,8 @@ class WorkingSetQP:
 
         def finish(max_iter=None) -> None:
             if best is not None and not done():
-                caps_s, _, h, unit, _, _ = built[0]
+                assert last is not None          # best comes from a route tried
+                caps_s, _, h, unit, _, _ = last
                 z_exact, _ = refine(h, cost, groups, caps_s, best_z * unit, max_iter=max_iter)
                 consider(z_exact, f"{best_route}+active-set", unit)
 
@@ -366,7 +366,8 @@ class WorkingSetQP:
         finish()
         if preferred is not None:
             self._preferred = preferred
-        caps_s, G_s, h, unit, _, _ = built[0]
+        assert last is not None                  # every route waiting means all ran
+        caps_s, G_s, h, unit, _, _ = last
         if not done():
             consider(self._solve_primal(G_s, caps_s), "primal", unit)
         if best is None:

@@ -335,7 +335,7 @@ class _Search:
         fp = float(self.fp_w @ y)
         fn = self.n_pos - float(self.tp_w @ y)
         s = float(raw_score(self.u, self.edges, self.p, y))
-        f = float(self.loss(fp, fn, self.n_pos, self.n_neg)) + s
+        f = self.loss.value(fp, fn, self.n_pos, self.n_neg) + s
         self.labels.append(y)
         self.x.append((fp, fn))
         self.s.append(s)

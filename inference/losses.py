@@ -101,6 +101,14 @@ class Loss:
     def _evaluate(self, fp, fn, n_pos, n_neg) -> np.ndarray:
         raise NotImplementedError
 
+    def value(self, fp: float, fn: float, n_pos: float, n_neg: float) -> float:
+        """The loss at one (FP, FN) as a Python float: ``float(self(fp, fn,
+        n_pos, n_neg))``, the same number. The named losses compute it on
+        floats, in the order of their array formula, without numpy's
+        per-call overhead (the envelope oracle scores every labelling it
+        meets one at a time: 22,000 calls in one proposed fit)."""
+        return float(self(fp, fn, n_pos, n_neg))
+
     @property
     def linear_coefficients(self) -> tuple[float, float] | None:
         """``(alpha, beta)`` if the loss is exactly ``alpha FP + beta FN``, else None."""
@@ -137,6 +145,9 @@ class HammingLoss(Loss):
     def _evaluate(self, fp, fn, n_pos, n_neg):
         return fp + fn
 
+    def value(self, fp, fn, n_pos, n_neg) -> float:
+        return float(fp) + float(fn)
+
     @property
     def linear_coefficients(self) -> tuple[float, float]:
         return (1.0, 1.0)
@@ -162,6 +173,9 @@ class AdjustedHammingLoss(Loss):
     def _evaluate(self, fp, fn, n_pos, n_neg):
         return self.kappa * fp + fn
 
+    def value(self, fp, fn, n_pos, n_neg) -> float:
+        return self.kappa * float(fp) + float(fn)
+
     @property
     def linear_coefficients(self) -> tuple[float, float]:
         return (self.kappa, 1.0)
@@ -185,6 +199,11 @@ class IoULoss(Loss):
 
     def _evaluate(self, fp, fn, n_pos, n_neg):
         return _safe_ratio(fp + fn, n_pos + fp)
+
+    def value(self, fp, fn, n_pos, n_neg) -> float:
+        fp, fn = float(fp), float(fn)
+        den = float(n_pos) + fp
+        return (fp + fn) / den if den != 0 else 0.0
 
 
 class FBetaLoss(Loss):
@@ -214,6 +233,14 @@ class FBetaLoss(Loss):
         # D from the same numerator keeps the ratio <= 1 after rounding.
         num = b2 * fn + fp
         return _safe_ratio(num, (1.0 + b2) * tp + num)
+
+    def value(self, fp, fn, n_pos, n_neg) -> float:
+        fp, fn = float(fp), float(fn)
+        b2 = self.beta ** 2
+        tp = float(n_pos) - fn
+        num = b2 * fn + fp
+        den = (1.0 + b2) * tp + num
+        return num / den if den != 0 else 0.0
 
     @property
     def params(self) -> dict[str, Any]:

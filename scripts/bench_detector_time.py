@@ -10,7 +10,9 @@ long side, at most 1024 px). It trains the K fold detectors of
 ``segstruct train`` does, with ``train_shape_detector``) and then computes
 the top-down block of the first ``--val-images`` val images (each the mean
 of the K detectors' blocks, with ``top_down_task``, on a grid of 16x16-pixel
-superpixels: the detectors' time does not depend on the superpixels).
+superpixels: the detectors' time does not depend on the superpixels),
+all in one process, as a worker of the command line would: the images'
+HOG maps shared through the process memo where the checkout has one.
 The checkouts alternate ``--repeats`` times, so a slow spell of the
 machine falls on both. The other checkout runs from a copy of its packages
 (``segstruct`` with its ``inference`` and ``datasets`` folders inside), so
@@ -27,6 +29,7 @@ Writes ``results.json`` and ``table.md`` to ``--out``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -41,9 +44,23 @@ from benchlib.checkouts import in_turn, machine_text, median_ratio, run_worker  
 
 def measure(data: Path, class_name: str, n_train: int | None, n_val: int, folds: int) -> dict:
     """One measurement in this process (the code is whatever ``segstruct`` imports)."""
+    import cv2
+
+    cv2.setNumThreads(1)
+    try:
+        # as the command line trains them: the detectors of a class, and its
+        # blocks, share the images' HOG maps through the process memo (code
+        # before it has none)
+        from segstruct.io.process_memo import sharing
+    except ImportError:
+        sharing = contextlib.nullcontext
+    with sharing():
+        return _measure(data, class_name, n_train, n_val, folds)
+
+
+def _measure(data: Path, class_name: str, n_train: int | None, n_val: int, folds: int) -> dict:
     import hashlib
 
-    import cv2
     import numpy as np
 
     from segstruct.datasets.voc import VOCDataset
@@ -54,7 +71,6 @@ def measure(data: Path, class_name: str, n_train: int | None, n_val: int, folds:
     from segstruct.features.topdown import DetectorParams
     from segstruct.io.provenance import code_version
 
-    cv2.setNumThreads(1)
     dataset = VOCDataset(data)
     train = dataset.ids("train")[:n_train]
     val = dataset.ids("val")[:n_val]

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 from joblib import Parallel, cpu_count, delayed, parallel_config
+from segstruct.io.process_memo import release as release_memo
 from segstruct.io.memory import available_memory
 from segstruct.io.progress import progress_bar
 
@@ -143,7 +144,8 @@ def use_scheduler(address: str | None, timeout: float | None = None) -> Iterator
 
 def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
                  progress: bool = False, desc: str = "", unit: str = "task",
-                 on_result: Callable[[int, Any], None] | None = None) -> list:
+                 on_result: Callable[[int, Any], None] | None = None,
+                 keep_memo: bool = False) -> list:
     """``[func(*args) for args in arg_lists]``, on workers, in order.
 
     Parameters
@@ -157,6 +159,10 @@ def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
     on_result : callable (index, result), optional; called in this process with
         each task's result as it arrives, in order of ``arg_lists`` (e.g. to
         save it, so that an interruption loses only the tasks still running).
+    keep_memo : bool
+        Leave the arrays that earlier tasks kept in their process's memo
+        (:mod:`segstruct.io.process_memo`) for these tasks; by default each
+        task empties it first.
 
     Returns
     -------
@@ -171,11 +177,11 @@ def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
         try:
             out: list = []
             if not on_cluster() and (n_jobs == 1 or total <= 1):
-                results: Iterator = (func(*args) for args in arg_lists)
+                results: Iterator = (_task(func, keep_memo, *args) for args in arg_lists)
             else:
                 # the dask backend spreads over the whole cluster; n_jobs is local
                 runner = Parallel(n_jobs=-1 if on_cluster() else n_jobs, return_as="generator")
-                results = runner(delayed(func)(*args) for args in arg_lists)
+                results = runner(delayed(_task)(func, keep_memo, *args) for args in arg_lists)
             for result in results:
                 if on_result is not None:
                     on_result(len(out), result)
@@ -184,3 +190,10 @@ def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
             return out
         finally:
             bar.close()
+
+
+def _task(func: Callable, keep_memo: bool, *args):
+    """One task of :func:`parallel_map`, on whichever process runs it."""
+    if not keep_memo:
+        release_memo()
+    return func(*args)

@@ -40,7 +40,7 @@ THIRD_PARTY = {
 LAYERS = (
     ("inference", "datasets"),
     ("_version", "_build", "io.files", "io.provenance", "io.text", "io.progress", "io.memory",
-     "cluster"),
+     "io.threads", "io.process_memo", "cluster"),
     ("features", "io.checkpoint"),
     ("model", "learn", "evaluate", "toy"),
     ("io.persistence", "report", "decisions", "ensemble"),

@@ -142,6 +142,30 @@ def test_figures_are_written(finished):
         assert path.stat().st_size > 1000 and path.read_bytes()[:8] == PNG, name
 
 
+def test_figures_drawn_on_workers_are_those_drawn_here(finished):
+    """The figures are tasks on the workers (the run's -j): drawn again in
+    this process (-j 1), every file is the same, byte for byte, and the run
+    names them in class order."""
+    out, _, args = finished
+    before = {p.name: p.read_bytes() for p in (out / "figures").glob("*.png")}
+    assert len(before) == 6                      # 3 kinds x 2 classes (C fixed: no cv)
+    from segstruct.compare import figures
+    written = []
+    real = figures.save_qualitative
+
+    def recording(*a, **k):
+        written.append(a[1])
+        return real(*a, **k)
+    figures.save_qualitative = recording
+    try:
+        assert main([a for a in args if a != "-q"] + ["-j", "1", "-q"]) == 0
+    finally:
+        figures.save_qualitative = real
+    assert written == ["car", "person"]          # in this process, one after another
+    after = {p.name: p.read_bytes() for p in (out / "figures").glob("*.png")}
+    assert after == before
+
+
 def test_absent_class_is_refused_before_training(data_root, tmp_path, capsys):
     out = tmp_path / "out"
     code = main(["compare", "--data", str(data_root), "--classes", "car", "aeroplane",

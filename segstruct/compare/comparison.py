@@ -174,6 +174,10 @@ class Comparison:
         if todo:
             # every evaluation image and mask is readable before hours of training
             self.extractor.examples(self.eval_split, todo[0][0], with_features=False)
+            # every pending class's features and blocks at once, into the cache,
+            # where the folds and the pairs then find them
+            self.extractor.prefetch([self.train_split, self.eval_split],
+                                    list(dict.fromkeys(c for c, _ in todo)))
         if self.settings.auto:
             choosing.cross_validate_pairs(self, todo)      # every pair's folds at once
         if self._pairs_on_workers(todo):
@@ -247,11 +251,7 @@ class Comparison:
                 self.extractor.examples(split, class_name)
         where = "on the Dask cluster" if on_cluster() else "on worker processes"
         self.say(f"training {len(todo)} (class, method) pair(s) {where}")
-        worker_view = copy.copy(self)
-        worker_view.progress, worker_view.n_jobs = False, 1
-        worker_view.say = _discard
-        worker_view.extractor = copy.copy(self.extractor)
-        worker_view.extractor.n_jobs, worker_view.extractor.progress = 1, False
+        worker_view = self.worker_view()
 
         def report(k: int, record: dict) -> None:       # what the worker would have said
             class_name, method = todo[k]
@@ -265,6 +265,17 @@ class Comparison:
 
         parallel_map(_train_pair, [(worker_view, c, m) for c, m in todo], self.n_jobs,
                      self.progress, "training pairs", unit="pair", on_result=report)
+
+    def worker_view(self) -> "Comparison":
+        """This comparison as a worker's task sees it: quiet, one process
+        (its workers are the tasks' own), its messages dropped (what matters
+        comes back in the task's result)."""
+        view = copy.copy(self)
+        view.progress, view.n_jobs = False, 1
+        view.say = _discard
+        view.extractor = copy.copy(self.extractor)
+        view.extractor.n_jobs, view.extractor.progress = 1, False
+        return view
 
     def _fit_pair(self, class_name, method, X, Y, model_path, curve, C: float):
         """The pair's model at ``C`` on all of the training split (with ``curve``,

@@ -63,7 +63,8 @@ def with_detectors(extractor: FeatureExtractor, classes, skip: bool,
     warnings: dict[str, str] = {}
     if extractor.config.detector is None:
         return skipped, warnings
-    errors = extractor.train_detectors(list(classes))
+    # the codebook learnt beside them, which the features need next
+    errors = extractor.train_detectors(list(classes), with_codebook=True)
     for class_name in classes:
         try:
             if class_name in errors:

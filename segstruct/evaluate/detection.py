@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from joblib import Parallel, delayed
-from threadpoolctl import threadpool_limits
+from segstruct.io.threads import thread_limits
 from segstruct.io.progress import progress_bar
 
 from segstruct.datasets.voc import VOCDataset, class_index
@@ -25,7 +25,7 @@ def _detect_task(dataset_root, image_id, shape_detector, cls, long_side=None,
     """Detections, boxes and ignored boxes of one image, found at the working
     resolution (where the detector was trained) and given in the image's own
     pixels (box overlaps, and so the average precision, are the same)."""
-    with threadpool_limits(1):
+    with thread_limits(1):
         import cv2
         cv2.setNumThreads(1)           # joblib already runs one process per core
         dataset = VOCDataset(dataset_root)

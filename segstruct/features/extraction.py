@@ -9,72 +9,31 @@ targets are cheap and are computed from the mask on every load.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from joblib import cpu_count
-from threadpoolctl import threadpool_limits
 
+from segstruct.io.threads import thread_limits
 from segstruct.cluster import parallel_map
 from segstruct.datasets.voc import (VOID_LABEL, DatasetError, VOCDataset, class_index,
                                     voc_class_name)
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest, key_digest
+from segstruct.features.example import Example
 from segstruct.features.detection import ShapeDetector, detector_folds, train_shape_detector
 # the per-image work; SuperpixelGraph and check_finite_features imported from here too
 from segstruct.features.per_image import (FEATURE_VERSION,  # noqa: F401
                                           SuperpixelGraph, check_finite_features,
-                                          detector_or_error, graph_task,
+                                          codebook_of_sample, codebook_share, graph_task,
                                           resized_shape, sample_descriptors_task,
-                                          top_down_task)
+                                          top_down_blocks_task, top_down_task,
+                                          training_task)
 from segstruct.features.scale import auto_long_side, upsampling_key
-from segstruct.features.superpixels import majority_targets, pixel_counts
+from segstruct.features.superpixels import pixel_counts
 from segstruct.features.topdown.training import TooFewObjects
 from segstruct.io.progress import note, progress_bar
-
-
-@dataclass
-class Example:
-    """A superpixel graph with the targets of one class.
-
-    Attributes
-    ----------
-    graph : SuperpixelGraph
-    fg, bg : (N,) int64 non-void foreground / background pixels per superpixel.
-    """
-
-    graph: SuperpixelGraph
-    fg: np.ndarray
-    bg: np.ndarray
-
-    @property
-    def targets(self) -> np.ndarray:
-        """(N,) uint8 majority label of each superpixel's non-void pixels."""
-        return majority_targets(self.fg, self.bg)
-
-    @property
-    def areas(self) -> np.ndarray:
-        """(N,) int64 non-void pixels per superpixel (area-mode node weights)."""
-        return self.fg + self.bg
-
-    @property
-    def pixel_counts(self) -> np.ndarray:
-        """(N, 2) int64 [fg, bg] pixel counts: the label spec learners take."""
-        return np.stack([self.fg, self.bg], axis=1)
-
-    @property
-    def void_only(self) -> np.ndarray:
-        """(N,) bool, superpixel has no non-void pixel (weight 0)."""
-        return self.areas == 0
-
-    def node_weights(self, mode: str = "count") -> np.ndarray:
-        """Node weights a_i: 1 per non-void superpixel ("count") or its area ("area")."""
-        if mode == "count":
-            return (~self.void_only).astype(np.float64)
-        if mode == "area":
-            return self.areas.astype(np.float64)
-        raise ValueError(f"unknown node weight mode {mode!r}; use 'count' or 'area'")
 
 
 def codebook_digest(codebook: np.ndarray) -> str:
@@ -89,8 +48,9 @@ def codebook_digest(codebook: np.ndarray) -> str:
 
 
 def _map_images(func, arg_lists: Sequence[tuple], n_jobs: int, progress: bool, desc: str):
-    """``func(*args)`` per image, in order (:func:`segstruct.cluster.parallel_map`)."""
-    return parallel_map(func, arg_lists, n_jobs, progress, desc, unit="img")
+    """``func(*args)`` per image, in order (:func:`segstruct.cluster.parallel_map`),
+    leaving the workers' process memo to the top-down blocks that follow."""
+    return parallel_map(func, arg_lists, n_jobs, progress, desc, unit="img", keep_memo=True)
 
 
 class FeatureExtractor:
@@ -204,6 +164,27 @@ class FeatureExtractor:
         """
         if self._codebook is not None:
             return self._codebook
+        key, chosen_ids = self._codebook_plan()
+        cfg = self.config
+
+        def compute():
+            args = [(self.dataset.root, i, cfg, codebook_share(cfg, len(chosen_ids)), cfg.seed + k)
+                    for k, i in enumerate(chosen_ids)]
+            parts = _map_images(sample_descriptors_task, args, self.n_jobs,
+                                  self.progress, "codebook descriptors")
+            with thread_limits(max(1, self._cores())), \
+                    progress_bar(cfg.kmeans_iterations, "codebook k-means", self.progress,
+                                 unit="iteration") as bar:
+                words = codebook_of_sample(parts, cfg, on_iteration=bar.update)
+            return {"codebook": words}
+
+        words = self.cache.get_or_compute("codebook", key, compute)["codebook"]
+        self._codebook = (words, codebook_digest(words))
+        return self._codebook
+
+    def _codebook_plan(self) -> tuple[dict, list[str]]:
+        """The codebook's cache key and the ids of the images it samples (a
+        seeded draw of ``codebook_split``)."""
         if self._from_model:
             raise ValueError("the features are a trained model's, but its codebook was not "
                              "given: pass the model's (load_model returns it)")
@@ -220,24 +201,20 @@ class FeatureExtractor:
         if resized:       # absent otherwise: the entries made before the setting
             key["work"] = [resized.get(i) for i in chosen_ids]
             key.update(upsampling_key(cfg.upsampling))
+        return key, chosen_ids
 
-        def compute():
-            per_image = -(-cfg.codebook_descriptors // len(chosen_ids))
-            args = [(self.dataset.root, i, cfg, per_image, cfg.seed + k)
-                    for k, i in enumerate(chosen_ids)]
-            parts = _map_images(sample_descriptors_task, args, self.n_jobs,
-                                  self.progress, "codebook descriptors")
-            sample = np.concatenate(parts)[:cfg.codebook_descriptors]
-            with threadpool_limits(max(1, self._cores())), \
-                    progress_bar(cfg.kmeans_iterations, "codebook k-means", self.progress,
-                                 unit="iteration") as bar:
-                words = F.learn_codebook(sample, cfg.n_words, cfg.seed,
-                                         cfg.kmeans_iterations, on_iteration=bar.update)
-            return {"codebook": words}
-
-        words = self.cache.get_or_compute("codebook", key, compute)["codebook"]
-        self._codebook = (words, codebook_digest(words))
-        return self._codebook
+    def _codebook_task(self) -> tuple | None:
+        """The arguments of :func:`codebook_task` when the codebook is still
+        to learn (None when it is known, cached or not wanted), and its key."""
+        if self._codebook is not None or not self.config.sift or self._from_model:
+            return None
+        key, chosen_ids = self._codebook_plan()
+        cached = self.cache.load("codebook", key)
+        if cached is not None:
+            words = cached["codebook"]
+            self._codebook = (words, codebook_digest(words))
+            return None
+        return key, (self.dataset.root, chosen_ids, self.config)
 
     def _cores(self) -> int:
         if self.n_jobs < 0:   # joblib's convention: -1 = every core (of this process)
@@ -300,11 +277,17 @@ class FeatureExtractor:
                 raise error
         return self._fold_detectors[class_name]
 
-    def train_detectors(self, class_names) -> dict:
+    def train_detectors(self, class_names, with_codebook: bool = False) -> dict:
         """Train (or read from the cache) every detector the top-down blocks
         of these classes need, all at once on the workers: on 2 cores the
         folds' detectors of three classes took a third less time this way
         than one class at a time.
+
+        With ``with_codebook`` the codebook (:meth:`codebook`) is learnt as
+        one more task among them, when it is not cached: on one core,
+        beside the detectors, rather than alone after them with the other
+        cores idle (the same words: k-means' sums do not depend on the
+        threads).
 
         Returns
         -------
@@ -329,15 +312,24 @@ class FeatureExtractor:
             if name not in self._detectors and name not in self._given and \
                     (not k or self.config.top_down_detector == "whole"):
                 jobs.append((name, None, None))
+        codebook = self._codebook_task() if with_codebook and jobs else None
         if not jobs:
             return errors
-        args = [(self.dataset, name, self.codebook_split, self.config.detector, self.cache,
-                 note if self.progress else None, ids,
+        args = [("detector", self.dataset, name, self.codebook_split, self.config.detector,
+                 self.cache, note if self.progress else None, ids,
                  "" if f is None else f"without fold {f + 1} of {k}", self.long_side,
                  self.config.upsampling)
                 for name, f, ids in jobs]
-        done = parallel_map(detector_or_error, args, min(self._cores(), len(jobs)),
-                            self.progress, "detectors", unit="detector")
+        if codebook is not None:
+            # first: as long as a detector, it would leave a core idle at the end
+            args.insert(0, ("codebook", *codebook[1]))
+        done = parallel_map(training_task, args, min(self._cores(), len(args)), self.progress,
+                            "detectors" if codebook is None else "detectors and codebook",
+                            unit="detector" if codebook is None else "task", keep_memo=True)
+        if codebook is not None:
+            words = done.pop(0)
+            self.cache.save("codebook", codebook[0], {"codebook": words})
+            self._codebook = (words, codebook_digest(words))
         folds: dict[str, dict[int, ShapeDetector]] = {}
         for (name, f, _), (trained_one, error) in zip(jobs, done):
             if error is not None:
@@ -380,8 +372,12 @@ class FeatureExtractor:
     def _add_top_down(self, graphs: list[SuperpixelGraph], class_name: str) -> None:
         """Append the class's top-down block to every graph's unary features."""
         chosen = self._graph_detectors(graphs, class_name)
+        # the training-time blocks share HOG maps with the detectors' training
+        # and between classes; a model's features (new images, each seen once)
+        # keep nothing
         args = [(self.dataset, g.image_id, g.working_segments, detectors,
-                 self.cache.directory, self.cache.enabled, self.config.upsampling)
+                 self.cache.directory, self.cache.enabled, self.config.upsampling,
+                 not self._from_model)
                 for g, detectors in zip(graphs, chosen)]
         blocks = _map_images(top_down_task, args, self.n_jobs, self.progress,
                                f"top-down {class_name}")
@@ -419,6 +415,35 @@ class FeatureExtractor:
             assert class_name is not None
             self._add_top_down(graphs, class_name)
         return graphs
+
+    def prefetch(self, splits, class_names) -> None:
+        """Compute and cache the graphs and bottom-up features of every image
+        of ``splits`` and, with the top-down block, each of those images'
+        blocks of every class in ``class_names``, so that :meth:`examples`
+        reads them from the cache afterwards.
+
+        Two maps over the images instead of two per split and class, and one
+        task per image for all its classes' blocks, which share the image's
+        HOG maps. Without the cache it does nothing: what it made would be
+        lost. The images' masks are not read here (:meth:`examples` checks
+        them).
+        """
+        if not self.cache.enabled:
+            return
+        ids = list(dict.fromkeys(i for split in splits for i in self.dataset.ids(split)))
+        codebook, codebook_id = self.codebook() if self.config.sift else (None, None)
+        args = [(self.dataset, i, self.config, codebook, codebook_id, self.cache.directory,
+                 self.cache.enabled, True) for i in ids]
+        graphs = _map_images(graph_task, args, self.n_jobs, self.progress, "features")
+        class_names = [voc_class_name(c) for c in class_names]
+        if self.config.detector is None or not class_names:
+            return
+        chosen = [self._graph_detectors(graphs, c) for c in class_names]
+        block_args = [(self.dataset, g.image_id, g.working_segments,
+                 [per_class[j] for per_class in chosen], self.cache.directory,
+                 self.cache.enabled, self.config.upsampling, not self._from_model)
+                for j, g in enumerate(graphs)]
+        _map_images(top_down_blocks_task, block_args, self.n_jobs, self.progress, "top-down")
 
     def examples(self, split: str, class_name: str, with_features: bool = True,
                  ids: Iterable[str] | None = None) -> list[Example]:

@@ -4,11 +4,13 @@ descriptors for the codebook; every result from the cache when possible
 (``segstruct.features.extraction`` maps these over a data set)."""
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from segstruct.io.process_memo import sharing as sharing_memo
+from segstruct.io.threads import thread_limits
 from segstruct.datasets.voc import VOCDataset
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, file_digest
@@ -17,6 +19,7 @@ from segstruct.features.scale import resize_image, resize_labels, working_key, w
 from segstruct.features.superpixels import (SuperpixelParams, adjacency, segment,
                                             superpixel_means)
 from segstruct.features.topdown.features import topdown_features
+from segstruct.features.topdown.hog import shared_maps
 from segstruct.features.topdown.training import TooFewObjects
 
 # Bump when the meaning of a cached array changes, so old entries are ignored.
@@ -141,7 +144,7 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
     resolution (``config.long_side``); the graph's ``segments`` are on the
     image's own pixels.
     """
-    with threadpool_limits(1):
+    with thread_limits(1):
         import cv2
         cv2.setNumThreads(1)
         cache = ArrayCache(cache_dir, cache_enabled)
@@ -194,57 +197,78 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
 
 
 def top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabled,
-                  upsampling="linear"):
+                  upsampling="linear", share_memo=False):
     """The top-down block of one image's superpixels: the mean of the blocks of
     ``detectors`` (ShapeDetectors), each from the cache when possible.
     ``segments`` is the superpixel map at the working resolution
     (``SuperpixelGraph.working_segments``): the detector sees the image at
-    that size, enlarged to it by ``upsampling``."""
-    with threadpool_limits(1):
+    that size, enlarged to it by ``upsampling``. With ``share_memo`` the
+    image's HOG maps are read from and kept in the process memo
+    (:mod:`segstruct.io.process_memo`): the detectors' training and the
+    other classes' blocks of the same image made them already."""
+    return top_down_blocks_task(dataset, image_id, segments, [detectors], cache_dir,
+                                cache_enabled, upsampling, share_memo)[0]
+
+
+def top_down_blocks_task(dataset, image_id, segments, detector_sets, cache_dir,
+                         cache_enabled, upsampling="linear", share_memo=False) -> list:
+    """:func:`top_down_task` for several sets of detectors on one image (one
+    set per class): the image is read, and its HOG maps made, once for all
+    of them. Returns the mean block of each set, in order."""
+    with thread_limits(1), (sharing_memo() if share_memo else nullcontext()):
         import cv2
         cv2.setNumThreads(1)
         cache = ArrayCache(cache_dir, cache_enabled)
         digest = file_digest(dataset.image_path(image_id))
         n = int(segments.max()) + 1
-        loaded = {}
-        # the image's HOG maps, computed once for all the detectors (the K
-        # cross-fitted ones of a val image) rather than once for each
-        hog_memo = {}
+        loaded: dict = {}
 
         def image():
             if "image" not in loaded:
                 loaded["image"] = resize_image(dataset.read_image(image_id), segments.shape,
                                                upsampling)
+                # the image's HOG maps, computed once for all the detectors (the K
+                # cross-fitted ones of a val image, every class's) rather than
+                # once for each
+                loaded["hog"] = shared_maps(loaded["image"]) or {}
             return loaded["image"]
 
-        blocks = []
-        for sd in detectors:
-            key = top_down_key(digest, segments, sd.digest, upsampling)
+        means = []
+        for detectors in detector_sets:
+            blocks = []
+            for sd in detectors:
+                key = top_down_key(digest, segments, sd.digest, upsampling)
 
-            def compute(sd=sd):
-                block = topdown_features(sd.detector, sd.shapes, image(), segments, hog_memo)
-                # before caching: a non-finite block must never be stored
+                def compute(sd=sd):
+                    block = topdown_features(sd.detector, sd.shapes, image(), segments,
+                                             loaded["hog"])
+                    # before caching: a non-finite block must never be stored
+                    check_finite_features(image_id, {"top_down": block},
+                                          dataset.image_path(image_id))
+                    return {"top_down": block}
+
+                block = cache.get_or_compute("top_down", key, compute)["top_down"]
+                hint = f" came from the cache {cache.path('top_down', key)}: delete that " \
+                       "file, or run with --no-cache"
+                if block.shape != (n, sd.params.n_filters):
+                    raise ValueError(f"image {image_id!r}: a top-down block of shape "
+                                     f"{block.shape} for {n} superpixels{hint}")
                 check_finite_features(image_id, {"top_down": block},
-                                      dataset.image_path(image_id))
-                return {"top_down": block}
-
-            block = cache.get_or_compute("top_down", key, compute)["top_down"]
-            hint = f" came from the cache {cache.path('top_down', key)}: delete that file, " \
-                   "or run with --no-cache"
-            if block.shape != (n, sd.params.n_filters):
-                raise ValueError(f"image {image_id!r}: a top-down block of shape "
-                                 f"{block.shape} for {n} superpixels{hint}")
-            check_finite_features(image_id, {"top_down": block},
-                                  dataset.image_path(image_id), hint=f"; they{hint}")
-            blocks.append(block)
-        return blocks[0] if len(blocks) == 1 else np.mean(blocks, axis=0)
+                                      dataset.image_path(image_id), hint=f"; they{hint}")
+                blocks.append(block)
+            means.append(blocks[0] if len(blocks) == 1 else np.mean(blocks, axis=0))
+        return means
 
 
 def detector_or_error(*args):
     """``train_shape_detector(*args)`` as (detector, None), or (None, the
-    TooFewObjects): one class short of objects must not stop the others'."""
+    TooFewObjects): one class short of objects must not stop the others'.
+    The training images' HOG maps are kept in the process memo
+    (:mod:`segstruct.io.process_memo`) for the other detectors and the
+    blocks that scan the same images."""
     try:
-        return train_shape_detector(*args), None
+        with sharing_memo():
+            return train_shape_detector(*args), None
     except TooFewObjects as err:
         return None, err
 
@@ -277,8 +301,38 @@ def check_finite_features(image_id: str, blocks: dict, image_path=None,
                 f"feature value(s), first at superpixel {rows[0]}, column {cols[0]}{hint}")
 
 
+def codebook_share(config, n_images: int) -> int:
+    """Descriptors each of the codebook's ``n_images`` images gives."""
+    return -(-config.codebook_descriptors // n_images)
+
+
+def codebook_of_sample(parts, config, on_iteration=None) -> np.ndarray:
+    """The codebook (k-means words) of the images' descriptor samples ``parts``."""
+    sample = np.concatenate(parts)[:config.codebook_descriptors]
+    return F.learn_codebook(sample, config.n_words, config.seed, config.kmeans_iterations,
+                            on_iteration=on_iteration)
+
+
+def codebook_task(dataset_root, image_ids, config) -> np.ndarray:
+    """The codebook learnt in one task, on one core: the same words as
+    ``FeatureExtractor.codebook`` learns with a worker per image."""
+    n_keep = codebook_share(config, len(image_ids))
+    parts = [sample_descriptors_task(dataset_root, i, config, n_keep, config.seed + k)
+             for k, i in enumerate(image_ids)]
+    with thread_limits(1):
+        return codebook_of_sample(parts, config)
+
+
+def training_task(kind: str, *args):
+    """A task of ``FeatureExtractor.train_detectors``: a detector
+    (``detector_or_error``) or the codebook (``codebook_task``)."""
+    if kind == "codebook":
+        return codebook_task(*args)
+    return detector_or_error(*args)
+
+
 def sample_descriptors_task(dataset_root, image_id, config, n_keep, seed):
-    with threadpool_limits(1):
+    with thread_limits(1):
         dataset = VOCDataset(dataset_root)
         _, desc = F.dense_opponent_sift(read_working_image(dataset, image_id, config.long_side,
                                                            config.upsampling),

@@ -58,8 +58,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from segstruct.io.threads import thread_limits
 from segstruct.learn._image_scope import (
     SAMPLING, ImageScopeProblem, IterateCallback, LearnerResult, TraceCallback, check_epochs,
     image_scope_problem)
@@ -163,7 +163,7 @@ def bcfw(X, Y, *, max_epochs: int = 1000, tol: float = 1e-3, seed: int = 0,
         raise ValueError(f"unknown sampling {sampling!r}; use one of {SAMPLING}")
     if not tol > 0:
         raise ValueError(f"tol must be > 0, got {tol}")
-    with threadpool_limits(limits=1, user_api="blas"):
+    with thread_limits(1, "blas"):
         return solve_bcfw(image_scope_problem(X, Y, settings), int(max_epochs), float(tol),
                           np.random.default_rng(seed), sampling, int(eval_every), callback)
 

@@ -22,8 +22,8 @@ from numbers import Integral
 from typing import Sequence, cast
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from segstruct.io.threads import thread_limits
 from segstruct.inference import loss_augmented
 from segstruct.inference.highs import SolverError
 from segstruct.learn._params import POSITIVE, Interval, Options
@@ -132,7 +132,7 @@ class FirstOrderSVM(BaseSSVM):
         started afresh.
         """
         self.check_params()
-        with threadpool_limits(limits=1, user_api="blas"):    # small matrices: one thread
+        with thread_limits(1, "blas"):    # small matrices: one thread
             return self._train(X, Y, list(callbacks or ()))
 
     def _train(self, X, Y, callbacks: list) -> "FirstOrderSVM":

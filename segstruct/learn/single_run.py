@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from segstruct.io.threads import thread_limits
 from segstruct.inference.losses import get_loss
 from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoints
 from segstruct.learn._problem import FitRun, svm_C
@@ -79,7 +79,7 @@ class SingleRunSVM(BaseSSVM):
         dim = MRFModel(pairwise=self.pairwise).n_features(X[0])
         state = TrainingState.start(dim, 1)
         run = FitRun(estimator=self, start=start)          # no working set, no checkpoint
-        with threadpool_limits(limits=1, user_api="blas"):
+        with thread_limits(1, "blas"):
             try:
                 for callback in callbacks:
                     callback.on_fit_start(run, state)

@@ -33,8 +33,8 @@ from numbers import Integral
 from typing import Sequence
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from segstruct.io.threads import thread_limits
 from segstruct.inference import loss_augmented
 from segstruct.inference.highs import SolverError
 
@@ -249,7 +249,7 @@ class StructuredSVM(BaseSSVM):
         # Training multiplies small matrices (Gram rows, potentials): with
         # OpenBLAS's default threads it ran 1.6-1.9x slower on 2 cores
         # (BL1 and BL2 on weizmann_horse_voc), so BLAS gets one thread here.
-        with threadpool_limits(limits=1, user_api="blas"):
+        with thread_limits(1, "blas"):
             return self._fit(X, Y, list(callbacks or ()))
 
     def _fit(self, X, Y, callbacks: list) -> "StructuredSVM":

@@ -50,8 +50,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from segstruct.io.threads import thread_limits
 from segstruct.inference import maximize
 
 from segstruct.learn._image_scope import (
@@ -87,7 +87,7 @@ def subgradient_descent(X, Y, *, max_epochs: int = 200, callback: IterateCallbac
     LearnerResult, with ``w`` the best iterate evaluated.
     """
     check_epochs(max_epochs)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with thread_limits(1, "blas"):
         return solve_subgradient(image_scope_problem(X, Y, settings), int(max_epochs), callback)
 
 
@@ -173,7 +173,7 @@ def stochastic_subgradient(X, Y, *, max_epochs: int = 50, seed: int = 0,
     check_epochs(max_epochs, eval_every)
     if averaging not in AVERAGING:
         raise ValueError(f"unknown averaging {averaging!r}; use one of {AVERAGING}")
-    with threadpool_limits(limits=1, user_api="blas"):
+    with thread_limits(1, "blas"):
         return solve_sgd(image_scope_problem(X, Y, settings), int(max_epochs),
                          np.random.default_rng(seed), averaging, int(eval_every), callback)
 
@@ -260,7 +260,7 @@ def structured_perceptron(X, Y, *, max_epochs: int = 50, seed: int = 0,
     risk ``mean_i max_y w . Psi(x_i, y) - w . Psi(x_i, t_i)`` (>= 0).
     """
     check_epochs(max_epochs)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with thread_limits(1, "blas"):
         return solve_perceptron(image_scope_problem(X, Y, settings), int(max_epochs),
                                 np.random.default_rng(seed), callback)
 

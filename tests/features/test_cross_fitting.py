@@ -155,3 +155,55 @@ def test_the_whole_splits_detector_can_label_the_other_images(trained, tmp_path)
     again = whole.examples("train", "car")
     for a, b in zip(again, train):
         np.testing.assert_allclose(a.graph.unary, b.graph.unary)
+
+
+def test_the_codebook_learnt_beside_the_detectors_is_the_usual_one(data_root, tmp_path):
+    """``train_detectors(with_codebook=True)`` learns the codebook as one task
+    among the detectors' (on one core, descriptors one image after another)
+    and caches it: the same words as ``codebook()`` learns alone, and the
+    same detectors."""
+    beside = FeatureExtractor(VOCDataset(data_root), CONFIG, ArrayCache(tmp_path / "a"),
+                              n_jobs=2, progress=False)
+    assert beside.train_detectors(["car"], with_codebook=True) == {}
+    learnt = list((tmp_path / "a" / "codebook").rglob("*.npz"))
+    assert len(learnt) == 1                      # cached by train_detectors itself
+    alone = FeatureExtractor(VOCDataset(data_root), CONFIG, ArrayCache(tmp_path / "b"),
+                             progress=False)
+    words, digest = alone.codebook()
+    np.testing.assert_array_equal(beside.codebook()[0], words)
+    assert beside.codebook()[1] == digest
+    alone.train_detectors(["car"])
+    assert ([sd.digest for sd in beside.fold_detectors("car")[1]]
+            == [sd.digest for sd in alone.fold_detectors("car")[1]])
+    # cached: a later run learns nothing and reads the same words
+    again = FeatureExtractor(VOCDataset(data_root), CONFIG, ArrayCache(tmp_path / "a"),
+                             progress=False)
+    assert again.train_detectors(["car"], with_codebook=True) == {}
+    assert again.codebook()[1] == digest
+
+
+def test_training_blocks_shared_through_the_process_memo_are_the_same(trained):
+    """The training images' blocks made with the HOG maps of the process
+    memo (as the extractor makes them) equal those made without it."""
+    from segstruct.features.per_image import top_down_task
+    from segstruct.io.process_memo import release
+    extractor, _, train, _ = trained
+    fold_of, detectors = extractor.fold_detectors("car")
+    release()
+    try:
+        for ex in train[:4]:
+            g = ex.graph
+            chosen = [detectors[fold_of[g.image_id]]]
+            shared = top_down_task(extractor.dataset, g.image_id, g.working_segments, chosen,
+                                   None, False, share_memo=True)
+            again = top_down_task(extractor.dataset, g.image_id, g.working_segments,
+                                  detectors, None, False, share_memo=True)
+            plain = top_down_task(extractor.dataset, g.image_id, g.working_segments, chosen,
+                                  None, False)
+            np.testing.assert_array_equal(shared, plain)
+            np.testing.assert_array_equal(
+                again, np.mean([top_down_task(extractor.dataset, g.image_id,
+                                              g.working_segments, [sd], None, False)
+                                for sd in detectors], axis=0))
+    finally:
+        release()

@@ -338,3 +338,31 @@ def test_ratio_losses_in_unit_interval_random(n_pos, n_neg, fp_frac, fn_frac, be
         value = float(loss(fp, fn, n_pos, n_neg))
         assert math.isfinite(value)
         assert 0.0 <= value <= 1.0, (loss, fp, fn, n_pos, n_neg, value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    n_pos=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
+    n_neg=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
+    fp_frac=st.floats(0, 1),
+    fn_frac=st.floats(0, 1),
+    beta=st.floats(1e-3, 1e3),
+    kappa=st.floats(1e-3, 1e3),
+    integral=st.booleans(),
+)
+def test_value_is_the_array_formula_bit_for_bit(n_pos, n_neg, fp_frac, fn_frac, beta, kappa,
+                                                integral):
+    """``Loss.value`` (the envelope oracle's scalar path) gives exactly the
+    number of the array formula, zero denominators included."""
+    fp, fn = fp_frac * n_neg, fn_frac * n_pos
+    if integral:
+        n_pos, n_neg, fp, fn = (float(round(v)) for v in (n_pos, n_neg, fp, fn))
+    for loss in (HammingLoss(), AdjustedHammingLoss(kappa), IoULoss(), FBetaLoss(beta),
+                 CallableLoss(lambda a, b, p, n: a + 2 * b)):
+        for args in ((fp, fn, n_pos, n_neg), (0.0, 0.0, 0.0, n_neg), (fp, 0.0, 0.0, n_neg),
+                     (0.0, 0.0, 0.0, 0.0), (np.float64(fp), np.float64(fn), n_pos, n_neg)):
+            got = loss.value(*args)
+            assert type(got) is float
+            expected = float(loss(*args))
+            assert got == expected and math.copysign(1, got) == math.copysign(1, expected), \
+                (loss, args, got, expected)

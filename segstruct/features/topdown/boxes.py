@@ -110,13 +110,23 @@ def non_maximum_suppression(boxes: np.ndarray, scores: np.ndarray,
         broken by index (a stable sort), so the result is deterministic.
     """
     order = np.argsort(-np.asarray(scores, np.float64), kind="stable")
-    boxes = np.asarray(boxes, np.float64)
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    # box_iou's numbers, one kept box against the rest: the coordinates as
+    # columns and the areas made once (the same operations on each pair, so
+    # the same IoU), instead of a box_iou call with its broadcasting per box
+    x0, y0, x1, y1 = (np.ascontiguousarray(boxes[:, k]) for k in range(4))
+    area = (x1 - x0) * (y1 - y0)
     keep: list[np.intp] = []
     while order.size and (limit is None or len(keep) < limit):
         i = order[0]
         keep.append(i)
         if order.size == 1:
             break
-        iou = box_iou(boxes[i:i + 1], boxes[order[1:]])[0]
-        order = order[1:][iou <= overlap]
+        rest = order[1:]
+        w = np.minimum(x1[i], x1[rest]) - np.maximum(x0[i], x0[rest])
+        h = np.minimum(y1[i], y1[rest]) - np.maximum(y0[i], y0[rest])
+        inter = np.clip(w, 0, None) * np.clip(h, 0, None)
+        union = area[i] + area[rest] - inter
+        iou = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+        order = rest[iou <= overlap]
     return np.asarray(keep, np.int64)

@@ -24,7 +24,7 @@ import numpy as np
 
 from segstruct.features.topdown.boxes import non_maximum_suppression
 from segstruct.features.topdown.hog import (HOG_DIM, Pyramid, correlate, feature_pyramid,
-                                            pad_map)
+                                            pad_map, shared_maps)
 # the settings have their own module; they stay importable from here
 from segstruct.features.topdown.params import DetectorParams
 
@@ -88,8 +88,12 @@ def bounded_distance_transform(response: np.ndarray, deformation: np.ndarray,
 
     def one_axis(values, lin, quad, axis):
         # values (P, H, W); displacement along ``axis`` (1 or 2). In place on
-        # preallocated arrays, without np.pad, np.where and moved axes:
-        # measured in one detector's training, 2.9 s of transforms -> 1.6 s.
+        # preallocated arrays, without np.pad, np.where and moved axes.
+        # Displacement 0 costs nothing, so it starts the best; a later
+        # candidate replaces it only when strictly greater (the tie rule),
+        # and the maximum takes the same values as a masked copy would,
+        # in fewer passes; the displacements fit in int8. Measured on
+        # (6, 69, 105) part maps: 4.6 ms -> 2.5 ms a transform.
         p, h, w = values.shape
         n = values.shape[axis]
         padded = np.full((p, h + 2 * radius, w) if axis == 1 else (p, h, w + 2 * radius),
@@ -97,24 +101,24 @@ def bounded_distance_transform(response: np.ndarray, deformation: np.ndarray,
         inner = [slice(None)] * 3
         inner[axis] = slice(radius, radius + n)
         padded[tuple(inner)] = values
-        best = np.full(values.shape, -np.inf, np.float32)
-        arg = np.zeros(values.shape, np.int64)
+        best = values.copy()
+        arg = np.zeros(values.shape, np.int8)
         cand = np.empty(values.shape, np.float32)
         better = np.empty(values.shape, bool)
-        for d in order:
+        for d in order[1:]:
             cost = (lin * d + quad * d * d).astype(np.float32)[:, None, None]
             inner[axis] = slice(radius + d, radius + d + n)
             np.subtract(padded[tuple(inner)], cost, out=cand)
             np.greater(cand, best, out=better)
-            np.copyto(best, cand, where=better)
-            np.copyto(arg, d, where=better)
+            np.maximum(best, cand, out=best)
+            arg[better] = d
         return best, arg
 
     along_x, arg_x = one_axis(response, c[:, 0], c[:, 1], axis=2)
     best, arg_y = one_axis(along_x, c[:, 2], c[:, 3], axis=1)
     rows = np.clip(np.arange(response.shape[1])[None, :, None] + arg_y, 0, response.shape[1] - 1)
     dx = np.take_along_axis(arg_x, rows, axis=1)
-    return best, arg_y, dx
+    return best, arg_y.astype(np.int64), dx.astype(np.int64)
 
 
 @dataclass
@@ -156,11 +160,14 @@ class Detector:
         w = max(c.root.shape[1] for c in self.components)
         return (h // 2 + 1, w // 2 + 1)
 
-    def pyramid(self, image: np.ndarray, scales=None, memo: dict | None = None) -> Pyramid:
+    def pyramid(self, image: np.ndarray, scales=None, memo=None) -> Pyramid:
         """The HOG pyramid the detector scores (levels padded by ``pad``);
         ``memo``: the image's HOG maps shared between calls
-        (``feature_pyramid``)."""
+        (``feature_pyramid``), by default those of the process memo while
+        it is shared (``hog.shared_maps``)."""
         p = self.params
+        if memo is None and scales is None:
+            memo = shared_maps(image)
         min_cells = min(min(c.root.shape[:2]) for c in self.components)
         return feature_pyramid(image, p.cell, p.interval, p.max_scale, min_cells,
                                self.pad, scales=scales, memo=memo)
@@ -311,7 +318,7 @@ class Detector:
             return dets, np.concatenate(parts)[keep].reshape(len(keep), n_parts, 4)
         return dets
 
-    def confidence_maps(self, image: np.ndarray, memo: dict | None = None) -> "ConfidenceMaps":
+    def confidence_maps(self, image: np.ndarray, memo=None) -> "ConfidenceMaps":
         """Detection scores of every root and part position, per level.
 
         A root map holds the total score S(p) of a root at each cell. A

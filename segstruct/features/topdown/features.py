@@ -86,7 +86,7 @@ def filter_masks(maps: ConfidenceMaps, shapes: AverageShapes) -> list:
 
 
 def topdown_features(detector: Detector, shapes: AverageShapes, image: np.ndarray,
-                     superpixels: np.ndarray, memo: dict | None = None) -> np.ndarray:
+                     superpixels: np.ndarray, memo=None) -> np.ndarray:
     """Top-down features of an image's superpixels.
 
     Parameters
@@ -95,8 +95,9 @@ def topdown_features(detector: Detector, shapes: AverageShapes, image: np.ndarra
     shapes : AverageShapes of that detector (``average_shapes``).
     image : (H, W, 3) uint8 RGB.
     superpixels : (H, W) int32 labels 0 .. N-1.
-    memo : dict, optional, the image's HOG maps shared between detectors
-        (``Detector.pyramid``): give one dict per image to every call on it.
+    memo : dict or ``hog.SharedMaps``, optional, the image's HOG maps shared
+        between detectors (``Detector.pyramid``): give one per image to every
+        call on it.
 
     Returns
     -------

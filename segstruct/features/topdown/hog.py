@@ -14,10 +14,14 @@ orientation votes are split linearly between the two nearest bins.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from segstruct.io.process_memo import MEMO
 
 N_SENSITIVE = 18           # orientations over 360 degrees
 N_INSENSITIVE = 9          # over 180 degrees
@@ -172,7 +176,7 @@ def pyramid_scales(image_shape, cell: int, interval: int, max_scale: float,
 
 def feature_pyramid(image: np.ndarray, cell: int = 8, interval: int = 5,
                     max_scale: float = 1.0, min_cells: int = 3,
-                    pad=(0, 0), scales=None, memo: dict | None = None) -> Pyramid:
+                    pad=(0, 0), scales=None, memo: "dict | SharedMaps | None" = None) -> Pyramid:
     """HOG maps of an image resized to each scale of ``pyramid_scales``.
 
     Parameters
@@ -189,7 +193,7 @@ def feature_pyramid(image: np.ndarray, cell: int = 8, interval: int = 5,
     scales : sequence of floats, optional
         Compute these scales instead of the series (the detector's training
         looks at an object only at the few scales that fit it).
-    memo : dict, optional
+    memo : dict or SharedMaps, optional
         HOG maps of this same image made by earlier calls, by resized size
         and cell; read, and filled with the maps this call makes. A map
         depends on the image, its resized size and the cell only, so
@@ -225,6 +229,42 @@ def feature_pyramid(image: np.ndarray, cell: int = 8, interval: int = 5,
                    (int(pad[0]), int(pad[1])), (h, w), interval)
 
 
+class SharedMaps:
+    """A ``memo`` for :func:`feature_pyramid`: the HOG maps of one image,
+    made by this object's calls or kept in the process memo by earlier
+    tasks (:mod:`segstruct.io.process_memo`, while it is shared).
+
+    The image is known by a digest of its pixels, so the maps of the same
+    image read again (a detector's training reads each image from disk
+    every round) are found. Maps the process memo has no room for are
+    still kept here, for the life of this object.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 array.
+    """
+
+    def __init__(self, image: np.ndarray):
+        image = np.ascontiguousarray(image)
+        self._key = ("hog", hashlib.blake2b(image.data, digest_size=16).digest(),
+                     image.shape, image.dtype.str)
+        self._own: dict = {}
+
+    def get(self, key):
+        found = self._own.get(key)
+        return MEMO.get(self._key + key) if found is None else found
+
+    def __setitem__(self, key, maps: np.ndarray) -> None:
+        self._own[key] = maps
+        MEMO.put(self._key + key, maps)
+
+
+def shared_maps(image: np.ndarray) -> SharedMaps | None:
+    """A :class:`SharedMaps` of ``image`` while the process memo is shared
+    (:func:`segstruct.io.process_memo.sharing`), else None."""
+    return SharedMaps(image) if MEMO.active else None
+
+
 def correlate(features: np.ndarray, filters: np.ndarray) -> np.ndarray:
     """Dense cross-correlation of same-sized filters with a feature map ("valid").
 
@@ -256,6 +296,36 @@ def correlate(features: np.ndarray, filters: np.ndarray) -> np.ndarray:
     kernel = np.ascontiguousarray(filters.transpose(3, 1, 2, 0).reshape(d, fh * fw * n))
     z = (features.reshape(-1, d) @ kernel).reshape(features.shape[0], features.shape[1],
                                                    fh, fw, n)
+    if cols < 2:
+        return tap_sums(z, rows, cols)
+    # The shifted slices as one view, v[y, x, i, j] = z[y + i, x + j, i, j], summed
+    # in one call instead of h * w: a third to a half less time for a root
+    # filter (50 taps), the same sums. numpy adds a non-innermost reduced axis
+    # element by element in index order, and with two or more columns the
+    # x axis (the smallest stride) stays innermost, so each output adds its
+    # taps in the order of tap_sums; with one column the taps would become
+    # the inner loop, summed pairwise (test_hog checks both paths bit for bit).
+    s_r, s_c, s_i, s_j, s_f = z.strides
+    taps = as_strided(z, (rows, cols, fh, fw, n), (s_r, s_c, s_r + s_i, s_c + s_j, s_f),
+                      writeable=False)
+    return taps.sum(axis=(2, 3), dtype=np.float32)
+
+
+def tap_sums(z: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """``out[y, x, f] = sum_{i, j} z[y + i, x + j, i, j, f]``, the taps added
+    one at a time in (i, j) order from 0: the reference summation of
+    :func:`correlate`.
+
+    Parameters
+    ----------
+    z : (R, C, h, w, F) float32, every cell's dot product with every filter cell.
+    rows, cols : ``R - h + 1``, ``C - w + 1``.
+
+    Returns
+    -------
+    (rows, cols, F) float32
+    """
+    fh, fw, n = z.shape[2:]
     out = np.zeros((rows, cols, n), np.float32)
     for i in range(fh):
         for j in range(fw):

@@ -30,7 +30,7 @@ import numpy as np
 
 from segstruct.features.topdown.boxes import box_iou, boxes_from_mask, non_maximum_suppression
 from segstruct.features.topdown.detector import (DEFORMATION_DIM, Component, Detector,
-                                                 DetectorParams)
+                                                 DetectorParams, LevelScores)
 from segstruct.features.topdown.hog import HOG_DIM, feature_pyramid, pad_map
 from segstruct.features.topdown.svm import train_linear_svm
 # the weight-vector layout has its own module; its names stay importable from here
@@ -165,10 +165,16 @@ def negative_features(detector: Detector, image, objects: np.ndarray,
     cands: list[list[tuple[np.ndarray, ...]]] = [[] for _ in detector.components]
     levels = detector.root_levels(pyramid)
     maps = {}
+    with_parts = p.n_parts and detector.components[0].n_parts
     for lv in levels:
-        with_parts = p.n_parts and detector.components[0].n_parts
         part_map = detector.part_level(pyramid, lv) if with_parts else None
-        scores = detector.score_maps(pyramid.levels[lv], part_map)
+        if random and not with_parts:
+            # Random windows of roots alone need the score maps' shapes only
+            # (the features are the windows' cells): the first round's scan
+            # of every level with untrained roots is skipped.
+            scores = [_unscored(pyramid.levels[lv], comp) for comp in detector.components]
+        else:
+            scores = detector.score_maps(pyramid.levels[lv], part_map)
         maps[lv] = (part_map, scores)
         for k, ls in enumerate(scores):
             if ls.score.size == 0:
@@ -221,6 +227,15 @@ def negative_features(detector: Detector, image, objects: np.ndarray,
                                            scores[k], int(r[j]), int(q[j])))
         out.append(np.asarray(rows, np.float32).reshape(len(rows), pack(comp, p).size))
     return out
+
+
+def _unscored(feats: np.ndarray, comp: Component) -> LevelScores:
+    """The ``LevelScores`` shape of a root without parts on a level, its
+    scores left unset (only their shape is read)."""
+    h, w = comp.root.shape[:2]
+    shape = (max(feats.shape[0] - h + 1, 0), max(feats.shape[1] - w + 1, 0))
+    empty = np.zeros((0,) + shape, np.int64)
+    return LevelScores(np.empty(shape, np.float32), empty, empty)
 
 
 # --------------------------------------------------------------------------

@@ -52,3 +52,33 @@ def test_iou_and_nms():
     np.testing.assert_allclose(box_iou(a, b), [[50 / 150, 0, 1]])
     keep = non_maximum_suppression(np.concatenate([a, b]), np.array([0.9, 0.8, 0.7, 0.95]), 0.5)
     assert keep.tolist() == [3, 1, 2]   # box 3 (same as 0) wins; 0 suppressed
+
+
+def greedy_nms_by_box_iou(boxes, scores, overlap, limit=None):
+    """The plain greedy suppression, one box_iou call per kept box."""
+    order = np.argsort(-np.asarray(scores, np.float64), kind="stable")
+    keep = []
+    while order.size and (limit is None or len(keep) < limit):
+        keep.append(order[0])
+        iou = box_iou(boxes[order[:1]], boxes[order[1:]])[0]
+        order = order[1:][iou <= overlap]
+    return np.asarray(keep, np.int64)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_nms_keeps_what_box_iou_would(seed):
+    """Suppression on columns gives box_iou's decisions exactly: ties of
+    scores, boxes equal to each other, empty boxes and IoUs at the
+    threshold included."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    xy = rng.integers(0, 40, (n, 2)).astype(float)
+    size = rng.integers(0, 25, (n, 2)).astype(float) * rng.choice([1.0, 0.37], (n, 1))
+    boxes = np.concatenate([xy, xy + size], axis=1)
+    boxes[rng.random(n) < 0.1] = boxes[0]             # duplicates of one box
+    scores = rng.integers(0, 10, n).astype(float)     # many ties
+    for overlap in (0.0, 0.3, 0.5, 1.0):
+        for limit in (None, 1, 7):
+            np.testing.assert_array_equal(
+                non_maximum_suppression(boxes, scores, overlap, limit),
+                greedy_nms_by_box_iou(boxes, scores, overlap, limit))

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from segstruct.features.cache import ArrayCache
-from segstruct.features.topdown import (Detector, average_precision, average_shapes,
-                                        boxes_from_mask, train_detector)
+from segstruct.features.topdown import (Detector, DetectorParams, average_precision,
+                                        average_shapes, boxes_from_mask, train_detector)
 from segstruct.features.topdown.detector import bounded_distance_transform
 from segstruct.features.topdown.training import pack, placement_features
 
@@ -137,3 +137,48 @@ def test_bounded_distance_transform_matches_brute_force(h, w, radius, seed):
                 got = resp[k, y + a, x + b] - (cost[k, 0] * b + cost[k, 1] * b * b
                                                + cost[k, 2] * a + cost[k, 3] * a * a)
                 assert np.isclose(got, best[k, y, x], atol=1e-5)
+
+
+@pytest.mark.parametrize("radius", [1, 3])
+def test_distance_transform_ties_go_to_the_smallest_displacement(radius):
+    """With no cost and equal responses everywhere inside, every candidate
+    ties: displacement 0 wins; with one better value each side of a cell
+    at the same distance, the negative one (tried first) wins."""
+    flat = np.ones((1, 9, 9), np.float32)
+    best, dy, dx = bounded_distance_transform(flat, np.zeros((1, 4)), radius)
+    assert (dy == 0).all() and (dx == 0).all() and (best == 1).all()
+    resp = np.zeros((1, 9, 9), np.float32)
+    resp[0, 4, 4 - radius] = resp[0, 4, 4 + radius] = 5.0
+    best, dy, dx = bounded_distance_transform(resp, np.zeros((1, 4)), radius)
+    assert best[0, 4, 4] == 5.0 and dx[0, 4, 4] == -radius and dy[0, 4, 4] == 0
+    assert dx.dtype == dy.dtype == np.int64
+
+
+def test_training_with_the_process_memo_shared_is_the_same_and_makes_fewer_maps(
+        synthetic_data, monkeypatch):
+    """Two detectors trained on overlapping images inside ``sharing`` are
+    the detectors trained without it, and the second makes HOG maps only
+    for its positives' crops and the images the first did not see."""
+    import segstruct.features.topdown.hog as hog
+    from segstruct.io.process_memo import release, sharing
+    images, masks = synthetic_data[:2]
+    params = DetectorParams(n_parts=2, mining_images=8, mining_rounds=1, seed=5)
+    made = []
+    real = hog.hog_map
+    monkeypatch.setattr(hog, "hog_map", lambda image, cell=8: made.append(cell) or real(image, cell))
+    plain = [train_detector(images[a:b], masks[a:b], CLASS, params) for a, b in ((0, 8), (2, 10))]
+    plain_maps = len(made)
+    release()
+    try:
+        with sharing():
+            made.clear()
+            shared = [train_detector(images[a:b], masks[a:b], CLASS, params)
+                      for a, b in ((0, 8), (2, 10))]
+        assert len(made) < 0.8 * plain_maps
+    finally:
+        release()
+    for x, y in zip(plain, shared):
+        a, _ = x.to_arrays()
+        b, _ = y.to_arrays()
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])

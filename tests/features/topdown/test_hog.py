@@ -103,3 +103,63 @@ def test_a_memo_shares_hog_maps_between_pyramids_of_one_image(monkeypatch):
         np.testing.assert_array_equal(shared.scales, alone.scales)
         for a, b in zip(shared.levels, alone.levels):
             np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 14), st.integers(1, 6), st.integers(1, 11),
+       st.sampled_from([1, 2, 6]), st.integers(0, 10 ** 6))
+def test_correlation_adds_each_cells_taps_in_order_bit_for_bit(rows, cols, fh, fw, n, seed):
+    """One strided sum (two or more output columns) or the loop over taps
+    (one column), the same float32 numbers as adding the taps one at a
+    time in (i, j) order: what the detectors and the cache were made with."""
+    rng = np.random.default_rng(seed)
+    feats = rng.random((rows + fh - 1, cols + fw - 1, HOG_DIM), dtype=np.float32)
+    feats[rng.random(feats.shape) < 0.3] = 0.0
+    filters = rng.normal(size=(n, fh, fw, HOG_DIM)).astype(np.float32)
+    d = HOG_DIM
+    kernel = np.ascontiguousarray(filters.transpose(3, 1, 2, 0).reshape(d, fh * fw * n))
+    z = (feats.reshape(-1, d) @ kernel).reshape(feats.shape[0], feats.shape[1], fh, fw, n)
+    expected = np.zeros((rows, cols, n), np.float32)
+    for i in range(fh):
+        for j in range(fw):
+            expected += z[i:i + rows, j:j + cols, i, j]
+    got = correlate(feats, filters)
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(hog.tap_sums(z, rows, cols), expected)
+
+
+def test_shared_maps_find_an_images_maps_again_while_the_process_memo_is_shared(monkeypatch):
+    """The same pixels read again (another array) find the maps an earlier
+    call kept, and make the same pyramid; other pixels do not; outside
+    ``sharing`` nothing is shared."""
+    from segstruct.io.process_memo import release, sharing
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (70, 90, 3)).astype(np.uint8)
+    other = img.copy()
+    other[0, 0, 0] ^= 1
+    made = []
+
+    def counted(image, cell=8):
+        made.append(cell)
+        return hog_map(image, cell)
+
+    monkeypatch.setattr(hog, "hog_map", counted)
+    alone = feature_pyramid(img, max_scale=2.0, pad=(2, 2))
+    per_pyramid = len(made)
+    assert hog.shared_maps(img) is None
+    release()
+    try:
+        with sharing():
+            first = feature_pyramid(img, max_scale=2.0, pad=(2, 2), memo=hog.shared_maps(img))
+            assert len(made) == 2 * per_pyramid
+            again = feature_pyramid(img.copy(), max_scale=2.0, pad=(3, 1),
+                                    memo=hog.shared_maps(img.copy()))
+            assert len(made) == 2 * per_pyramid      # nothing made anew
+            feature_pyramid(other, max_scale=2.0, pad=(2, 2), memo=hog.shared_maps(other))
+            assert len(made) == 3 * per_pyramid
+        for a, b, c in zip(alone.levels, first.levels, again.levels):
+            np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(a[2:-2, 2:-2], c[3:-3, 1:-1])   # other pad
+    finally:
+        release()

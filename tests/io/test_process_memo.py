@@ -1,5 +1,9 @@
 """segstruct.io.process_memo: arrays one process keeps between tasks, and
 segstruct.cluster.parallel_map emptying it before the tasks that do not keep it."""
+import ast
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -68,8 +72,39 @@ def test_parallel_map_empties_the_memo_unless_its_tasks_keep_it():
     assert len(process_memo.MEMO) == 0
 
 
-def test_worker_tasks_that_do_not_keep_it_find_it_empty():
-    filled = cluster.parallel_map(_fill, [(str(k),) for k in range(6)], n_jobs=2,
+# Run in a fresh interpreter, where these are functions of __main__: the workers
+# receive them by value, so the test holds for an installed (not editable)
+# package too, whose workers cannot import this test module.
+_ON_WORKERS = """
+import segstruct.cluster as cluster
+
+def fill(key):
+    import numpy as np
+    from segstruct.io.process_memo import MEMO, sharing
+    with sharing():
+        MEMO.put(key, np.ones(4))
+    return len(MEMO)
+
+def count():
+    from segstruct.io.process_memo import MEMO
+    return len(MEMO)
+
+if __name__ == "__main__":
+    filled = cluster.parallel_map(fill, [(str(k),) for k in range(6)], n_jobs=2,
                                   keep_memo=True)
+    kept = cluster.parallel_map(count, [()] * 6, n_jobs=2, keep_memo=True)
+    emptied = cluster.parallel_map(count, [()] * 6, n_jobs=2)
+    print(repr((filled, kept, emptied)))
+"""
+
+
+def test_worker_tasks_that_do_not_keep_it_find_it_empty(tmp_path):
+    script = tmp_path / "on_workers.py"
+    script.write_text(_ON_WORKERS)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    filled, kept, emptied = ast.literal_eval(done.stdout.strip().splitlines()[-1])
     assert all(n >= 1 for n in filled)
-    assert cluster.parallel_map(_count, [()] * 6, n_jobs=2) == [0] * 6
+    assert all(n >= 1 for n in kept)        # the workers still hold their arrays
+    assert emptied == [0] * 6

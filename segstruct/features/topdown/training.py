@@ -231,11 +231,11 @@ def negative_features(detector: Detector, image, objects: np.ndarray,
 
 def _unscored(feats: np.ndarray, comp: Component) -> LevelScores:
     """The ``LevelScores`` shape of a root without parts on a level, its
-    scores left unset (only their shape is read)."""
+    scores NaN (only their shape is read)."""
     h, w = comp.root.shape[:2]
     shape = (max(feats.shape[0] - h + 1, 0), max(feats.shape[1] - w + 1, 0))
     empty = np.zeros((0,) + shape, np.int64)
-    return LevelScores(np.empty(shape, np.float32), empty, empty)
+    return LevelScores(np.full(shape, np.nan, np.float32), empty, empty)
 
 
 # --------------------------------------------------------------------------

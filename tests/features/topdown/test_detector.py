@@ -182,3 +182,23 @@ def test_training_with_the_process_memo_shared_is_the_same_and_makes_fewer_maps(
         b, _ = y.to_arrays()
         for key in a:
             np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_random_windows_of_roots_are_those_of_the_scored_maps(trained, synthetic_data,
+                                                               monkeypatch):
+    """The first round's random windows (roots without parts) skip scoring:
+    the same windows, so the same features, as with every level scored."""
+    import segstruct.features.topdown.training as training
+    from segstruct.features.topdown.training import negative_features
+    roots = trained[1]
+    images, masks = synthetic_data[:2]
+    boxes = boxes_from_mask(masks[0], CLASS)
+    quick = negative_features(roots, images[0], boxes, np.random.default_rng(4), random=True)
+    monkeypatch.setattr(training, "_unscored",
+                        lambda feats, comp: roots.score_maps(feats, None)[
+                            [c is comp for c in roots.components].index(True)])
+    scored = negative_features(roots, images[0], boxes, np.random.default_rng(4), random=True)
+    assert len(quick) == len(scored) == len(roots.components)
+    for a, b in zip(quick, scored):
+        assert a.shape[0] > 0
+        np.testing.assert_array_equal(a, b)

@@ -440,9 +440,9 @@ class FeatureExtractor:
             return
         chosen = [self._graph_detectors(graphs, c) for c in class_names]
         block_args = [(self.dataset, g.image_id, g.working_segments,
-                 [per_class[j] for per_class in chosen], self.cache.directory,
-                 self.cache.enabled, self.config.upsampling, not self._from_model)
-                for j, g in enumerate(graphs)]
+                       [per_class[j] for per_class in chosen], self.cache.directory,
+                       self.cache.enabled, self.config.upsampling, not self._from_model)
+                      for j, g in enumerate(graphs)]
         _map_images(top_down_blocks_task, block_args, self.n_jobs, self.progress, "top-down")
 
     def examples(self, split: str, class_name: str, with_features: bool = True,

@@ -324,14 +324,14 @@ def test_loss_base_class_is_abstract():
 
 # ---- property test -------------------------------------------------------------
 
+# totals and the (FP, FN) as fractions of them, and an F-beta's beta
+_TOTALS = dict(n_pos=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
+               n_neg=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
+               fp_frac=st.floats(0, 1), fn_frac=st.floats(0, 1), beta=st.floats(1e-3, 1e3))
+
+
 @settings(max_examples=300, deadline=None)
-@given(
-    n_pos=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
-    n_neg=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
-    fp_frac=st.floats(0, 1),
-    fn_frac=st.floats(0, 1),
-    beta=st.floats(1e-3, 1e3),
-)
+@given(**_TOTALS)
 def test_ratio_losses_in_unit_interval_random(n_pos, n_neg, fp_frac, fn_frac, beta):
     fp, fn = fp_frac * n_neg, fn_frac * n_pos
     for loss in (IoULoss(), FBetaLoss(beta)):
@@ -341,15 +341,7 @@ def test_ratio_losses_in_unit_interval_random(n_pos, n_neg, fp_frac, fn_frac, be
 
 
 @settings(max_examples=400, deadline=None)
-@given(
-    n_pos=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
-    n_neg=st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
-    fp_frac=st.floats(0, 1),
-    fn_frac=st.floats(0, 1),
-    beta=st.floats(1e-3, 1e3),
-    kappa=st.floats(1e-3, 1e3),
-    integral=st.booleans(),
-)
+@given(**_TOTALS, kappa=st.floats(1e-3, 1e3), integral=st.booleans())
 def test_value_is_the_array_formula_bit_for_bit(n_pos, n_neg, fp_frac, fn_frac, beta, kappa,
                                                 integral):
     """``Loss.value`` (the envelope oracle's scalar path) gives exactly the

@@ -54,27 +54,10 @@ def test_sharing_nests():
     assert not MEMO.active and MEMO.get("k") is None
 
 
-def _fill(key):
-    with sharing():
-        MEMO.put(key, np.ones(4))
-    return len(MEMO)
-
-
-def _count():
-    return len(MEMO)
-
-
-def test_parallel_map_empties_the_memo_unless_its_tasks_keep_it():
-    assert cluster.parallel_map(_fill, [("a",), ("b",)], keep_memo=True) == [1, 2]
-    assert cluster.parallel_map(_count, [(), ()], keep_memo=True) == [2, 2]
-    # a task of other work finds it empty, and leaves it so
-    assert cluster.parallel_map(_count, [(), ()]) == [0, 0]
-    assert len(process_memo.MEMO) == 0
-
-
-# Run in a fresh interpreter, where these are functions of __main__: the workers
-# receive them by value, so the test holds for an installed (not editable)
-# package too, whose workers cannot import this test module.
+# The tasks of the tests below. On workers they run from a fresh interpreter,
+# where they are functions of __main__, which the workers receive by value:
+# so the test holds for an installed (not editable) package too, whose
+# workers cannot import this test module.
 _ON_WORKERS = """
 import segstruct.cluster as cluster
 
@@ -96,6 +79,19 @@ if __name__ == "__main__":
     emptied = cluster.parallel_map(count, [()] * 6, n_jobs=2)
     print(repr((filled, kept, emptied)))
 """
+
+
+_TASKS: dict = {}
+exec(_ON_WORKERS, _TASKS)              # not __main__: the maps at its end do not run
+_fill, _count = _TASKS["fill"], _TASKS["count"]
+
+
+def test_parallel_map_empties_the_memo_unless_its_tasks_keep_it():
+    assert cluster.parallel_map(_fill, [("a",), ("b",)], keep_memo=True) == [1, 2]
+    assert cluster.parallel_map(_count, [(), ()], keep_memo=True) == [2, 2]
+    # a task of other work finds it empty, and leaves it so
+    assert cluster.parallel_map(_count, [(), ()]) == [0, 0]
+    assert len(process_memo.MEMO) == 0
 
 
 def test_worker_tasks_that_do_not_keep_it_find_it_empty(tmp_path):

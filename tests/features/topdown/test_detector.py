@@ -165,7 +165,8 @@ def test_training_with_the_process_memo_shared_is_the_same_and_makes_fewer_maps(
     params = DetectorParams(n_parts=2, mining_images=8, mining_rounds=1, seed=5)
     made = []
     real = hog.hog_map
-    monkeypatch.setattr(hog, "hog_map", lambda image, cell=8: made.append(cell) or real(image, cell))
+    monkeypatch.setattr(hog, "hog_map",
+                        lambda image, cell=8: made.append(cell) or real(image, cell))
     plain = [train_detector(images[a:b], masks[a:b], CLASS, params) for a, b in ((0, 8), (2, 10))]
     plain_maps = len(made)
     release()

@@ -173,8 +173,15 @@ def test_the_codebook_learnt_beside_the_detectors_is_the_usual_one(data_root, tm
     np.testing.assert_array_equal(beside.codebook()[0], words)
     assert beside.codebook()[1] == digest
     alone.train_detectors(["car"])
-    assert ([sd.digest for sd in beside.fold_detectors("car")[1]]
-            == [sd.digest for sd in alone.fold_detectors("car")[1]])
+    for a, b in zip(beside.fold_detectors("car")[1], alone.fold_detectors("car")[1]):
+        (a_arrays, a_settings), (b_arrays, b_settings) = a.to_arrays(), b.to_arrays()
+        assert a_settings == b_settings and sorted(a_arrays) == sorted(b_arrays)
+        for name in a_arrays:
+            # equal bit for bit with current numpy; with numpy 1.23 a detector's
+            # bias moves by about 1e-14 from one training to the next (its sums
+            # depend on where the arrays lie in memory)
+            np.testing.assert_allclose(a_arrays[name], b_arrays[name], rtol=1e-10,
+                                       atol=1e-12, err_msg=name)
     # cached: a later run learns nothing and reads the same words
     again = FeatureExtractor(VOCDataset(data_root), CONFIG, ArrayCache(tmp_path / "a"),
                              progress=False)

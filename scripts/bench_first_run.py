@@ -10,7 +10,8 @@ from a copy of its packages (``segstruct`` with its ``inference`` and
 ``datasets`` inside: ``benchlib.checkouts.importable_tree``) on this
 Python and its installed dependencies; give its root folder or a git
 revision of this repository (``--before 591535a``), which is exported with
-``git archive``. The checkouts alternate ``--repeats`` times, so a slow
+``git archive``. This checkout runs as the Python running the script
+imports it, which must be from this folder (an editable install). The checkouts alternate ``--repeats`` times, so a slow
 spell of the machine falls on all of them.
 
 The environment is left as it is (as a user runs the command) unless
@@ -28,9 +29,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -113,7 +116,7 @@ def run_once(tree: Path | None, scratch: Path, env: dict) -> dict:
                          f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     row = {"seconds": seconds, "cpu_seconds": cpu1 - cpu0,
            **summary(json.loads((work / "out" / "results.json").read_text()))}
-    subprocess.run(["rm", "-rf", str(work)], check=False)
+    shutil.rmtree(work, ignore_errors=True)
     return row
 
 
@@ -162,6 +165,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be at least 1")
+    # "this" runs the segstruct that this Python imports: it must be this checkout's
+    found = importlib.util.find_spec("segstruct")
+    if found is None or found.origin is None or \
+            REPO not in Path(found.origin).resolve().parents:
+        where = f"from {found.origin}" if found and found.origin else "from nowhere"
+        ap.error(f"this Python imports segstruct {where}, not from {REPO}: install this "
+                 f"checkout (pip install -e {REPO}) in its environment")
     sys.path.insert(0, str(REPO))
     from segstruct.io.provenance import machine
 

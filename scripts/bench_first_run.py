@@ -11,8 +11,9 @@ from a copy of its packages (``segstruct`` with its ``inference`` and
 Python and its installed dependencies; give its root folder or a git
 revision of this repository (``--before 591535a``), which is exported with
 ``git archive``. This checkout runs as the Python running the script
-imports it, which must be from this folder (an editable install). The checkouts alternate ``--repeats`` times, so a slow
-spell of the machine falls on all of them.
+imports it, which must be from this folder (an editable install). The
+checkouts alternate ``--repeats`` times, so a slow spell of the machine
+falls on all of them.
 
 The environment is left as it is (as a user runs the command) unless
 ``--blas-threads N`` sets ``OMP_NUM_THREADS`` and ``OPENBLAS_NUM_THREADS``.

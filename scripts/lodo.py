@@ -26,6 +26,18 @@ classes and settings only:
     python scripts/lodo.py cv --out results/lodo/defaults --cv-settings folds/l1/dataset
     python scripts/lodo.py table --out results/lodo/defaults
 
+CamVid's val split is one clip (101 frames) of a sequence that 204 training
+frames come from; its test split holds the 62 frames that follow the training
+frames of another sequence and 171 of a sequence no training frame comes from. The same fits made again and scored on
+it too (``--test-split``), with their cross-validation, for the section of
+the table that scores the held-out CamVid on its test split:
+
+    python scripts/lodo.py run --features defaults --out results/lodo/defaults/test_split \
+        --datasets camvid_voc --top-down off plain folds --methods bl1 bl2 proposed \
+        --settings off/l1/dataset plain/l1/dataset folds/l1/dataset --test-split test
+    python scripts/lodo.py cv --out results/lodo/defaults/test_split \
+        --cv-settings folds/l1/dataset --cv-tol 0.001
+
 The grid (``run``): for every data set under ``--data`` and every class with
 at least ``--min-images`` training images showing it (the soak's rule), every
 method of ``--methods`` is trained on the train split at every C of ``GRID``
@@ -243,10 +255,10 @@ def _examples(root: Path, td: str, norm: str, class_name: str, split: str, n_job
 
 
 def features_task(root: Path, td: str, class_name: str, n_jobs: int = 1,
-                  features: str = "as-given") -> str | None:
+                  features: str = "as-given", test_split: str | None = None) -> str | None:
     """Compute (and cache) one setting's features of a class: None, or why not."""
     try:
-        for split in ("train", "val"):
+        for split in ("train", "val", *([test_split] if test_split else [])):
             _examples(root, td, "l1", class_name, split, n_jobs, features)
     except TooFewObjects as err:
         return str(err)
@@ -281,14 +293,19 @@ def calibrate(Xt, Yt, Xv, width: int) -> None:
 
 
 def walk_task(root: Path, class_name: str, method: str, setting, grid,
-              features: str = "as-given") -> list[dict]:
+              features: str = "as-given", test_split: str | None = None) -> list[dict]:
     """Fit one method along the grid of C (warm-started) on one setting's
-    features; a record per C."""
+    features; a record per C (with ``test_iou``, the IoU on ``test_split``,
+    when one is given)."""
     td, norm, scope = setting
     base = td[:-len("-cal")] if td.endswith("-cal") else td
     Xt, Yt = _examples(root, base, norm, class_name, "train", features=features)
     Xv, Yv = _examples(root, base, norm, class_name, "val", features=features)
+    Xs, Ys = (_examples(root, base, norm, class_name, test_split, features=features)
+              if test_split else ([], []))
     if base != td:
+        if test_split:
+            raise ValueError("the calibrated block is not scored on a test split")
         calibrate(Xt, Yt, Xv, DetectorParams().n_filters)
     est = estimator_for(method, scope=scope)
     est.warm_start = True
@@ -302,6 +319,8 @@ def walk_task(root: Path, class_name: str, method: str, setting, grid,
             "sift_norm": norm, "scope": scope, "C": float(C), "C_units": est.C_units,
             "folds": TOP_DOWN[td].get("top_down_folds"),
             "train_iou": 100 * est.score(Xt, Yt), "val_iou": 100 * est.score(Xv, Yv),
+            **({"test_split": test_split, "test_iou": 100 * est.score(Xs, Ys)}
+               if test_split else {}),
             "n_iter": int(est.n_iter_), "converged": bool(est.converged_),
             "fit_seconds": float(est.fit_seconds_), "wall_seconds": time.perf_counter() - start,
             "gap": float(est.gap_), "svm_C": float(est.svm_C_), "code_version": code_version(),
@@ -345,7 +364,8 @@ def run(args) -> None:
         raise SystemExit(f"{out} holds fits on --features {made_with}; give that, or "
                          f"another --out for --features {args.features}")
     write_json(out / "plan.json", {"classes": classes, "grid": list(GRID),
-                                   "features": args.features, "machine": machine(),
+                                   "features": args.features, "test_split": args.test_split,
+                                   "machine": machine(),
                                    "code_version": code_version()})
     settings = [s for s in SETTINGS + FOLD_SETTINGS
                 if s[0].replace("-cal", "") in args.top_down
@@ -356,10 +376,12 @@ def run(args) -> None:
         root = Path(args.data) / name
         for td in sorted({s[0] for s in settings} - {"folds-cal"}):
             if len(names) >= args.n_jobs:        # a class a worker
-                why = parallel_map(features_task, [(root, td, c, 1, args.features)
+                why = parallel_map(features_task, [(root, td, c, 1, args.features,
+                                                    args.test_split)
                                                    for c in names], args.n_jobs)
             else:                                # the workers on each class in turn
-                why = [features_task(root, td, c, args.n_jobs, args.features) for c in names]
+                why = [features_task(root, td, c, args.n_jobs, args.features, args.test_split)
+                       for c in names]
             skipped.update({(name, c, td): w for c, w in zip(names, why) if w})
     write_json(out / "skipped.json", [{"dataset": d, "class": c, "top_down": td, "why": w}
                                       for (d, c, td), w in skipped.items()])
@@ -381,7 +403,7 @@ def run(args) -> None:
                     grid = [C for C in GRID if (name, c, m, *setting, C) not in done]
                     if grid:
                         tasks.append((Path(args.data) / name, c, m, setting, list(GRID),
-                                      args.features))
+                                      args.features, args.test_split))
     print(f"{len(tasks)} walks of {len(GRID)} fits to run", flush=True)
     # the paper's methods first; the slowest last would leave a worker idle:
     # proposed and CamVid first among them
@@ -963,6 +985,83 @@ def fold_count_lines(records, chosen) -> list[str]:
     return lines + [""]
 
 
+def _class_mean(records, d, m, setting, C_of: dict, what: str) -> float | None:
+    """The mean over the classes of ``C_of`` (class -> C) of their fits' ``what``."""
+    vals = [_cell(records, d, c, m, setting, C, what) for c, C in C_of.items()]
+    return None if None in vals else float(np.mean(vals))
+
+
+def test_split_lines(tests, records, cvs, library, methods,
+                     setting=LIBRARY_DEFAULT, own_cv: bool = False) -> list[str]:
+    """The held-out sets whose fits were also scored on a test split
+    (``run --test-split``): the library's default (``setting`` at the C that
+    cross-validation on the training split chose) and the best (setting, C)
+    of those fits, on val and on the test split, and each method's mean gap
+    over all held-out sets with these scored on their test split. ``cvs``:
+    the cross-validations of C made with these fits (``own_cv``), or the
+    grid's."""
+    if not tests or not cvs:
+        return []
+    split = tests[0]["test_split"]
+    datasets = sorted({r["dataset"] for r in tests})
+    settings = sorted({_setting(r) for r in tests})
+    moved = [abs(r["val_iou"] - v) for r in tests
+             if (v := _cell(records, r["dataset"], r["class"], r["method"], _setting(r),
+                            r["C"])) is not None]
+    repeat = (f"against the grid's fits, their val IoU moved by {np.median(moved):.2g} points "
+              f"(median), by at most 1 in {sum(x <= 1 for x in moved)} of {len(moved)}, "
+              f"by {max(moved):.2g} at most" if moved else "not in the grid")
+    lines = [f"## The held-out {', '.join(datasets)} scored on its {split} split", "",
+             f"The fits of {', '.join(setting_name(x) for x in settings)} made again and scored "
+             f"on the {split} split as well as on val ({repeat}). Mean IoU "
+             f"% over the classes: the library's default ({setting_name(setting)}, C auto: "
+             "the C that 3-fold cross-validation on the training split chose, "
+             f"{'made again with these fits' if own_cv else 'as above'}"
+             "; the chosen C in brackets) beside the best (setting, C) "
+             f"of these fits, on val and on {split}; the gap is best minus default.", "",
+             f"| method | held out | default: val (train) | default: {split} | best on val "
+             f"| gap on val | best on {split} | gap on {split} |",
+             "|---|---|---|---|---|---|---|---|"]
+    gaps: dict = {}
+    for m in methods:
+        for d in datasets:
+            classes = sorted({r["class"] for r in tests if r["dataset"] == d})
+            chosen = {r["class"]: r["chosen_C"] for r in cvs
+                      if (r["dataset"], r["method"], _cv_setting(r)) == (d, m, setting)}
+            if set(classes) - set(chosen) or _class_mean(
+                    tests, d, m, setting, chosen, "val_iou") is None:
+                continue
+            at = {w: _class_mean(tests, d, m, setting, chosen, w)
+                  for w in ("val_iou", "test_iou", "train_iou")}
+            best = {}
+            for w in ("val_iou", "test_iou"):
+                scored = [(v, -C, s) for s in settings for C in GRID
+                          if (v := _class_mean(tests, d, m, s, dict.fromkeys(classes, C), w))
+                          is not None]
+                v, C, s = max(scored)
+                best[w] = (v, s, -C)
+            gaps[m, d] = best["test_iou"][0] - at["test_iou"]
+            lines.append(
+                f"| {m} | {d} | {fmt(at['val_iou'])} ({fmt(at['train_iou'], '.1f')}) | "
+                f"{fmt(at['test_iou'])} ({', '.join(f'{c} {chosen[c]:g}' for c in classes)})"
+                f" | {setting_name(best['val_iou'][1])}, C "
+                f"{best['val_iou'][2]:g}: {fmt(best['val_iou'][0])} | "
+                f"{fmt(best['val_iou'][0] - at['val_iou'])} | "
+                f"{setting_name(best['test_iou'][1])}, C {best['test_iou'][2]:g}: "
+                f"{fmt(best['test_iou'][0])} | {fmt(gaps[m, d])} |")
+    lines.append("")
+    for m in methods:
+        rows = library.get(m, {}).get("rows", [])
+        if not rows or not any((m, r["held_out"]) in gaps for r in rows):
+            continue
+        mixed = [gaps.get((m, r["held_out"]), r["gap"]) for r in rows]
+        lines.append(f"- {m}: mean gap of the library's default {fmt(float(np.mean(mixed)))} "
+                     f"with {', '.join(datasets)} scored on {split} (the others on val), "
+                     f"{fmt(library[m]['mean_gap'])} on val")
+    made = sorted({f"code {r['code_version']}, {r['machine']}" for r in tests})
+    return lines + ["", f"These fits: {'; '.join(made)}.", ""]
+
+
 def table(args) -> None:
     out = Path(args.out)
     records = _records(out)
@@ -1099,6 +1198,16 @@ def table(args) -> None:
     lines += fold_tol_lines(out, records, cvs, joint)
     if cvs and joint:
         lines += C_rule_lines(records, cvs, joint)
+    test_path = out / "test_split" / "runs.jsonl"
+    if test_path.exists() and library:
+        tests = _records(test_path.parent)
+        # the cross-validation made with the test split's fits, where there is one
+        test_cv = cv_file(test_path.parent, False, DEFAULTS.tol)
+        test_cvs = with_refit_guard([json.loads(line) for line in
+                                     test_cv.read_text().splitlines()], tests) \
+            if test_cv.exists() else cvs
+        lines += test_split_lines(tests, records, test_cvs, library, joint,
+                                  own_cv=test_cv.exists())
     if cvs:
         lines += ["## --C auto at the chosen settings", "",
                   "3-fold cross-validation of C over the grid on the training split; the val "
@@ -1167,6 +1276,10 @@ def main(argv=None) -> int:
                         "--top-down's blocks)")
     p.add_argument("--classes", nargs="+", metavar="DATASET:CLASS",
                    help="run: only these classes (default: every class with --min-images)")
+    p.add_argument("--test-split",
+                   help="run: also score every fit on this split of the data (its IoU in "
+                        "test_iou); table: the held-out sets scored on it, from "
+                        "OUT/test_split/runs.jsonl")
     p.add_argument("-j", "--n-jobs", type=int, default=1)
     args = p.parse_args(argv)
     {"run": run, "cv": cv, "table": table, "export": export}[args.command](args)

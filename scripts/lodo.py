@@ -27,16 +27,18 @@ classes and settings only:
     python scripts/lodo.py table --out results/lodo/defaults
 
 CamVid's val split is one clip (101 frames) of a sequence that 204 training
-frames come from; its test split holds the 62 frames that follow the training
-frames of another sequence and 171 of a sequence no training frame comes from. The same fits made again and scored on
-it too (``--test-split``), with their cross-validation, for the section of
-the table that scores the held-out CamVid on its test split:
+frames come from; its test split holds the 62 frames that follow the
+training frames of another sequence and 171 of a sequence no training frame
+comes from. Its fits made again and scored on the test split too
+(``--test-split``), with their cross-validation, for the table's section
+that scores the held-out CamVid on its test split:
 
     python scripts/lodo.py run --features defaults --out results/lodo/defaults/test_split \
         --datasets camvid_voc --top-down off plain folds --methods bl1 bl2 proposed \
         --settings off/l1/dataset plain/l1/dataset folds/l1/dataset --test-split test
     python scripts/lodo.py cv --out results/lodo/defaults/test_split \
         --cv-settings folds/l1/dataset --cv-tol 0.001
+    python scripts/lodo.py table --out results/lodo/defaults    # reads test_split/ too
 
 The grid (``run``): for every data set under ``--data`` and every class with
 at least ``--min-images`` training images showing it (the soak's rule), every
@@ -363,6 +365,14 @@ def run(args) -> None:
     if made_with != args.features:
         raise SystemExit(f"{out} holds fits on --features {made_with}; give that, or "
                          f"another --out for --features {args.features}")
+    scored_on = (json.loads((out / "plan.json").read_text()).get("test_split")
+                 if (out / "plan.json").exists() else args.test_split)
+    if scored_on != args.test_split:
+        # a finished fit is not run again, so the two kinds would mix
+        def named(split):
+            return f"--test-split {split}" if split else "no --test-split"
+        raise SystemExit(f"{out} holds fits made with {named(scored_on)}; give that, or "
+                         f"another --out for {named(args.test_split)}")
     write_json(out / "plan.json", {"classes": classes, "grid": list(GRID),
                                    "features": args.features, "test_split": args.test_split,
                                    "machine": machine(),
@@ -1277,9 +1287,9 @@ def main(argv=None) -> int:
     p.add_argument("--classes", nargs="+", metavar="DATASET:CLASS",
                    help="run: only these classes (default: every class with --min-images)")
     p.add_argument("--test-split",
-                   help="run: also score every fit on this split of the data (its IoU in "
-                        "test_iou); table: the held-out sets scored on it, from "
-                        "OUT/test_split/runs.jsonl")
+                   help="run: also score every fit on this split (its IoU in test_iou), "
+                        "into an --out of its own; table adds a section for the fits "
+                        "under OUT/test_split/")
     p.add_argument("-j", "--n-jobs", type=int, default=1)
     args = p.parse_args(argv)
     {"run": run, "cv": cv, "table": table, "export": export}[args.command](args)

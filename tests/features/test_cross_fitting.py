@@ -177,11 +177,15 @@ def test_the_codebook_learnt_beside_the_detectors_is_the_usual_one(data_root, tm
         (a_arrays, a_settings), (b_arrays, b_settings) = a.to_arrays(), b.to_arrays()
         assert a_settings == b_settings and sorted(a_arrays) == sorted(b_arrays)
         for name in a_arrays:
-            # equal bit for bit with current numpy; with numpy 1.23 a detector's
-            # bias moves by about 1e-14 from one training to the next (its sums
-            # depend on where the arrays lie in memory)
-            np.testing.assert_allclose(a_arrays[name], b_arrays[name], rtol=1e-10,
-                                       atol=1e-12, err_msg=name)
+            # equal bit for bit with current numpy. With numpy 1.23 a sum can
+            # move by about 1e-14 from one training to the next (its SIMD order
+            # depends on where the arrays lie in memory), and L-BFGS-B, stopping
+            # at a relative objective change of 1e-6, may then stop a step apart:
+            # weights near 0 moved by 7e-8 of themselves on CI. So the detectors
+            # must agree to within the solver's tolerance of each array's scale.
+            scale = float(np.abs(b_arrays[name]).max(initial=0.0))
+            np.testing.assert_allclose(a_arrays[name], b_arrays[name], rtol=0,
+                                       atol=1e-6 * scale, err_msg=name)
     # cached: a later run learns nothing and reads the same words
     again = FeatureExtractor(VOCDataset(data_root), CONFIG, ArrayCache(tmp_path / "a"),
                              progress=False)

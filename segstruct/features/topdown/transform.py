@@ -9,8 +9,10 @@ over the x results.
   reference, simple to check against brute force.
 - ``placed_distance_transform`` takes it only at the cells roots read (every
   other row and column from each part's anchor, clamped to the map). The same
-  floats, the same tie rule and the same displacements, for about a third of
-  the work: the x pass skips every other column, the y pass three cells in four.
+  floats, the same tie rule and the same displacements, for about three
+  eighths of the arithmetic: the x pass skips every other column, the y pass
+  three cells in four (measured on whole detectors: 0.92 of the time on
+  560-px images, no gain on 340-px ones, where the correlations dominate).
 """
 from __future__ import annotations
 

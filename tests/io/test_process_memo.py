@@ -58,19 +58,27 @@ def test_sharing_nests():
 # where they are functions of __main__, which the workers receive by value:
 # so the test holds for an installed (not editable) package too, whose
 # workers cannot import this test module.
+#
+# Each task returns (its process, the memo's size there) and takes a moment,
+# so that both workers get tasks of each map; which worker gets which is
+# still the pool's choice, so the test compares each worker with itself.
 _ON_WORKERS = """
 import segstruct.cluster as cluster
 
 def fill(key):
+    import os, time
     import numpy as np
     from segstruct.io.process_memo import MEMO, sharing
     with sharing():
         MEMO.put(key, np.ones(4))
-    return len(MEMO)
+    time.sleep(0.05)
+    return os.getpid(), len(MEMO)
 
 def count():
+    import os, time
     from segstruct.io.process_memo import MEMO
-    return len(MEMO)
+    time.sleep(0.05)
+    return os.getpid(), len(MEMO)
 
 if __name__ == "__main__":
     filled = cluster.parallel_map(fill, [(str(k),) for k in range(6)], n_jobs=2,
@@ -86,11 +94,15 @@ exec(_ON_WORKERS, _TASKS)              # not __main__: the maps at its end do no
 _fill, _count = _TASKS["fill"], _TASKS["count"]
 
 
+def _sizes(results):
+    return [n for _, n in results]
+
+
 def test_parallel_map_empties_the_memo_unless_its_tasks_keep_it():
-    assert cluster.parallel_map(_fill, [("a",), ("b",)], keep_memo=True) == [1, 2]
-    assert cluster.parallel_map(_count, [(), ()], keep_memo=True) == [2, 2]
+    assert _sizes(cluster.parallel_map(_fill, [("a",), ("b",)], keep_memo=True)) == [1, 2]
+    assert _sizes(cluster.parallel_map(_count, [(), ()], keep_memo=True)) == [2, 2]
     # a task of other work finds it empty, and leaves it so
-    assert cluster.parallel_map(_count, [(), ()]) == [0, 0]
+    assert _sizes(cluster.parallel_map(_count, [(), ()])) == [0, 0]
     assert len(process_memo.MEMO) == 0
 
 
@@ -101,6 +113,12 @@ def test_worker_tasks_that_do_not_keep_it_find_it_empty(tmp_path):
                           timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     filled, kept, emptied = ast.literal_eval(done.stdout.strip().splitlines()[-1])
-    assert all(n >= 1 for n in filled)
-    assert all(n >= 1 for n in kept)        # the workers still hold their arrays
-    assert emptied == [0] * 6
+    assert all(n >= 1 for n in _sizes(filled))
+    held = {}                               # what each worker held after its fills
+    for pid, n in filled:
+        held[pid] = max(n, held.get(pid, 0))
+    # the workers still hold their arrays: each the number it filled (a worker
+    # that got no fill, new or late, holds none and proves nothing)
+    again = [(pid, n) for pid, n in kept if pid in held]
+    assert again and all(n == held[pid] for pid, n in again)
+    assert _sizes(emptied) == [0] * 6

@@ -29,7 +29,7 @@ from segstruct.features.topdown.hog import (HOG_DIM, Pyramid, correlate, feature
 # the settings have their own module; they stay importable from here
 from segstruct.features.topdown.params import DetectorParams
 from segstruct.features.topdown.transform import (bounded_distance_transform,
-                                                  placed_distance_transform)
+                                                  placed_cells, placed_distance_transform)
 
 __all__ = ["DEFORMATION_DIM", "DetectorParams", "Component", "bounded_distance_transform",
            "LevelScores", "Detector", "ConfidenceMaps"]
@@ -150,19 +150,15 @@ class Detector:
             cols = np.zeros((comp.n_parts, ho, wo), np.int64)
             if comp.n_parts and ho and wo:
                 responses = correlate(part_map, comp.parts).transpose(2, 0, 1)
-                n_parts, hp, wp = responses.shape
                 # part i of a root at cell (r, q) sits at (2r, 2q) + anchor i,
                 # clamped to the map (and scored -inf there); the transform is
                 # taken only at those cells
                 best, dy, dx = placed_distance_transform(
                     responses, comp.deformation, self.params.max_displacement,
                     comp.anchors, (ho, wo))
-                qr = 2 * np.arange(ho)[None, :, None] + comp.anchors[:, 0, None, None]
-                qc = 2 * np.arange(wo)[None, None, :] + comp.anchors[:, 1, None, None]
-                inside = (qr < hp) & (qc < wp)
-                qr, qc = np.minimum(qr, hp - 1), np.minimum(qc, wp - 1)
+                qr, qc, inside = placed_cells(comp.anchors, (ho, wo), responses.shape[1:])
                 placed = np.where(inside, best, -np.inf)
-                for i in range(n_parts):   # added in part order, as the scores always were
+                for i in range(comp.n_parts):   # added in part order, as the scores always were
                     score = score + placed[i]
                 rows = qr + dy
                 cols = qc + dx

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bounded_distance_transform", "placed_distance_transform"]
+__all__ = ["bounded_distance_transform", "placed_cells", "placed_distance_transform"]
 
 
 def _displacements(radius: int) -> list:
@@ -149,13 +149,42 @@ def _strided_pass(values: np.ndarray, lin: np.ndarray, quad: np.ndarray, radius:
     return np.take_along_axis(best, pick, axis=2), np.take_along_axis(arg, pick, axis=2)
 
 
+def placed_cells(anchors: np.ndarray, shape: tuple, map_shape: tuple):
+    """The part-map cells that roots read, clamped to the map, and which are on it.
+
+    A root at cell (r, q) places part k at ``(2 r + a_k0, 2 q + a_k1)`` (the
+    part map has twice the root map's resolution); where that falls past the
+    map's last row or column, the root reads the last one instead (and the
+    detector scores the part -inf there).
+
+    Parameters
+    ----------
+    anchors : (P, 2) int, each part's (row, col) anchor ``a_k``, >= 0.
+    shape : (Ho, Wo), the root cells.
+    map_shape : (H, W), the part map's cells.
+
+    Returns
+    -------
+    rows, cols : (P, Ho, Wo) int64, the clamped cells.
+    inside : (P, Ho, Wo) bool, where the unclamped cell is on the map.
+    """
+    anchors = np.asarray(anchors, np.int64).reshape(-1, 2)
+    ho, wo = shape
+    h, w = map_shape
+    rows = 2 * np.arange(ho)[None, :, None] + anchors[:, 0, None, None]
+    cols = 2 * np.arange(wo)[None, None, :] + anchors[:, 1, None, None]
+    rows, cols = np.broadcast_arrays(rows, cols)
+    inside = (rows < h) & (cols < w)
+    return np.minimum(rows, h - 1), np.minimum(cols, w - 1), inside
+
+
 def placed_distance_transform(response: np.ndarray, deformation: np.ndarray, radius: int,
                               anchors: np.ndarray, shape: tuple):
     """``bounded_distance_transform`` read only where roots place the parts.
 
     A root at cell (r, q) reads part k at cell ``(min(2 r + a_k0, H - 1),
-    min(2 q + a_k1, W - 1))``; this gives the transform at exactly those
-    cells, bit for bit, without the cells no root reads.
+    min(2 q + a_k1, W - 1))`` (``placed_cells``); this gives the transform at
+    exactly those cells, bit for bit, without the cells no root reads.
 
     Parameters
     ----------
@@ -181,7 +210,7 @@ def placed_distance_transform(response: np.ndarray, deformation: np.ndarray, rad
     best, arg_y = _strided_pass(along_x.transpose(0, 2, 1), c[:, 2], c[:, 3], radius,
                                 [int(a) for a in anchors[:, 0]], ho)
     best, arg_y = best.transpose(0, 2, 1), arg_y.transpose(0, 2, 1)
-    placed_rows = np.minimum(2 * np.arange(ho)[None, :, None] + anchors[:, 0, None, None], h - 1)
+    placed_rows = placed_cells(anchors, shape, response.shape[1:])[0]
     rows = np.clip(placed_rows + arg_y, 0, h - 1)
-    dx = np.take_along_axis(arg_x, np.broadcast_to(rows, best.shape), axis=1)
+    dx = np.take_along_axis(arg_x, rows, axis=1)
     return np.ascontiguousarray(best), arg_y.astype(np.int64), dx.astype(np.int64)

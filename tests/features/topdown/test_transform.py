@@ -1,7 +1,7 @@
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from segstruct.features.topdown.transform import (bounded_distance_transform,
+from segstruct.features.topdown.transform import (bounded_distance_transform, placed_cells,
                                                   placed_distance_transform)
 
 
@@ -38,3 +38,20 @@ def test_placed_distance_transform_with_no_root_cells_is_empty():
     best, dy, dx = placed_distance_transform(np.zeros((2, 5, 5)), np.zeros((2, 4)), 2,
                                              np.zeros((2, 2), int), (0, 3))
     assert best.shape == dy.shape == dx.shape == (2, 0, 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 9), st.integers(1, 9), st.integers(0, 5),
+       st.integers(0, 5), st.integers(0, 10 ** 6))
+def test_placed_cells_are_the_roots_part_cells_clamped_to_the_map(p, h, w, ho, wo, seed):
+    """Cell by cell: (2r + a0, 2q + a1), moved onto the map's last row or
+    column where it falls past it, and ``inside`` only where it did not."""
+    anchors = np.random.default_rng(seed).integers(0, 12, size=(p, 2))
+    rows, cols, inside = placed_cells(anchors, (ho, wo), (h, w))
+    assert rows.shape == cols.shape == inside.shape == (p, ho, wo)
+    for k in range(p):
+        for r in range(ho):
+            for q in range(wo):
+                y, x = 2 * r + anchors[k, 0], 2 * q + anchors[k, 1]
+                assert (rows[k, r, q], cols[k, r, q]) == (min(y, h - 1), min(x, w - 1))
+                assert inside[k, r, q] == (y < h and x < w)

@@ -19,12 +19,9 @@ from typing import Iterable
 import numpy as np
 from PIL import Image, ImageOps
 
-from .voc import DatasetError, open_image
+from .voc import IMAGE_SUFFIXES, DatasetError, open_image
 
 __all__ = ["IMAGE_SUFFIXES", "ImageFiles"]
-
-#: File suffixes taken from a folder (case-insensitive).
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 
 
 class ImageFiles:

@@ -2,7 +2,9 @@
 
 Layout::
 
-    ROOT/JPEGImages/<id>.jpg                 RGB image
+    ROOT/JPEGImages/<id>.jpg                 RGB image (or the one <id>.jpeg,
+                                             .png, .bmp, .tif, .tiff or .webp,
+                                             any case, where <id>.jpg is absent)
     ROOT/SegmentationClass/<id>.png          index mask ('P' or 'L'): class index
                                              0..20 per pixel, 255 = void
     ROOT/ImageSets/Segmentation/<split>.txt  one id per line
@@ -24,6 +26,7 @@ __all__ = [
     "VOC_CLASSES",
     "VOID_LABEL",
     "DatasetError",
+    "IMAGE_SUFFIXES",
     "Sample",
     "VOCDataset",
     "class_index",
@@ -40,6 +43,11 @@ VOC_CLASSES: tuple[str, ...] = (
 VOID_LABEL = 255
 
 IMAGE_DIR = "JPEGImages"
+#: Image file suffixes, VOC's first: a data set's ``JPEGImages/<id>.jpg``, or
+#: where that file is absent the one ``<id>`` file with another of them (in
+#: any case: converted data sets often hold PNGs); ``segstruct predict``
+#: takes a folder's files with these suffixes.
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 MASK_DIR = "SegmentationClass"
 SPLIT_DIR = Path("ImageSets") / "Segmentation"
 
@@ -241,8 +249,38 @@ class VOCDataset:
 
     # ------------------------------------------------------------------- files
     def image_path(self, id: str) -> Path:
-        """Return the path of the JPEG image of ``id``."""
-        return self._root / IMAGE_DIR / f"{id}.jpg"
+        """Return the path of the image of ``id``.
+
+        ``JPEGImages/<id>.jpg`` (VOC's) when it exists, else the one file
+        ``JPEGImages/<id>`` with another suffix of :data:`IMAGE_SUFFIXES`, in
+        lower or upper case; ``<id>.jpg`` when there is none (whoever reads
+        it says it is not found, and which suffixes were looked for).
+
+        Raises
+        ------
+        DatasetError
+            If ``<id>.jpg`` is absent and two other files could be the image
+            (``a.png`` and ``a.jpeg``).
+        """
+        folder = self._root / IMAGE_DIR
+        jpg = folder / f"{id}.jpg"
+        if jpg.is_file():
+            return jpg
+        # one stat per name: no listing of a large folder, nor a copy of one
+        # in every pickled task; a file two names reach (a case-insensitive
+        # file system) counts once
+        found: dict = {}
+        for suffix in IMAGE_SUFFIXES:
+            for name in dict.fromkeys((f"{id}{suffix}", f"{id}{suffix.upper()}")):
+                path = folder / name
+                if path.is_file():
+                    st = path.stat()
+                    found.setdefault((st.st_dev, st.st_ino), path)
+        if len(found) > 1:
+            names = ", ".join(p.name for p in found.values())
+            raise DatasetError(f"image {id!r}: {len(found)} files in {folder} could be it "
+                               f"({names}): keep one")
+        return next(iter(found.values()), jpg)
 
     def mask_path(self, id: str) -> Path:
         """Return the path of the PNG label mask of ``id``."""
@@ -262,7 +300,7 @@ class VOCDataset:
             If the file is missing, not an image, truncated or corrupt, or its
             mode is not RGB (greyscale, RGBA, CMYK...: refused, not converted).
         """
-        path = self.image_path(id)
+        path = self._existing_image(id)
         with open_image(path, "image") as im:
             _check_rgb(path, im.mode)
             return np.array(im, dtype=np.uint8)
@@ -284,10 +322,20 @@ class VOCDataset:
             If the file is missing or not an image, or its mode is not RGB,
             with the same message as :meth:`read_image`.
         """
-        path = self.image_path(id)
+        path = self._existing_image(id)
         with open_image(path, "image", decode=False) as im:
             _check_rgb(path, im.mode)
             return im.size[1], im.size[0]
+
+    def _existing_image(self, id: str) -> Path:
+        """:meth:`image_path`, or the DatasetError that it is not found
+        under any of the suffixes looked for."""
+        path = self.image_path(id)
+        if not path.is_file():
+            others = ", ".join(IMAGE_SUFFIXES[1:])
+            raise DatasetError(f"image {path} not found (nor {id} with the suffix {others}, "
+                               "in lower or upper case)")
+        return path
 
     def check_sizes(self, id: str, image_hw, mask_hw) -> None:
         """Raise the :class:`DatasetError` of :meth:`load` if image and mask differ in size."""
@@ -432,7 +480,9 @@ def void_message(mask_path: Path) -> str:
 def _check_rgb(path: Path, mode: str) -> None:
     if mode != "RGB":
         raise DatasetError(
-            f"image {path} has mode {mode!r}; expected an 'RGB' colour image"
+            f"image {path} has mode {mode!r}; expected an 'RGB' colour image: convert "
+            "the training and val images to RGB (Pillow's Image.convert('RGB')); "
+            "segstruct predict takes any mode"
         )
 
 

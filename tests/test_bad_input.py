@@ -173,7 +173,9 @@ def test_split_list_naming_missing_ids(tmp_path):
     assert any("ghost.jpg not found" in p for p in problems)
     report = inspect_dataset(no_sift_extractor(ds))
     # both missing files are reported, each naming its path
-    assert f"train/ghost: image {ds.image_path('ghost')} not found" in report["problems"]
+    assert (f"train/ghost: image {ds.image_path('ghost')} not found (nor ghost with the "
+            "suffix .jpeg, .png, .bmp, .tif, .tiff, .webp, in lower or upper case)"
+            in report["problems"])
     assert f"train/ghost: mask {ds.mask_path('ghost')} not found" in report["problems"]
     with pytest.raises(DatasetError, match=r"ghost\.png not found"):
         no_sift_extractor(ds).examples("train", "car")

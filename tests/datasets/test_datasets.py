@@ -264,6 +264,47 @@ def test_missing_file(tmp_path, which):
     assert any("gone" in p for p in ds.check())
 
 
+@pytest.mark.parametrize("name", ["a.png", "a.jpeg", "a.PNG", "a.JPG", "a.tiff", "a.bmp"])
+def test_images_of_other_suffixes_are_found(tmp_path, name):
+    """A converted data set's JPEGImages/ may hold PNGs (or JPEGs named
+    otherwise): the one file of the id is read, pixel for pixel (lossless
+    formats; JPEG decoded as Pillow decodes it), and named in messages."""
+    ds = write_voc(tmp_path, {"a": (None, labels(4, 5, 7))})
+    pixels = rgb(4, 5, seed=3)
+    fmt = {"png": "PNG", "jpeg": "JPEG", "jpg": "JPEG", "tiff": "TIFF", "bmp": "BMP"}
+    Image.fromarray(pixels).save(tmp_path / "JPEGImages" / name,
+                                 format=fmt[name.split(".")[1].lower()], quality=95)
+    assert ds.image_path("a") == tmp_path.resolve() / "JPEGImages" / name
+    with Image.open(tmp_path / "JPEGImages" / name) as im:
+        expected = np.array(im.convert("RGB"))
+    if name.lower().endswith(("png", "tiff", "bmp")):
+        np.testing.assert_array_equal(expected, pixels)
+    np.testing.assert_array_equal(ds.read_image("a"), expected)
+    assert ds.image_size("a") == (4, 5)
+    assert ds.load("a", "car").target.all()
+    assert ds.check() == []
+
+
+def test_the_jpg_is_the_image_and_two_others_are_refused(tmp_path):
+    """VOC's <id>.jpg wins over any other file of the id; without it, two
+    other files are ambiguous, and both are named; none: the message says
+    which suffixes were looked for."""
+    ds = write_voc(tmp_path, {"a": (rgb(seed=1), labels())})
+    Image.fromarray(rgb(seed=2)).save(tmp_path / "JPEGImages" / "a.png")
+    assert ds.image_path("a").name == "a.jpg"
+    (tmp_path / "JPEGImages" / "a.jpg").unlink()
+    assert ds.image_path("a").name == "a.png"
+    Image.fromarray(rgb(seed=2)).save(tmp_path / "JPEGImages" / "a.webp", lossless=True)
+    with pytest.raises(DatasetError, match=r"image 'a': 2 files .* \(a\.png, a\.webp\): keep one"):
+        ds.image_path("a")
+    assert any("a.png, a.webp" in p for p in ds.check())
+    for name in ("a.png", "a.webp"):
+        (tmp_path / "JPEGImages" / name).unlink()
+    with pytest.raises(DatasetError, match=r"a\.jpg not found \(nor a with the suffix "
+                                           r"\.jpeg, \.png, .*\.webp, in lower or upper case\)"):
+        ds.read_image("a")
+
+
 # An image and mask of different sizes: tests/test_bad_input.py
 # (test_image_mask_size_mismatch), which also checks the training path.
 

@@ -221,7 +221,9 @@ class VOCDataset:
                 f"split file {path} not found; splits present: {self.splits() or 'none'}"
             )
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            # utf-8-sig: a byte-order mark (some Windows editors write one) is
+            # not part of the first id
+            lines = path.read_text(encoding="utf-8-sig").splitlines()
         except (OSError, UnicodeDecodeError) as err:
             raise DatasetError(f"cannot read split file {path}: {err}") from err
         ids: list[str] = []
@@ -333,8 +335,11 @@ class VOCDataset:
         path = self.image_path(id)
         if not path.is_file():
             others = ", ".join(IMAGE_SUFFIXES[1:])
-            raise DatasetError(f"image {path} not found (nor {id} with the suffix {others}, "
-                               "in lower or upper case)")
+            named = Path(id).suffix.lower() in IMAGE_SUFFIXES
+            raise DatasetError(
+                f"image {path} not found (nor {id} with the suffix {others}, in lower or "
+                "upper case)" + (f"; the split lists the file name {id!r}: list the id "
+                                 f"{Path(id).stem!r}, without the suffix" if named else ""))
         return path
 
     def check_sizes(self, id: str, image_hw, mask_hw) -> None:

@@ -27,7 +27,7 @@ from typing import Callable
 
 from segstruct.datasets import DatasetError, voc_class_name
 from segstruct.evaluate.diagnosis import diagnose, generalisation
-from segstruct.evaluate.inspection import training_set_problem
+from segstruct.evaluate.inspection import classes_present, training_set_problem
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.io.files import write_json
 from segstruct.io.persistence import checkpoint_path, log_path, model_paths, save_model
@@ -52,6 +52,10 @@ def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
     examples = extractor.examples(split, class_name, with_features=False)
     root = extractor.dataset.root
     problem = training_set_problem(examples, class_name, split)
+    if problem and not any(ex.fg.sum() for ex in examples):
+        # the class has no pixel: name the classes the masks do hold
+        found = classes_present(extractor.dataset, [ex.graph.image_id for ex in examples])
+        problem = training_set_problem(examples, class_name, split, found)
     if problem:
         raise DatasetError(f"{root}: {problem}")
     if folds is not None:

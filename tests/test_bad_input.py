@@ -199,6 +199,32 @@ def test_class_absent_from_every_training_image(tmp_path, clean_root, cache_dir,
     assert "no non-void pixel of split 'train' has class 'car'" in msg
 
 
+def test_binary_masks_are_named_as_the_likely_cause(tmp_path, capsys):
+    """Masks that mark the object 255 (binary masks) hold no class: inspect
+    says so, and so does train, which otherwise names the classes found."""
+    binary = mask()
+    binary[:, :16] = 255
+    ds = tiny_voc(tmp_path / "binary", {"a": (rgb(), binary), "b": (rgb(seed=2), binary)})
+    report = inspect_dataset(no_sift_extractor(ds))
+    assert report["classes"] == []
+    assert any(p.startswith("no mask holds an object class, only background (0) and void "
+                            "(255): masks that mark the object 255 (binary masks)")
+               for p in report["problems"])
+    code = main(["train", "--data", str(ds.root), "--class", "horse", "--out",
+                 str(tmp_path / "m"), "--no-cache", *SMALL])
+    err = capsys.readouterr().err
+    assert code == 2 and "its masks hold no object class: masks that mark the object 255" in err
+    horse = mask()
+    horse[:, :16] = 13
+    ds = tiny_voc(tmp_path / "horse", {"a": (rgb(), horse)})
+    assert main(["train", "--data", str(ds.root), "--class", "car", "--out",
+                 str(tmp_path / "m"), "--no-cache", *SMALL]) == 2
+    err = capsys.readouterr().err
+    assert "has class 'car'" in err and err.rstrip().endswith("its masks hold 'horse'")
+    # a set with classes is not called binary
+    assert not any("binary" in p for p in inspect_dataset(no_sift_extractor(ds))["problems"])
+
+
 def test_class_present_only_in_void_regions(tmp_path):
     # VOC marks difficult objects void, so a class can be "there" only as 255:
     # no non-void pixel has it, and the message says so.

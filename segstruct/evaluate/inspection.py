@@ -77,13 +77,23 @@ def _check_id(dataset, image_id) -> tuple[bool, list[str]]:
     return True, messages
 
 
-def training_set_problem(examples: list[Example], class_name: str, split: str) -> str | None:
+#: What a split whose masks hold no object class, or mostly void, likely holds.
+BINARY_MASKS = (f"masks that mark the object {VOID_LABEL} (binary masks) must hold its "
+                "VOC class index instead (car 7, horse 13, person 15; `segstruct "
+                "inspect` lists the classes found)")
+
+
+def training_set_problem(examples: list[Example], class_name: str, split: str,
+                         classes_found: list[str] | None = None) -> str | None:
     """Why a training split gives a class nothing to learn, or None.
 
     Parameters
     ----------
     examples : the split's examples for ``class_name``.
     class_name, split : named in the message.
+    classes_found : the object classes in the split's masks
+        (:func:`classes_present`), named where the class has no pixel; an
+        empty list says the masks look binary.
 
     Returns
     -------
@@ -106,9 +116,12 @@ def training_set_problem(examples: list[Example], class_name: str, split: str) -
         return (f"every mask of split {split!r} is void ({VOID_LABEL}) everywhere: "
                 "no pixel to learn from")
     if fg_px == 0:
+        found = ("" if classes_found is None else
+                 f"; its masks hold {', '.join(repr(c) for c in classes_found)}"
+                 if classes_found else f"; its masks hold no object class: {BINARY_MASKS}")
         return (f"no non-void pixel of split {split!r} has class {class_name!r} (the class "
                 "is absent, or its pixels are all marked void): nothing to learn; check "
-                "the class name and the split")
+                "the class name and the split" + found)
     if fg_sp == 0:
         return (f"class {class_name!r} has {fg_px} non-void pixels in split {split!r} but "
                 "is the majority label of no superpixel: nothing to learn; use smaller "
@@ -191,6 +204,9 @@ def inspect_dataset(extractor: FeatureExtractor, splits=None, class_names=None) 
     else:
         all_ids = sorted({i for ids in good_ids.values() for i in ids})
         classes = classes_present(dataset, all_ids)
+    if not classes and good_ids:
+        problems.append(f"no mask holds an object class, only background (0) and void "
+                        f"({VOID_LABEL}): {BINARY_MASKS}")
     result: dict[str, Any] = {"classes": classes, "splits": {}, "problems": problems}
     for split, ids in good_ids.items():
         graphs = extractor.graphs(split, ids, with_features=False)

@@ -305,6 +305,20 @@ def test_the_jpg_is_the_image_and_two_others_are_refused(tmp_path):
         ds.read_image("a")
 
 
+def test_split_files_with_a_byte_order_mark_or_file_names(tmp_path):
+    """A split file saved with a UTF-8 byte-order mark lists its first id as
+    it is; one that lists file names is refused with the id to list."""
+    ds = write_voc(tmp_path, {"a": (rgb(), labels()), "b": (rgb(seed=1), labels())},
+                   splits={"train": "a\nb\n", "val": "b.jpg\n"})
+    (tmp_path / "ImageSets/Segmentation/train.txt").write_text("a\nb\n", encoding="utf-8-sig")
+    assert (tmp_path / "ImageSets/Segmentation/train.txt").read_bytes()[:3] == b"\xef\xbb\xbf"
+    assert ds.ids("train") == ["a", "b"]
+    assert ds.read_image("a").shape == (4, 5, 3)
+    with pytest.raises(DatasetError, match=r"the split lists the file name 'b\.jpg': list the "
+                                           r"id 'b', without the suffix"):
+        ds.read_image(ds.ids("val")[0])
+
+
 # An image and mask of different sizes: tests/test_bad_input.py
 # (test_image_mask_size_mismatch), which also checks the training path.
 

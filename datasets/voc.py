@@ -362,20 +362,25 @@ class VOCDataset:
         Raises
         ------
         DatasetError
-            If the file is missing or unreadable, is not an index mask (mode
-            'P' or 'L'), or holds values other than 0..20 and 255.
+            If the file is missing or unreadable, is neither an index mask
+            (mode 'P' or 'L') nor an RGB(A) image of VOC's colours
+            (:func:`voc_colormap`: a colour-coded mask saved without its
+            palette), or holds values other than 0..20 and 255.
         """
         path = self.mask_path(id)
         with open_image(path, "mask") as im:
             # No .convert(): for a palette image the array holds the palette
             # indices, which are the labels; converting would give colours.
-            if im.mode not in ("P", "L"):
+            if im.mode in ("RGB", "RGBA"):
+                labels = _labels_of_voc_colours(path, np.array(im.convert("RGB")))
+            elif im.mode not in ("P", "L"):
                 raise DatasetError(
                     f"mask {path} has mode {im.mode!r}; expected an index mask "
                     "(mode 'P' or 'L') whose pixel values are class indices, "
-                    "not a colour-coded image"
+                    "or VOC's colours in RGB"
                 )
-            labels = np.array(im, dtype=np.uint8)
+            else:
+                labels = np.array(im, dtype=np.uint8)
         present = np.flatnonzero(np.bincount(labels.ravel(), minlength=256))
         bad = present[~_VALID_LABEL[present]]
         if bad.size:
@@ -480,6 +485,29 @@ def void_message(mask_path: Path) -> str:
     """
     return (f"mask {mask_path} is void ({VOID_LABEL}) everywhere: its image has no "
             "pixel to learn from or to score")
+
+
+def _labels_of_voc_colours(path: Path, rgb: np.ndarray) -> np.ndarray:
+    """The labels of a colour-coded mask whose colours are all VOC's
+    (:func:`voc_colormap` of 0..20 and 255), else DatasetError naming some
+    of the others."""
+    valid = np.flatnonzero(_VALID_LABEL)
+    colours = voc_colormap()[valid].astype(np.int64)
+    packed_table = (colours[:, 0] << 16) | (colours[:, 1] << 8) | colours[:, 2]
+    order = np.argsort(packed_table)
+    table, labels_of = packed_table[order], valid[order].astype(np.uint8)
+    rgb = rgb.astype(np.int64)
+    packed = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
+    at = np.minimum(np.searchsorted(table, packed), table.size - 1)
+    known = table[at] == packed
+    if not known.all():
+        others = np.unique(packed[~known])
+        shown = ", ".join(f"({v >> 16}, {(v >> 8) & 255}, {v & 255})" for v in others[:3])
+        raise DatasetError(
+            f"mask {path} is a colour image whose colours are not all VOC's ({shown}"
+            f"{', ...' if others.size > 3 else ''}); expected an index mask (mode 'P' or "
+            "'L') whose pixel values are class indices, or VOC's colours in RGB")
+    return labels_of[at]
 
 
 def _check_rgb(path: Path, mode: str) -> None:

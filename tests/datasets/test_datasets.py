@@ -334,7 +334,35 @@ def test_invalid_label_value(tmp_path):
 def test_rgb_colour_mask_refused(tmp_path):
     ds = write_voc(tmp_path, {"c": (rgb(), None)})
     Image.fromarray(rgb()).save(ds.mask_path("c"))
-    with pytest.raises(DatasetError, match=r"c\.png.*'RGB'.*index mask"):
+    with pytest.raises(DatasetError, match=r"c\.png is a colour image whose colours are not "
+                                           r"all VOC's \(\(\d+, \d+, \d+\), .*\).*index mask"):
+        ds.read_mask("c")
+    Image.fromarray(rgb()).convert("CMYK").save(ds.mask_path("c").with_suffix(".tif"))
+    ds.mask_path("c").unlink()
+    ds.mask_path("c").with_suffix(".tif").rename(ds.mask_path("c"))
+    with pytest.raises(DatasetError, match=r"c\.png has mode 'CMYK'.*index mask"):
+        ds.read_mask("c")
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA"])
+def test_a_mask_of_voc_colours_in_rgb_reads_as_its_labels(tmp_path, mode):
+    """A palette mask saved as colours (its palette applied): every colour is
+    VOC's, so each pixel reads as the label of its colour."""
+    values = np.array([[0, 7, 13, 15, 255], [20, 1, 0, 255, 13], [7, 7, 0, 0, 0],
+                       [15, 2, 3, 4, 5]], np.uint8)
+    ds = write_voc(tmp_path, {"c": (rgb(), values)})
+    np.testing.assert_array_equal(ds.read_mask("c"), values)
+    with Image.open(ds.mask_path("c")) as im:
+        im.convert(mode).save(ds.mask_path("c"))
+    with Image.open(ds.mask_path("c")) as im:
+        assert im.mode == mode
+    np.testing.assert_array_equal(ds.read_mask("c"), values)
+    assert ds.load("c", "horse").target.sum() == 2
+    # one colour off VOC's: refused, naming it
+    colours = voc_colormap()[values]
+    colours[0, 0] = (1, 2, 3)
+    Image.fromarray(colours).save(ds.mask_path("c"))
+    with pytest.raises(DatasetError, match=r"not all VOC's \(\(1, 2, 3\)\)"):
         ds.read_mask("c")
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Iterable
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import ImageOps
 
-from .voc import IMAGE_SUFFIXES, DatasetError, open_image
+from .voc import IMAGE_SUFFIXES, DatasetError, _orientation, _oriented_size, open_image
 
 __all__ = ["IMAGE_SUFFIXES", "ImageFiles"]
 
@@ -185,18 +185,3 @@ def _wide_to_rgb(pixels: np.ndarray, mode: str) -> np.ndarray:
         scale = 65535.0 if top <= 65535.0 else top
     grey = np.rint(values / (scale or 1.0) * 255.0).astype(np.uint8)
     return np.repeat(grey[..., None], 3, axis=2)
-
-
-def _orientation(im: Image.Image) -> int:
-    """The EXIF orientation tag (1 to 8; 1, as stored, when absent or bad)."""
-    try:
-        value = im.getexif().get(0x0112, 1)
-    except Exception:          # a malformed EXIF block: show the image as stored
-        return 1
-    return value if isinstance(value, int) and 1 <= value <= 8 else 1
-
-
-def _oriented_size(im: Image.Image) -> tuple[int, int]:
-    """(height, width) of an image as viewers show it."""
-    swap = _orientation(im) in (5, 6, 7, 8)     # the turns by a quarter
-    return (im.width, im.height) if swap else (im.height, im.width)

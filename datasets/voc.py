@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageOps
 
 __all__ = [
     "VOC_CLASSES",
@@ -30,6 +30,7 @@ __all__ = [
     "Sample",
     "VOCDataset",
     "class_index",
+    "exif_orientation",
     "voc_class_name",
     "voc_colormap",
     "void_message",
@@ -294,7 +295,8 @@ class VOCDataset:
         Returns
         -------
         ndarray, shape (H, W, 3), dtype uint8
-            RGB pixel values.
+            RGB pixel values, as viewers show the file: turned as its EXIF
+            orientation says (phone photos), as the mask must be drawn.
 
         Raises
         ------
@@ -305,7 +307,9 @@ class VOCDataset:
         path = self._existing_image(id)
         with open_image(path, "image") as im:
             _check_rgb(path, im.mode)
-            return np.array(im, dtype=np.uint8)
+            # as viewers (and annotation tools) show it, as segstruct predict does
+            shown = ImageOps.exif_transpose(im) if _orientation(im) != 1 else im
+            return np.array(shown, dtype=np.uint8)
 
     def image_size(self, id: str) -> tuple[int, int]:
         """Check the image of ``id`` from its header alone and return its size.
@@ -316,7 +320,8 @@ class VOCDataset:
 
         Returns
         -------
-        (H, W) : tuple of int
+        (H, W) : tuple of int, as viewers show the image (its EXIF
+            orientation applied).
 
         Raises
         ------
@@ -327,7 +332,7 @@ class VOCDataset:
         path = self._existing_image(id)
         with open_image(path, "image", decode=False) as im:
             _check_rgb(path, im.mode)
-            return im.size[1], im.size[0]
+            return _oriented_size(im)
 
     def _existing_image(self, id: str) -> Path:
         """:meth:`image_path`, or the DatasetError that it is not found
@@ -345,10 +350,16 @@ class VOCDataset:
     def check_sizes(self, id: str, image_hw, mask_hw) -> None:
         """Raise the :class:`DatasetError` of :meth:`load` if image and mask differ in size."""
         if tuple(image_hw) != tuple(mask_hw):
+            turned = exif_orientation(self.image_path(id))
+            stored = tuple(image_hw)[::-1] if turned in (5, 6, 7, 8) else tuple(image_hw)
+            hint = (f"; the mask fits the image as stored, without its EXIF orientation "
+                    f"{turned}: images are read as viewers show them, so draw the mask on "
+                    "the image as shown, or rotate the stored pixels and drop the tag"
+                    if turned != 1 and stored == tuple(mask_hw) else "")
             raise DatasetError(
                 f"size mismatch: image {self.image_path(id)} is "
                 f"{image_hw[0]}x{image_hw[1]} (HxW) but mask "
-                f"{self.mask_path(id)} is {mask_hw[0]}x{mask_hw[1]}"
+                f"{self.mask_path(id)} is {mask_hw[0]}x{mask_hw[1]}{hint}"
             )
 
     def read_mask(self, id: str) -> np.ndarray:
@@ -508,6 +519,31 @@ def _labels_of_voc_colours(path: Path, rgb: np.ndarray) -> np.ndarray:
             f"{', ...' if others.size > 3 else ''}); expected an index mask (mode 'P' or "
             "'L') whose pixel values are class indices, or VOC's colours in RGB")
     return labels_of[at]
+
+
+def _orientation(im: Image.Image) -> int:
+    """The EXIF orientation tag (1 to 8; 1, as stored, when absent or bad)."""
+    try:
+        value = im.getexif().get(0x0112, 1)
+    except Exception:          # a malformed EXIF block: show the image as stored
+        return 1
+    return value if isinstance(value, int) and 1 <= value <= 8 else 1
+
+
+def _oriented_size(im: Image.Image) -> tuple[int, int]:
+    """(height, width) of an image as viewers show it."""
+    swap = _orientation(im) in (5, 6, 7, 8)     # the turns by a quarter
+    return (im.width, im.height) if swap else (im.height, im.width)
+
+
+def exif_orientation(path: str | Path) -> int:
+    """The EXIF orientation tag of an image file, from its header (1 to 8; 1,
+    as stored, when absent, bad or the file is not an image)."""
+    try:
+        with Image.open(path) as im:
+            return _orientation(im)
+    except _PIL_ERRORS:
+        return 1
 
 
 def _check_rgb(path: Path, mode: str) -> None:

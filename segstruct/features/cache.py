@@ -19,6 +19,7 @@ from typing import Callable
 
 import numpy as np
 
+from segstruct.datasets.voc import exif_orientation
 from segstruct.io.files import atomic_write_bytes
 
 _KEY_FIELD = "__cache_key__"
@@ -65,6 +66,20 @@ def file_digest(path: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def image_digest(path: str | os.PathLike) -> str:
+    """:func:`file_digest` of an image, with its EXIF orientation appended
+    where that turns it (not 1).
+
+    Images are read as viewers show them, their orientation applied; earlier
+    versions read a data set's images as stored. Cache entries made so from
+    the same bytes must not be taken for the turned image's, and images
+    without a turn keep their entries.
+    """
+    digest = file_digest(path)
+    turn = exif_orientation(path)
+    return digest if turn == 1 else f"{digest}-exif{turn}"
 
 
 class ArrayCache:

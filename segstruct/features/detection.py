@@ -18,7 +18,7 @@ import numpy as np
 
 from segstruct.datasets.folds import make_folds
 from segstruct.datasets.voc import VOCDataset, class_index, voc_class_name
-from segstruct.features.cache import ArrayCache, canonical_json, file_digest
+from segstruct.features.cache import ArrayCache, canonical_json, file_digest, image_digest
 from segstruct.features.scale import resize_image, resize_labels, upsampling_key, working_shape
 from segstruct.features.topdown.detector import Detector, DetectorParams
 from segstruct.features.topdown.shapes import AverageShapes, average_shapes
@@ -148,7 +148,7 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
     class_name = voc_class_name(class_name)      # the cache key and the record
     cls = class_index(class_name)
     ids = dataset.ids(split) if ids is None else list(ids)
-    key = {"images": [file_digest(dataset.image_path(i)) for i in ids],
+    key = {"images": [image_digest(dataset.image_path(i)) for i in ids],
            "masks": [file_digest(dataset.mask_path(i)) for i in ids],
            "class": class_name, "detector": params.to_dict(), "version": TOP_DOWN_VERSION}
     sizes = [tuple(dataset.image_size(i)) for i in ids] if long_side is not None else []
@@ -212,7 +212,7 @@ def detector_folds(dataset: VOCDataset, class_name: str, split: str, n_folds: in
     return dict(zip(ids, make_folds(shows, n_folds, seed).tolist()))
 
 
-def top_down_key(image_digest: str, segments: np.ndarray, detector_digest: str,
+def top_down_key(digest: str, segments: np.ndarray, detector_digest: str,
                  upsampling: str = "linear") -> dict:
     """Cache key of one image's top-down block: the image, the superpixels it
     is averaged over (by content, so a new segmentation never reuses an old
@@ -220,6 +220,6 @@ def top_down_key(image_digest: str, segments: np.ndarray, detector_digest: str,
     was enlarged to the working size when not linearly (the entries made
     before the setting)."""
     segments = np.ascontiguousarray(segments)
-    return {"image": image_digest, "detector": detector_digest, "version": TOP_DOWN_VERSION,
+    return {"image": digest, "detector": detector_digest, "version": TOP_DOWN_VERSION,
             "segments": [list(segments.shape), hashlib.sha256(segments.tobytes()).hexdigest()],
             **upsampling_key(upsampling)}

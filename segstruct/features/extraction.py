@@ -20,7 +20,7 @@ from segstruct.cluster import parallel_map
 from segstruct.datasets.voc import (VOID_LABEL, DatasetError, VOCDataset, class_index,
                                     voc_class_name)
 from segstruct.features import descriptors as F
-from segstruct.features.cache import ArrayCache, file_digest, key_digest
+from segstruct.features.cache import ArrayCache, image_digest, key_digest
 from segstruct.features.example import Example
 from segstruct.features.detection import ShapeDetector, detector_folds, train_shape_detector
 # the per-image work; SuperpixelGraph and check_finite_features imported from here too
@@ -194,7 +194,7 @@ class FeatureExtractor:
         chosen = sorted(rng.choice(len(ids), min(cfg.codebook_images, len(ids)),
                                    replace=False).tolist())
         chosen_ids = [ids[k] for k in chosen]
-        digests = [file_digest(self.dataset.image_path(i)) for i in chosen_ids]
+        digests = [image_digest(self.dataset.image_path(i)) for i in chosen_ids]
         key = {"images": digests, "settings": cfg.codebook_dict(),
                "version": FEATURE_VERSION}
         resized = self._resized(chosen_ids)

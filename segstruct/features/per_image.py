@@ -13,7 +13,7 @@ from segstruct.io.process_memo import sharing as sharing_memo
 from segstruct.io.threads import thread_limits
 from segstruct.datasets.voc import VOCDataset
 from segstruct.features import descriptors as F
-from segstruct.features.cache import ArrayCache, file_digest
+from segstruct.features.cache import ArrayCache, image_digest
 from segstruct.features.detection import top_down_key, train_shape_detector
 from segstruct.features.scale import resize_image, resize_labels, working_key, working_shape
 from segstruct.features.superpixels import (SuperpixelParams, adjacency, segment,
@@ -148,7 +148,7 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
         import cv2
         cv2.setNumThreads(1)
         cache = ArrayCache(cache_dir, cache_enabled)
-        digest = file_digest(dataset.image_path(image_id))
+        digest = image_digest(dataset.image_path(image_id))
         # the header is read only when a working size is set (no I/O added otherwise)
         shape = None if config.long_side is None else tuple(dataset.image_size(image_id))
         work = None if shape is None else resized_shape(shape, config.long_side)
@@ -219,7 +219,7 @@ def top_down_blocks_task(dataset, image_id, segments, detector_sets, cache_dir,
         import cv2
         cv2.setNumThreads(1)
         cache = ArrayCache(cache_dir, cache_enabled)
-        digest = file_digest(dataset.image_path(image_id))
+        digest = image_digest(dataset.image_path(image_id))
         n = int(segments.max()) + 1
         loaded: dict = {}
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageOps
 
 from segstruct.datasets import (
     VOC_CLASSES,
@@ -16,6 +16,8 @@ from segstruct.datasets import (
     make_synthetic_voc,
     voc_colormap,
 )
+from segstruct.datasets.images import ImageFiles
+from segstruct.datasets.voc import exif_orientation
 from segstruct.datasets import synthetic
 
 CLASS_VALUES = {"car": 7, "person": 15, "horse": 13}
@@ -317,6 +319,54 @@ def test_split_files_with_a_byte_order_mark_or_file_names(tmp_path):
     with pytest.raises(DatasetError, match=r"the split lists the file name 'b\.jpg': list the "
                                            r"id 'b', without the suffix"):
         ds.read_image(ds.ids("val")[0])
+
+
+def _save_turned(path, pixels, orientation):
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    Image.fromarray(pixels).save(path, format="JPEG", quality=95, exif=exif.tobytes())
+
+
+@pytest.mark.parametrize("orientation", [3, 6, 8])
+def test_a_data_sets_images_are_read_as_viewers_show_them(tmp_path, orientation):
+    """A phone photo's EXIF orientation is applied in training as in
+    predict: the mask, drawn on the image as shown, fits it; a mask that
+    fits the image only as stored is refused, saying why."""
+    stored = rgb(4, 6, seed=5)
+    with_tag = tmp_path / "tagged.jpg"
+    _save_turned(with_tag, stored, orientation)
+    with Image.open(with_tag) as im:
+        shown = np.array(ImageOps.exif_transpose(im))
+        plain = np.array(im)
+    assert shown.shape[:2] == ((6, 4) if orientation in (6, 8) else (4, 6))
+    assert shown.shape != plain.shape or not np.array_equal(shown, plain)    # it turns
+    ds = write_voc(tmp_path / "voc", {"a": (None, labels(*shown.shape[:2], value=13))})
+    (ds.root / "JPEGImages" / "a.jpg").write_bytes(with_tag.read_bytes())
+    np.testing.assert_array_equal(ds.read_image("a"), shown)
+    assert ds.image_size("a") == shown.shape[:2]
+    assert ds.load("a", "horse").target.all() and ds.check() == []
+    assert exif_orientation(ds.image_path("a")) == orientation
+    # the same file through predict's reader: the same pixels
+    np.testing.assert_array_equal(ImageFiles([ds.image_path("a")]).read_image("a"), shown)
+    if orientation in (6, 8):
+        Image.fromarray(labels(4, 6, value=13)).save(ds.mask_path("a"))
+        with pytest.raises(DatasetError, match=rf"the mask fits the image as stored, without "
+                                               rf"its EXIF orientation {orientation}"):
+            ds.load("a", "horse")
+
+
+def test_turned_images_have_cache_digests_of_their_own(tmp_path):
+    """Earlier versions read a data set's images as stored: the digest of a
+    turned image is not its bytes' alone, so no such entry is taken for it,
+    while an image without a turn keeps its digest (and its entries)."""
+    from segstruct.features.cache import file_digest, image_digest
+    pixels = rgb(4, 6, seed=6)
+    _save_turned(tmp_path / "t.jpg", pixels, 6)
+    _save_turned(tmp_path / "u.jpg", pixels, 1)
+    Image.fromarray(pixels).save(tmp_path / "p.png")
+    assert image_digest(tmp_path / "t.jpg") == file_digest(tmp_path / "t.jpg") + "-exif6"
+    for name in ("u.jpg", "p.png"):
+        assert image_digest(tmp_path / name) == file_digest(tmp_path / name)
 
 
 # An image and mask of different sizes: tests/test_bad_input.py

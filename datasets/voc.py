@@ -174,9 +174,11 @@ class VOCDataset:
         self._root = root.resolve()
         for sub in (IMAGE_DIR, MASK_DIR, SPLIT_DIR):
             if not (self._root / sub).is_dir():
+                how = (f" (one text file per split, e.g. train.txt and val.txt, listing "
+                       f"the ids of {IMAGE_DIR}/ one per line)" if sub == SPLIT_DIR else "")
                 raise DatasetError(
                     f"missing folder {self._root / sub}: a VOC-layout data set needs "
-                    f"{IMAGE_DIR}/, {MASK_DIR}/ and {SPLIT_DIR.as_posix()}/"
+                    f"{IMAGE_DIR}/, {MASK_DIR}/ and {SPLIT_DIR.as_posix()}/{how}"
                 )
 
     def __repr__(self) -> str:

@@ -252,6 +252,11 @@ def test_missing_folder(tmp_path):
     with pytest.raises(DatasetError, match="nowhere"):
         VOCDataset(tmp_path / "nowhere")
     (tmp_path / "JPEGImages").mkdir()
+    (tmp_path / "SegmentationClass").mkdir()
+    with pytest.raises(DatasetError, match=r"ImageSets/Segmentation/ \(one text file per "
+                                           r"split, e\.g\. train\.txt and val\.txt"):
+        VOCDataset(tmp_path)
+    (tmp_path / "SegmentationClass").rmdir()
     (tmp_path / "ImageSets" / "Segmentation").mkdir(parents=True)
     with pytest.raises(DatasetError, match="SegmentationClass"):
         VOCDataset(tmp_path)

@@ -17,7 +17,9 @@ of a 12-MP photo and model held per image of a chunk.
 The factors and their order were chosen on the first 30 horse val images
 with a bl1 model, and judged on the other three shared data sets
 (docs/results.md, "Masks averaged over several superpixelisations"). An
-ensemble of K costs K feature extractions and max-marginal runs per image.
+ensemble of K costs K superpixelisations, poolings and max-marginal runs
+per image; the dense words and the detectors' masks, which do not depend
+on the superpixels, are made once.
 """
 from __future__ import annotations
 
@@ -107,7 +109,9 @@ def averaged_labels(models: Sequence, extractors: Sequence, ids: Sequence[str]) 
     models : M class models (``label``, ``config``, ``class_name``,
         ``estimator.decision_function``), on the same features.
     extractors : FeatureExtractors over the images, one per run
-        (:func:`superpixel_variants`' settings).
+        (:func:`superpixel_variants`' settings), differing in nothing but
+        their superpixels; the first one's data, cache and detectors make
+        every run's features (``FeatureExtractor.variant_graphs``).
     ids : the images' ids.
 
     Returns
@@ -116,10 +120,23 @@ def averaged_labels(models: Sequence, extractors: Sequence, ids: Sequence[str]) 
     image from the models' max-marginal differences summed over the runs
     (the sum's sign and arg-max are the mean's; :func:`combine_scores`).
     """
+    ids = list(ids)
+    first = extractors[0]
+    superpixels = [e.config.superpixels for e in extractors]
+    if any(replace(e.config, superpixels=first.config.superpixels) != first.config
+           for e in extractors):
+        raise ValueError("the runs of an ensemble may differ only in their superpixels")
+    # each image's words and detector masks made once for all runs: the first
+    # extractor's data, cache and detectors serve every run
+    if models[0].config.detector is not None:
+        per_model = [first.variant_graphs(ids, superpixels, m.class_name) for m in models]
+    else:
+        per_model = [first.variant_graphs(ids, superpixels)] * len(models)
     totals: list = [None] * len(ids)
     shapes: list = [None] * len(ids)
-    for extractor in extractors:
-        for k, graphs in enumerate(graphs_per_image(models, extractor, ids)):
+    for k in range(len(ids)):
+        for run in range(len(extractors)):
+            graphs = [per_model[m][k][run] for m in range(len(models))]
             totals[k] = add_painted_scores(totals[k], models, graphs)
             shapes[k] = graphs[0].shape
     labels = [m.label for m in models]

@@ -294,9 +294,32 @@ def pairwise_features(lab_mean: np.ndarray, edges: np.ndarray, boundary: np.ndar
     return np.asarray(boundary, np.float64)[:, None] * np.exp(-tau * diff ** 2)
 
 
+def dense_words(image: np.ndarray, config: FeatureConfig,
+                codebook: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The visual word of every dense descriptor of an image: what the
+    bag-of-words block pools, whatever the superpixels.
+
+    Parameters
+    ----------
+    image : (H, W, 3) uint8 RGB.
+    config : FeatureConfig (its grid step and keypoint size).
+    codebook : (n_words, 384) float32.
+
+    Returns
+    -------
+    points : (K, 2) float32 keypoint (x, y), pixels; words : (K,) int word
+    indices (``dense_opponent_sift``, ``quantize``).
+    """
+    if codebook is None or codebook.shape != (config.n_words, OPPONENT_DIM):
+        raise ValueError(
+            f"SIFT features need a ({config.n_words}, {OPPONENT_DIM}) codebook")
+    points, desc = dense_opponent_sift(image, config.grid_step, config.keypoint_size)
+    return points, quantize(desc, codebook)
+
+
 def unary_features(image: np.ndarray, segments: np.ndarray, config: FeatureConfig,
                    codebook: np.ndarray | None = None,
-                   lab: np.ndarray | None = None) -> np.ndarray:
+                   lab: np.ndarray | None = None, words=None) -> np.ndarray:
     """All switched-on unary blocks, side by side (``config.unary_blocks()``).
 
     Parameters
@@ -306,6 +329,8 @@ def unary_features(image: np.ndarray, segments: np.ndarray, config: FeatureConfi
     config : FeatureConfig.
     codebook : (n_words, 384) float32, required when ``config.sift``.
     lab : (H, W, 3) Lab image, optional (computed when missing).
+    words : ``dense_words(image, config, codebook)``, optional (computed
+        when missing): several superpixelisations of one image share them.
 
     Returns
     -------
@@ -316,12 +341,8 @@ def unary_features(image: np.ndarray, segments: np.ndarray, config: FeatureConfi
     n = int(segments.max()) + 1
     blocks = []
     if config.sift:
-        if codebook is None or codebook.shape != (config.n_words, OPPONENT_DIM):
-            raise ValueError(
-                f"SIFT features need a ({config.n_words}, {OPPONENT_DIM}) codebook")
-        points, desc = dense_opponent_sift(image, config.grid_step, config.keypoint_size)
-        blocks.append(bag_of_words(segments, points, quantize(desc, codebook), n,
-                                   config.n_words))
+        points, indices = dense_words(image, config, codebook) if words is None else words
+        blocks.append(bag_of_words(segments, points, indices, n, config.n_words))
     if config.colour:
         lab = rgb_to_lab(image) if lab is None else lab
         blocks.append(colour_features(lab, segments, n))

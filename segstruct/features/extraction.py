@@ -27,6 +27,7 @@ from segstruct.features.detection import ShapeDetector, detector_folds, train_sh
 from segstruct.features.per_image import (FEATURE_VERSION,  # noqa: F401
                                           SuperpixelGraph, check_finite_features,
                                           codebook_of_sample, codebook_share, graph_task,
+                                          graph_variants_task, top_down_variants_task,
                                           resized_shape, sample_descriptors_task,
                                           top_down_blocks_task, top_down_task,
                                           training_task)
@@ -415,6 +416,55 @@ class FeatureExtractor:
             assert class_name is not None
             self._add_top_down(graphs, class_name)
         return graphs
+
+    def variant_graphs(self, ids: Iterable[str], superpixels: Sequence,
+                       class_name: str | None = None) -> list[list[SuperpixelGraph]]:
+        """Per image of ``ids``, its graphs with features under each of several
+        superpixel settings (an ensemble's runs), the rest of the settings
+        this extractor's.
+
+        The same graphs, bit for bit, and the same cache entries, as
+        ``graphs(ids=ids, class_name=class_name)`` of one extractor per
+        setting; but each image is read, and its dense words, Lab values and
+        detector masks made, once for all the settings.
+
+        Parameters
+        ----------
+        ids : image ids.
+        superpixels : sequence of SuperpixelParams, one per run.
+        class_name : with the top-down block, the class (its detectors').
+
+        Returns
+        -------
+        list (per image, in ``ids`` order) of lists (per setting, in order)
+        of SuperpixelGraph.
+        """
+        if self.config.detector is not None and class_name is None:
+            raise ValueError("the top-down features are per class: give class_name")
+        ids = list(ids)
+        configs = [replace(self.config, superpixels=sp) for sp in superpixels]
+        codebook, codebook_id = self.codebook() if self.config.sift else (None, None)
+        args = [(self.dataset, i, configs, codebook, codebook_id, self.cache.directory,
+                 self.cache.enabled) for i in ids]
+        per_image = _map_images(graph_variants_task, args, self.n_jobs, self.progress,
+                                "features")
+        if self.config.detector is None:
+            return per_image
+        assert class_name is not None
+        chosen = self._graph_detectors([graphs[0] for graphs in per_image], class_name)
+        block_args = [(self.dataset, graphs[0].image_id, [g.working_segments for g in graphs],
+                       detectors, self.cache.directory, self.cache.enabled,
+                       self.config.upsampling, not self._from_model)
+                      for graphs, detectors in zip(per_image, chosen)]
+        blocks = _map_images(top_down_variants_task, block_args, self.n_jobs, self.progress,
+                             f"top-down {class_name}")
+        for graphs, per_run in zip(per_image, blocks):
+            for graph, block in zip(graphs, per_run):
+                assert graph.unary is not None
+                graph.unary = np.hstack([graph.unary, block])
+                check_finite_features(graph.image_id, {"unary": graph.unary},
+                                      self.dataset.image_path(graph.image_id))
+        return per_image
 
     def prefetch(self, splits, class_names) -> None:
         """Compute and cache the graphs and bottom-up features of every image

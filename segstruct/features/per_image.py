@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from segstruct.features.detection import top_down_key, train_shape_detector
 from segstruct.features.scale import resize_image, resize_labels, working_key, working_shape
 from segstruct.features.superpixels import (SuperpixelParams, adjacency, segment,
                                             superpixel_means)
-from segstruct.features.topdown.features import topdown_features
+from segstruct.features.topdown.features import filter_masks, pooled_masks
 from segstruct.features.topdown.hog import shared_maps
 from segstruct.features.topdown.training import TooFewObjects
 
@@ -135,14 +136,16 @@ def resized_shape(shape, long_side) -> tuple[int, int] | None:
 
 
 def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
-                cache_enabled, with_features):
+                cache_enabled, with_features, loaded: dict | None = None):
     """Superpixels (and features) of one image, from the cache when possible.
 
     ``dataset`` is anything with ``image_path(id)``, ``image_size(id)`` and
     ``read_image(id)`` (a VOCDataset, or the image files of ``segstruct
     predict``). Superpixels and features are computed at the working
     resolution (``config.long_side``); the graph's ``segments`` are on the
-    image's own pixels.
+    image's own pixels. ``loaded``: a dict that keeps the working image, its
+    Lab values and its dense words for other superpixel settings of the same
+    image and working resolution (:func:`graph_variants_task`).
     """
     with thread_limits(1):
         import cv2
@@ -152,7 +155,7 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
         # the header is read only when a working size is set (no I/O added otherwise)
         shape = None if config.long_side is None else tuple(dataset.image_size(image_id))
         work = None if shape is None else resized_shape(shape, config.long_side)
-        loaded = {}
+        loaded = {} if loaded is None else loaded
 
         def image():
             if "image" not in loaded:
@@ -169,12 +172,16 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
                "version": FEATURE_VERSION, **working_key(work, config.upsampling)}
 
         def compute():
-            lab = F.rgb_to_lab(image())
+            if "lab" not in loaded:
+                loaded["lab"] = F.rgb_to_lab(image())
+            if config.sift and "words" not in loaded:
+                loaded["words"] = F.dense_words(image(), config, codebook)
+            lab = loaded["lab"]
             n = graph.n_nodes
             # cached with L1 words; the normalisation asked for comes after
             segments = graph.working_segments
             unary = F.unary_features(image(), segments, replace(config, sift_norm="l1"),
-                                     codebook, lab=lab)
+                                     codebook, lab=lab, words=loaded.get("words"))
             lab_mean = superpixel_means(lab, segments, n)
             pairwise = F.pairwise_features(lab_mean, graph.edges,
                                            graph.boundary / config.boundary_unit,
@@ -196,6 +203,20 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
         return graph
 
 
+def graph_variants_task(dataset, image_id, configs, codebook, codebook_id, cache_dir,
+                        cache_enabled) -> list:
+    """:func:`graph_task`'s graphs with features of one image under several
+    superpixel settings (``configs`` differ in nothing else): the image is
+    read, and its dense words and Lab values made, once for all of them.
+    The same graphs, bit for bit, and the same cache entries, as one
+    ``graph_task`` per setting."""
+    if any(replace(c, superpixels=configs[0].superpixels) != configs[0] for c in configs):
+        raise ValueError("the variants of an image may differ only in their superpixels")
+    loaded: dict = {}
+    return [graph_task(dataset, image_id, c, codebook, codebook_id, cache_dir, cache_enabled,
+                       True, loaded) for c in configs]
+
+
 def top_down_task(dataset, image_id, segments, detectors, cache_dir, cache_enabled,
                   upsampling="linear", share_memo=False):
     """The top-down block of one image's superpixels: the mean of the blocks of
@@ -215,49 +236,77 @@ def top_down_blocks_task(dataset, image_id, segments, detector_sets, cache_dir,
     """:func:`top_down_task` for several sets of detectors on one image (one
     set per class): the image is read, and its HOG maps made, once for all
     of them. Returns the mean block of each set, in order."""
+    return _top_down_blocks(dataset, image_id, [segments], detector_sets, cache_dir,
+                            cache_enabled, upsampling, share_memo)[0]
+
+
+def top_down_variants_task(dataset, image_id, segment_maps, detectors, cache_dir,
+                           cache_enabled, upsampling="linear", share_memo=False) -> list:
+    """:func:`top_down_task` for several superpixelisations of one image (at
+    one working size): each detector's masks are made once and pooled over
+    each. Returns the mean block of ``detectors`` for each map, in order:
+    the same, bit for bit, and the same cache entries, as one
+    ``top_down_task`` per map."""
+    return [blocks[0] for blocks in _top_down_blocks(
+        dataset, image_id, segment_maps, [detectors], cache_dir, cache_enabled, upsampling,
+        share_memo)]
+
+
+def _top_down_blocks(dataset, image_id, segment_maps, detector_sets, cache_dir,
+                     cache_enabled, upsampling, share_memo) -> list:
+    """Per superpixel map of ``segment_maps`` (all of one shape, the working
+    size), per set of ``detector_sets``, the set's mean block."""
     with thread_limits(1), (sharing_memo() if share_memo else nullcontext()):
         import cv2
         cv2.setNumThreads(1)
         cache = ArrayCache(cache_dir, cache_enabled)
         digest = image_digest(dataset.image_path(image_id))
-        n = int(segments.max()) + 1
+        shape = segment_maps[0].shape
+        if any(m.shape != shape for m in segment_maps):
+            raise ValueError("the superpixel maps of one image must share the working size")
         loaded: dict = {}
 
         def image():
             if "image" not in loaded:
-                loaded["image"] = resize_image(dataset.read_image(image_id), segments.shape,
-                                               upsampling)
+                loaded["image"] = resize_image(dataset.read_image(image_id), shape, upsampling)
                 # the image's HOG maps, computed once for all the detectors (the K
                 # cross-fitted ones of a val image, every class's) rather than
                 # once for each
                 loaded["hog"] = shared_maps(loaded["image"]) or {}
             return loaded["image"]
 
-        means = []
-        for detectors in detector_sets:
-            blocks = []
+        counts = [int(m.max()) + 1 for m in segment_maps]
+        # per map, per set, the blocks of the set's detectors
+        blocks: list = [[[] for _ in detector_sets] for _ in segment_maps]
+        for j, detectors in enumerate(detector_sets):
             for sd in detectors:
-                key = top_down_key(digest, segments, sd.digest, upsampling)
+                made: list = []        # the detector's masks, made once for every map
 
-                def compute(sd=sd):
-                    block = topdown_features(sd.detector, sd.shapes, image(), segments,
-                                             loaded["hog"])
+                def compute(segments, sd=sd, made=made):
+                    if not made:
+                        made.append(filter_masks(
+                            sd.detector.confidence_maps(image(), memo=loaded["hog"]),
+                            sd.shapes))
+                    block = pooled_masks(made[0], segments)
                     # before caching: a non-finite block must never be stored
                     check_finite_features(image_id, {"top_down": block},
                                           dataset.image_path(image_id))
                     return {"top_down": block}
 
-                block = cache.get_or_compute("top_down", key, compute)["top_down"]
-                hint = f" came from the cache {cache.path('top_down', key)}: delete that " \
-                       "file, or run with --no-cache"
-                if block.shape != (n, sd.params.n_filters):
-                    raise ValueError(f"image {image_id!r}: a top-down block of shape "
-                                     f"{block.shape} for {n} superpixels{hint}")
-                check_finite_features(image_id, {"top_down": block},
-                                      dataset.image_path(image_id), hint=f"; they{hint}")
-                blocks.append(block)
-            means.append(blocks[0] if len(blocks) == 1 else np.mean(blocks, axis=0))
-        return means
+                for v, (segments, n) in enumerate(zip(segment_maps, counts)):
+                    key = top_down_key(digest, segments, sd.digest, upsampling)
+                    block = cache.get_or_compute("top_down", key,
+                                                 partial(compute, segments))["top_down"]
+                    hint = f" came from the cache {cache.path('top_down', key)}: delete " \
+                           "that file, or run with --no-cache"
+                    if block.shape != (n, sd.params.n_filters):
+                        raise ValueError(f"image {image_id!r}: a top-down block of shape "
+                                         f"{block.shape} for {n} superpixels{hint}")
+                    check_finite_features(image_id, {"top_down": block},
+                                          dataset.image_path(image_id), hint=f"; they{hint}")
+                    blocks[v][j].append(block)
+        return [[b[0] if len(b) == 1 else np.mean(b, axis=0) for b in per_map]
+                for per_map in blocks]
 
 
 def detector_or_error(*args):

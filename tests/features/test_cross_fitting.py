@@ -218,3 +218,49 @@ def test_training_blocks_shared_through_the_process_memo_are_the_same(trained):
                                 for sd in detectors], axis=0))
     finally:
         release()
+
+
+def test_variant_graphs_are_those_of_one_extractor_per_setting(trained, tmp_path,
+                                                               monkeypatch):
+    """An ensemble's runs made together (``variant_graphs``) equal, bit for
+    bit, the graphs of one extractor per superpixel setting, write the same
+    cache entries, and make each image's dense words and each detector's
+    masks once, not once per run."""
+    import copy
+    from dataclasses import replace
+
+    from segstruct.features.topdown.detector import Detector
+    extractor, _, _, _ = trained
+    dataset = extractor.dataset
+    ids = dataset.ids("train")[:3] + dataset.ids("val")[:3]   # cross-fitted and not
+    settings = [CONFIG.superpixels, SuperpixelParams(method="felzenszwalb", min_size=250),
+                SuperpixelParams(method="slic", n_segments=30)]
+    words, maps = [], []
+    real_words, real_maps = F.dense_words, Detector.confidence_maps
+    monkeypatch.setattr(F, "dense_words", lambda *a: words.append(1) or real_words(*a))
+    monkeypatch.setattr(Detector, "confidence_maps",
+                        lambda self, *a, **k: maps.append(1) or real_maps(self, *a, **k))
+    together = copy.copy(extractor)
+    together.cache = ArrayCache(tmp_path / "together")
+    made = together.variant_graphs(ids, settings, "car")
+    # a training image: its fold's detector; a val image: the mean of the K folds'
+    assert (len(words), len(maps)) == (len(ids), 3 + 3 * K)
+    words.clear()
+    for run, sp in enumerate(settings):
+        alone = copy.copy(extractor)
+        alone._config = replace(CONFIG, superpixels=sp)
+        alone.cache = ArrayCache(tmp_path / "alone")
+        for k, graph in enumerate(alone.graphs(ids=ids, class_name="car")):
+            other = made[k][run]
+            assert other.image_id == graph.image_id
+            np.testing.assert_array_equal(other.segments, graph.segments)
+            np.testing.assert_array_equal(other.unary, graph.unary)
+            np.testing.assert_array_equal(other.pairwise, graph.pairwise)
+    assert len(words) == len(ids) * len(settings)          # the separate runs: each its own
+    assert len({g.n_nodes for g in made[0]}) == len(settings)
+
+    def entries(root):
+        return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.npz"))
+    assert entries(tmp_path / "together") == entries(tmp_path / "alone")
+    with pytest.raises(ValueError, match="per class"):
+        together.variant_graphs(ids, settings)

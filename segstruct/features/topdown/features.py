@@ -109,8 +109,25 @@ def topdown_features(detector: Detector, shapes: AverageShapes, image: np.ndarra
     superpixels = np.asarray(superpixels)
     if superpixels.shape != image.shape[:2]:
         raise ValueError(f"superpixels {superpixels.shape} and image {image.shape[:2]} differ")
+    return pooled_masks(filter_masks(detector.confidence_maps(image, memo=memo), shapes),
+                        superpixels)
+
+
+def pooled_masks(masks: list, superpixels: np.ndarray) -> np.ndarray:
+    """``topdown_features`` from an image's ``filter_masks``: several
+    superpixelisations of one image pool the same masks.
+
+    Parameters
+    ----------
+    masks : list of F (H, W) float32 arrays.
+    superpixels : (H, W) int labels 0 .. N-1.
+
+    Returns
+    -------
+    (N, F) float64, the mean of each mask over each superpixel's pixels.
+    """
+    superpixels = np.asarray(superpixels)
     n = int(superpixels.max()) + 1 if superpixels.size else 0
-    masks = filter_masks(detector.confidence_maps(image, memo=memo), shapes)
     if not masks:
         return np.zeros((n, 0))
     return superpixel_means(np.stack(masks, axis=-1), superpixels, n)

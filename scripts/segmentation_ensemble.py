@@ -40,9 +40,12 @@ def ensemble_masks(model, source, ids, configs, sizes, cache, n_jobs) -> dict:
     from segstruct.features.scale import resize_labels
     totals: list = [None] * len(ids)
     out: dict = {}
-    for n, config in enumerate(configs, 1):
-        graphs = replace(model, config=config).extractor(source, cache, n_jobs).graphs(
-            ids=ids, class_name=model.class_name if config.detector else None)
+    # the runs made together: each image's descriptors and detector masks once
+    per_image = replace(model, config=configs[0]).extractor(source, cache, n_jobs).variant_graphs(
+        ids, [c.superpixels for c in configs],
+        model.class_name if configs[0].detector else None)
+    for n in range(1, len(configs) + 1):
+        graphs = [runs[n - 1] for runs in per_image]
         shapes = [g.shape for g in graphs]
         # summed at the working resolution; each decision resized to the image
         scores = [add_painted_scores(None, [model], [g]) for g in graphs]

@@ -19,7 +19,7 @@ from typing import Iterable
 import numpy as np
 from PIL import ImageOps
 
-from .voc import IMAGE_SUFFIXES, DatasetError, _orientation, _oriented_size, open_image
+from .voc import IMAGE_SUFFIXES, DatasetError, orientation, oriented_size, open_image
 
 __all__ = ["IMAGE_SUFFIXES", "ImageFiles"]
 
@@ -109,7 +109,7 @@ class ImageFiles:
         path = self.image_path(id)
         with open_image(path, "image") as stored:
             try:
-                im = ImageOps.exif_transpose(stored) if _orientation(stored) != 1 else stored
+                im = ImageOps.exif_transpose(stored) if orientation(stored) != 1 else stored
                 if im.mode in WIDE_MODES:
                     return _wide_to_rgb(np.asarray(im), im.mode)
                 return np.array(im.convert("RGB") if im.mode != "RGB" else im, dtype=np.uint8)
@@ -128,7 +128,7 @@ class ImageFiles:
         """
         path = self.image_path(id)
         with open_image(path, "image", decode=False) as im:
-            return _oriented_size(im)
+            return oriented_size(im)
 
     def check(self, decode: bool = False) -> dict[str, tuple[int, int]]:
         """Every image's (height, width), from its header (and, with
@@ -147,7 +147,7 @@ class ImageFiles:
         for id_, path in self._paths.items():
             try:
                 with open_image(path, "image", decode=decode) as im:
-                    sizes[id_] = _oriented_size(im)
+                    sizes[id_] = oriented_size(im)
             except DatasetError as err:
                 failed[id_] = str(err)
         return sizes, failed

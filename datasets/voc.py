@@ -310,7 +310,7 @@ class VOCDataset:
         with open_image(path, "image") as im:
             _check_rgb(path, im.mode)
             # as viewers (and annotation tools) show it, as segstruct predict does
-            shown = ImageOps.exif_transpose(im) if _orientation(im) != 1 else im
+            shown = ImageOps.exif_transpose(im) if orientation(im) != 1 else im
             return np.array(shown, dtype=np.uint8)
 
     def image_size(self, id: str) -> tuple[int, int]:
@@ -334,7 +334,7 @@ class VOCDataset:
         path = self._existing_image(id)
         with open_image(path, "image", decode=False) as im:
             _check_rgb(path, im.mode)
-            return _oriented_size(im)
+            return oriented_size(im)
 
     def _existing_image(self, id: str) -> Path:
         """:meth:`image_path`, or the DatasetError that it is not found
@@ -523,7 +523,7 @@ def _labels_of_voc_colours(path: Path, rgb: np.ndarray) -> np.ndarray:
     return labels_of[at]
 
 
-def _orientation(im: Image.Image) -> int:
+def orientation(im: Image.Image) -> int:
     """The EXIF orientation tag (1 to 8; 1, as stored, when absent or bad)."""
     try:
         value = im.getexif().get(0x0112, 1)
@@ -532,9 +532,9 @@ def _orientation(im: Image.Image) -> int:
     return value if isinstance(value, int) and 1 <= value <= 8 else 1
 
 
-def _oriented_size(im: Image.Image) -> tuple[int, int]:
+def oriented_size(im: Image.Image) -> tuple[int, int]:
     """(height, width) of an image as viewers show it."""
-    swap = _orientation(im) in (5, 6, 7, 8)     # the turns by a quarter
+    swap = orientation(im) in (5, 6, 7, 8)     # the turns by a quarter
     return (im.width, im.height) if swap else (im.height, im.width)
 
 
@@ -543,7 +543,7 @@ def exif_orientation(path: str | Path) -> int:
     as stored, when absent, bad or the file is not an image)."""
     try:
         with Image.open(path) as im:
-            return _orientation(im)
+            return orientation(im)
     except _PIL_ERRORS:
         return 1
 

@@ -17,11 +17,10 @@ from joblib import cpu_count
 
 from segstruct.io.threads import thread_limits
 from segstruct.cluster import parallel_map
-from segstruct.datasets.voc import (VOID_LABEL, DatasetError, VOCDataset, class_index,
-                                    voc_class_name)
+from segstruct.datasets.voc import (DatasetError, VOCDataset, voc_class_name)
 from segstruct.features import descriptors as F
 from segstruct.features.cache import ArrayCache, image_digest, key_digest
-from segstruct.features.example import Example
+from segstruct.features.example import Example, packed_masks, paired_examples
 from segstruct.features.detection import ShapeDetector, detector_folds, train_shape_detector
 # the per-image work; SuperpixelGraph and check_finite_features imported from here too
 from segstruct.features.per_image import (FEATURE_VERSION,  # noqa: F401
@@ -29,10 +28,9 @@ from segstruct.features.per_image import (FEATURE_VERSION,  # noqa: F401
                                           codebook_of_sample, codebook_share, graph_task,
                                           graph_variants_task, top_down_variants_task,
                                           resized_shape, sample_descriptors_task,
-                                          top_down_blocks_task, top_down_task,
+                                          top_down_blocks_task,
                                           training_task)
 from segstruct.features.scale import auto_long_side, upsampling_key
-from segstruct.features.superpixels import pixel_counts
 from segstruct.features.topdown.training import TooFewObjects
 from segstruct.io.progress import note, progress_bar
 
@@ -370,23 +368,28 @@ class FeatureExtractor:
             return [others if d is None else d for d in out]
         return [d for d in out if d is not None]
 
-    def _add_top_down(self, graphs: list[SuperpixelGraph], class_name: str) -> None:
-        """Append the class's top-down block to every graph's unary features."""
-        chosen = self._graph_detectors(graphs, class_name)
+    def _add_top_down(self, runs: list[list[SuperpixelGraph]], class_name: str) -> None:
+        """Append the class's top-down block to every graph's unary features.
+
+        ``runs``: per image, its graphs (one per superpixel setting, all at
+        one working size), whose blocks are pooled from one making of each
+        detector's masks."""
+        chosen = self._graph_detectors([graphs[0] for graphs in runs], class_name)
         # the training-time blocks share HOG maps with the detectors' training
         # and between classes; a model's features (new images, each seen once)
         # keep nothing
-        args = [(self.dataset, g.image_id, g.working_segments, detectors,
-                 self.cache.directory, self.cache.enabled, self.config.upsampling,
+        args = [(self.dataset, graphs[0].image_id, [g.working_segments for g in graphs],
+                 detectors, self.cache.directory, self.cache.enabled, self.config.upsampling,
                  not self._from_model)
-                for g, detectors in zip(graphs, chosen)]
-        blocks = _map_images(top_down_task, args, self.n_jobs, self.progress,
-                               f"top-down {class_name}")
-        for graph, block in zip(graphs, blocks):
-            assert graph.unary is not None        # the bottom-up features come first
-            graph.unary = np.hstack([graph.unary, block])
-            check_finite_features(graph.image_id, {"unary": graph.unary},
-                                  self.dataset.image_path(graph.image_id))
+                for graphs, detectors in zip(runs, chosen)]
+        blocks = _map_images(top_down_variants_task, args, self.n_jobs, self.progress,
+                             f"top-down {class_name}")
+        for graphs, per_run in zip(runs, blocks):
+            for graph, block in zip(graphs, per_run):
+                assert graph.unary is not None        # the bottom-up features come first
+                graph.unary = np.hstack([graph.unary, block])
+                check_finite_features(graph.image_id, {"unary": graph.unary},
+                                      self.dataset.image_path(graph.image_id))
 
     # -- graphs -------------------------------------------------------------
     def graphs(self, split: str | None = None, ids: Iterable[str] | None = None,
@@ -397,42 +400,33 @@ class FeatureExtractor:
         With a top-down block (``config.detector``) the features depend on the
         class: give ``class_name``.
         """
-        if with_features and self.config.detector is not None and class_name is None:
-            raise ValueError("the top-down features are per class: give class_name")
         if ids is None:
             if split is None:
                 raise ValueError("give a split or a list of ids")
             ids = self.dataset.ids(split)
-        ids = list(ids)
-        codebook, codebook_id = (None, None)
-        if with_features and self.config.sift:
-            codebook, codebook_id = self.codebook()
-        args = [(self.dataset, i, self.config, codebook, codebook_id,
-                 self.cache.directory, self.cache.enabled, with_features) for i in ids]
-        label = "features" if with_features else "superpixels"
-        graphs = _map_images(graph_task, args, self.n_jobs, self.progress,
-                               f"{label} {split or ''}".strip())
-        if with_features and self.config.detector is not None:
-            assert class_name is not None
-            self._add_top_down(graphs, class_name)
-        return graphs
+        if with_features:
+            return [runs[0] for runs in self.variant_graphs(
+                ids, [self.config.superpixels], class_name, f"features {split or ''}".strip())]
+        args = [(self.dataset, i, self.config, None, None, self.cache.directory,
+                 self.cache.enabled, False) for i in ids]
+        return _map_images(graph_task, args, self.n_jobs, self.progress,
+                           f"superpixels {split or ''}".strip())
 
     def variant_graphs(self, ids: Iterable[str], superpixels: Sequence,
-                       class_name: str | None = None) -> list[list[SuperpixelGraph]]:
+                       class_name: str | None = None, desc: str = "features"
+                       ) -> list[list[SuperpixelGraph]]:
         """Per image of ``ids``, its graphs with features under each of several
         superpixel settings (an ensemble's runs), the rest of the settings
-        this extractor's.
-
-        The same graphs, bit for bit, and the same cache entries, as
-        ``graphs(ids=ids, class_name=class_name)`` of one extractor per
-        setting; but each image is read, and its dense words, Lab values and
-        detector masks made, once for all the settings.
+        this extractor's: the graphs and cache entries of one extractor per
+        setting, bit for bit, but each image's dense words, Lab values and
+        detector masks made once for all the settings.
 
         Parameters
         ----------
         ids : image ids.
         superpixels : sequence of SuperpixelParams, one per run.
         class_name : with the top-down block, the class (its detectors').
+        desc : the progress bar's label.
 
         Returns
         -------
@@ -446,24 +440,10 @@ class FeatureExtractor:
         codebook, codebook_id = self.codebook() if self.config.sift else (None, None)
         args = [(self.dataset, i, configs, codebook, codebook_id, self.cache.directory,
                  self.cache.enabled) for i in ids]
-        per_image = _map_images(graph_variants_task, args, self.n_jobs, self.progress,
-                                "features")
-        if self.config.detector is None:
-            return per_image
-        assert class_name is not None
-        chosen = self._graph_detectors([graphs[0] for graphs in per_image], class_name)
-        block_args = [(self.dataset, graphs[0].image_id, [g.working_segments for g in graphs],
-                       detectors, self.cache.directory, self.cache.enabled,
-                       self.config.upsampling, not self._from_model)
-                      for graphs, detectors in zip(per_image, chosen)]
-        blocks = _map_images(top_down_variants_task, block_args, self.n_jobs, self.progress,
-                             f"top-down {class_name}")
-        for graphs, per_run in zip(per_image, blocks):
-            for graph, block in zip(graphs, per_run):
-                assert graph.unary is not None
-                graph.unary = np.hstack([graph.unary, block])
-                check_finite_features(graph.image_id, {"unary": graph.unary},
-                                      self.dataset.image_path(graph.image_id))
+        per_image = _map_images(graph_variants_task, args, self.n_jobs, self.progress, desc)
+        if self.config.detector is not None:
+            assert class_name is not None
+            self._add_top_down(per_image, class_name)
         return per_image
 
     def prefetch(self, splits, class_names) -> None:
@@ -512,27 +492,7 @@ class FeatureExtractor:
             For the first bad file, in split order.
         """
         class_name = voc_class_name(class_name)     # its detectors' cache keys use it
-        cls = class_index(class_name)
         ids = self.dataset.ids(split) if ids is None else list(ids)
-        masks = {}
-        for image_id in ids:
-            raw = self.dataset.read_mask(image_id)
-            self.dataset.check_sizes(image_id, self.dataset.image_size(image_id), raw.shape)
-            # two bits a pixel instead of a byte: a split's masks stay small
-            masks[image_id] = (raw.shape, np.packbits(raw == cls), np.packbits(raw == VOID_LABEL))
-        graphs = self.graphs(split, ids, with_features, class_name)
-        out = []
-        for graph in graphs:
-            shape, target, void = masks[graph.image_id]
-            if shape != graph.shape:
-                # only a cache entry of another image can get here
-                raise DatasetError(
-                    f"mask {self.dataset.mask_path(graph.image_id)} is {shape[0]}x{shape[1]} "
-                    f"but the superpixels of image {self.dataset.image_path(graph.image_id)} "
-                    f"are {graph.shape[0]}x{graph.shape[1]}")
-            size = shape[0] * shape[1]
-            fg, bg = pixel_counts(
-                graph.segments, np.unpackbits(target, count=size).reshape(shape).astype(bool),
-                np.unpackbits(void, count=size).reshape(shape).astype(bool), graph.n_nodes)
-            out.append(Example(graph, fg, bg))
-        return out
+        masks = packed_masks(self.dataset, ids, class_name)
+        return paired_examples(self.dataset, self.graphs(split, ids, with_features, class_name),
+                               masks)

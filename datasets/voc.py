@@ -16,6 +16,7 @@ apart so that every later stage can ignore them.  Bad input is refused with a
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -538,7 +539,7 @@ def oriented_size(im: Image.Image) -> tuple[int, int]:
     return (im.width, im.height) if swap else (im.height, im.width)
 
 
-def exif_orientation(path: str | Path) -> int:
+def exif_orientation(path: str | os.PathLike) -> int:
     """The EXIF orientation tag of an image file, from its header (1 to 8; 1,
     as stored, when absent, bad or the file is not an image)."""
     try:

@@ -77,7 +77,7 @@ def _check_id(dataset, image_id) -> tuple[bool, list[str]]:
     return True, messages
 
 
-#: What a split whose masks hold no object class, or mostly void, likely holds.
+#: What a split whose masks hold no object class most likely holds.
 BINARY_MASKS = (f"masks that mark the object {VOID_LABEL} (binary masks) must hold its "
                 "VOC class index instead (car 7, horse 13, person 15; `segstruct "
                 "inspect` lists the classes found)")

@@ -307,8 +307,8 @@ def dense_words(image: np.ndarray, config: FeatureConfig,
 
     Returns
     -------
-    points : (K, 2) float32 keypoint (x, y), pixels; words : (K,) int word
-    indices (``dense_opponent_sift``, ``quantize``).
+    points : (K, 2) float32 keypoint (x, y), pixels; words : (K,) int64 word
+    indices in 0 .. n_words - 1 (``dense_opponent_sift``, ``quantize``).
     """
     if codebook is None or codebook.shape != (config.n_words, OPPONENT_DIM):
         raise ValueError(

@@ -143,19 +143,23 @@ def graph_task(dataset, image_id, config, codebook, codebook_id, cache_dir,
     ``read_image(id)`` (a VOCDataset, or the image files of ``segstruct
     predict``). Superpixels and features are computed at the working
     resolution (``config.long_side``); the graph's ``segments`` are on the
-    image's own pixels. ``loaded``: a dict that keeps the working image, its
-    Lab values and its dense words for other superpixel settings of the same
-    image and working resolution (:func:`graph_variants_task`).
+    image's own pixels. ``loaded``: a dict that keeps the image's digest and
+    size, the working image, its Lab values and its dense words for other
+    superpixel settings of the same image and working resolution
+    (:func:`graph_variants_task`).
     """
     with thread_limits(1):
         import cv2
         cv2.setNumThreads(1)
         cache = ArrayCache(cache_dir, cache_enabled)
-        digest = image_digest(dataset.image_path(image_id))
-        # the header is read only when a working size is set (no I/O added otherwise)
-        shape = None if config.long_side is None else tuple(dataset.image_size(image_id))
-        work = None if shape is None else resized_shape(shape, config.long_side)
         loaded = {} if loaded is None else loaded
+        if "digest" not in loaded:      # once per image, not once per variant
+            loaded["digest"] = image_digest(dataset.image_path(image_id))
+            # the header is read only when a working size is set (no I/O added otherwise)
+            loaded["shape"] = (None if config.long_side is None
+                               else tuple(dataset.image_size(image_id)))
+        digest, shape = loaded["digest"], loaded["shape"]
+        work = None if shape is None else resized_shape(shape, config.long_side)
 
         def image():
             if "image" not in loaded:

@@ -240,9 +240,14 @@ def test_variant_graphs_are_those_of_one_extractor_per_setting(trained, tmp_path
     monkeypatch.setattr(F, "dense_words", lambda *a: words.append(1) or real_words(*a))
     monkeypatch.setattr(Detector, "confidence_maps",
                         lambda self, *a, **k: maps.append(1) or real_maps(self, *a, **k))
+    from segstruct.features import per_image
+    digests, real_digest = [], per_image.image_digest
+    monkeypatch.setattr(per_image, "image_digest", lambda p: digests.append(p) or real_digest(p))
     together = copy.copy(extractor)
     together.cache = ArrayCache(tmp_path / "together")
     made = together.variant_graphs(ids, settings, "car")
+    # each image's file hashed once for its graphs and once for its blocks
+    assert len(digests) == 2 * len(ids)
     # a training image: its fold's detector; a val image: the mean of the K folds'
     assert (len(words), len(maps)) == (len(ids), 3 + 3 * K)
     words.clear()

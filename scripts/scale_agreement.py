@@ -45,10 +45,12 @@ HEADINGS = {**{f"x{f}": f"{f}x" for f in FACTORS},
             "noise": "noise"}
 
 
-def agreement(model, dataset, ids, cache, seed: int = 0) -> list[dict]:
+def agreement(model, dataset, ids, cache, seed: int = 0, ensemble: int | None = None
+              ) -> list[dict]:
     """Per image: the share of pixels where each copy's mask agrees with the
     image's, and where the mask of the image with one grey level of noise
-    ("noise") does.
+    ("noise") does; each mask ``model.predict``'s with ``ensemble`` (None:
+    the library's default).
 
     A copy's mask is compared twice: on the copy's pixels, with the image's
     mask blown up by pixel replication ("x2"), which also counts the pixels
@@ -67,7 +69,8 @@ def agreement(model, dataset, ids, cache, seed: int = 0) -> list[dict]:
                   for f in FACTORS]
         pixels = np.asarray(image).astype(np.int16)
         noisy = np.clip(pixels + rng.integers(-1, 2, pixels.shape), 0, 255).astype(np.uint8)
-        own, *larger, jittered = model.predict([image, *copies, noisy], cache=cache)
+        own, *larger, jittered = model.predict([image, *copies, noisy], cache=cache,
+                                               ensemble=ensemble)
         rows.append({"id": image_id, "size": list(image.size),
                      "foreground_share": float(own.mean()),
                      **{f"x{f}": float(np.mean(m == np.kron(own, np.ones((f, f), own.dtype))))
@@ -192,6 +195,7 @@ def _superpixel_main(args, dataset, ids) -> int:
 def main(argv=None) -> int:
     from segstruct import SegmentationModel
     from segstruct.datasets import VOCDataset
+    from segstruct.ensemble import default_runs
     from segstruct.features.cache import ArrayCache
     from segstruct.features.config import FeatureConfig
     from segstruct.features.scale import UPSAMPLINGS
@@ -219,6 +223,9 @@ def main(argv=None) -> int:
     p.add_argument("--split", default="val", help="split whose images are used (default val)")
     p.add_argument("--images", type=int, default=20,
                    help="the split's first N images (default 20)")
+    p.add_argument("--ensemble", type=int, default=None, metavar="K",
+                   help="with --model: label with predict --ensemble K (default: the "
+                        "library's, 5 runs for a SLIC model, 1 for a Felzenszwalb one)")
     p.add_argument("--out", type=Path, required=True, help="output folder")
     args = p.parse_args(argv)
     dataset = VOCDataset(args.data)
@@ -231,12 +238,15 @@ def main(argv=None) -> int:
             model = SegmentationModel.load(path)
             long_side = model.config.long_side
             print(f"{path}: long side {long_side}", flush=True)
-            rows = agreement(model, dataset, ids, ArrayCache(Path(tmp) / path.name))
+            runs = args.ensemble if args.ensemble is not None else default_runs(model.config)
+            rows = agreement(model, dataset, ids, ArrayCache(Path(tmp) / path.name),
+                             ensemble=runs)
             results.append({"model": str(path), "method": model.doc["method"],
                             "superpixels": model.config.superpixels.to_dict(),
                             "features": blocks_text(model.doc["features"])
                             .removeprefix("features "),
                             "class": model.class_name, "long_side": long_side,
+                            "ensemble": runs,
                             "upsampling": model.config.upsampling,
                             "model_code_version": model.doc.get("code_version"),
                             "rows": rows,
@@ -257,7 +267,9 @@ def main(argv=None) -> int:
     for r in results:
         side = ("as given" if r["long_side"] is None
                 else f"{r['long_side']} px, {r.get('upsampling', 'linear')}")
-        lines.append(f"| {_model_name(r['model'])} | {r['method']} | {r['class']} | {side} | "
+        runs = r.get("ensemble", 1)
+        name = _model_name(r["model"]) + (f", ensemble of {runs}" if runs > 1 else "")
+        lines.append(f"| {name} | {r['method']} | {r['class']} | {side} | "
                      f"{SuperpixelParams(**r['superpixels']).describe()} | "
                      f"{r.get('features', '')} | "
                      + " | ".join(f"{100 * r[f'mean_{k}']:.1f} ({100 * r[f'min_{k}']:.1f})"

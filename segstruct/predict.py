@@ -246,9 +246,11 @@ def prediction_index(models: Sequence[SegmentationModel], source: dict, entries:
         "seconds": seconds, "images": entries}
 
 
-def multiclass_confusion(models: Sequence[SegmentationModel], extractor, ids: Sequence[str]):
+def multiclass_confusion(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
+                         variants: Sequence = ()):
     """The 21-label confusion of the models' combined labels against the
-    masks of a VOC data set (``extractor.dataset``), void ignored.
+    masks of a VOC data set (``extractor.dataset``), void ignored;
+    ``variants`` as for :func:`label_images`.
 
     Returns
     -------
@@ -256,7 +258,7 @@ def multiclass_confusion(models: Sequence[SegmentationModel], extractor, ids: Se
     """
     from segstruct.evaluate.multiclass import ConfusionMatrix
     confusion = ConfusionMatrix()
-    for image_id, labels in label_images(models, extractor, ids):
+    for image_id, labels in label_images(models, extractor, ids, variants=variants):
         confusion.add(labels, extractor.dataset.read_mask(image_id))
     return confusion
 

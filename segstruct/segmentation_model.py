@@ -118,7 +118,7 @@ class SegmentationModel:
                                 codebook=self.codebook, detectors=detectors, from_model=True)
 
     def predict(self, images: Sequence, cache: ArrayCache | None = None, n_jobs: int = 1,
-                progress: bool = False, ensemble: int = 1) -> list[np.ndarray]:
+                progress: bool = False, ensemble: int | None = None) -> list[np.ndarray]:
         """Label images: one mask per image, at the image's own size.
 
         Parameters
@@ -130,10 +130,13 @@ class SegmentationModel:
             ``ArrayCache(enabled=False)`` keeps nothing.
         n_jobs : worker processes of the feature extraction.
         progress : show progress bars.
-        ensemble : int, 1 to 5: label each image this many times, with SLIC's
-            number of segments varied, and decide on the mean max-marginal
-            difference per pixel (:mod:`segstruct.ensemble`; SLIC models
-            only). 1: the model's graph cut.
+        ensemble : int, 1 to 5, or None: label each image this many times,
+            with SLIC's number of segments varied, and decide on the mean
+            max-marginal difference per pixel (:mod:`segstruct.ensemble`;
+            more than 1 for SLIC models only). 1: the model's graph cut, as
+            training scores it. None (default): 5 for a SLIC model, 1 for
+            a Felzenszwalb one (:func:`segstruct.ensemble.default_runs`),
+            as ``segstruct predict`` labels by default.
 
         Returns
         -------
@@ -155,7 +158,7 @@ class SegmentationModel:
                 pil.save(files[-1])
             source = ImageFiles(files)
             ids = [Path(f).resolve().stem for f in files]
-            if ensemble > 1:
+            if len(configs) > 1:
                 extractors = [replace(self, config=c).extractor(source, cache, n_jobs, progress)
                               for c in configs]
                 return [(y == self.label).astype(np.uint8)

@@ -15,7 +15,8 @@ from PIL import Image
 from segstruct import SegmentationModel
 from segstruct.cli import main
 from segstruct.datasets import VOCDataset, class_index
-from segstruct.ensemble import FACTORS, add_painted_scores, combine_scores, superpixel_variants
+from segstruct.ensemble import (DEFAULT_RUNS, FACTORS, add_painted_scores, combine_scores,
+                                default_runs, superpixel_variants)
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import FeatureConfig
 from segstruct.features.superpixels import SuperpixelParams, paint
@@ -94,6 +95,16 @@ def test_the_variants_scale_slic_s_segment_count_only():
         superpixel_variants(config, 1, (1, -1))
 
 
+def test_slic_models_label_with_every_run_unless_told_otherwise():
+    """The default ensemble: all five runs for SLIC superpixels, the model's
+    own graph cut for Felzenszwalb's (no one count to vary)."""
+    slic = FeatureConfig(superpixels=SuperpixelParams(n_segments=80))
+    fz = FeatureConfig(superpixels=SuperpixelParams(method="felzenszwalb"))
+    assert (DEFAULT_RUNS, default_runs(slic), default_runs(fz)) == (5, 5, 1)
+    assert superpixel_variants(slic) == superpixel_variants(slic, 5)
+    assert superpixel_variants(fz) == [fz]
+
+
 def _averaged(models, paths, cache, size):
     """Per image, the class index per pixel from scratch: each variant's
     max-marginals painted, averaged, the largest positive mean's class."""
@@ -128,9 +139,9 @@ def test_command_line_and_python_api_label_as_the_mean_says(slic_models, data_ro
     for mask, want in zip(masks, expected):
         assert mask.dtype == np.uint8
         np.testing.assert_array_equal(mask, want == car.label)
-    for mask, own in zip(car.predict(paths, cache=cache, ensemble=1), car.predict(paths,
-                                                                                    cache=cache)):
-        np.testing.assert_array_equal(mask, own)
+    # by default, the ensemble of every run
+    for mask, want in zip(car.predict(paths, cache=cache), _averaged([car], paths, cache, 5)):
+        np.testing.assert_array_equal(mask, want == car.label)
     # the command line, with two class models
     out = tmp_path / "out"
     assert main(["predict", "--model", str(car_path), str(person_path), "--data",
@@ -169,7 +180,7 @@ def test_images_of_other_sizes_get_the_labels_of_their_own_pixels(slic_models, d
     source = ImageFiles(paths)
     graphs = car.extractor(source, cache).graphs(ids=source.ids())
     assert all(g.image_shape is not None for g in graphs)
-    for mask, g, y in zip(car.predict(paths, cache=cache), graphs,
+    for mask, g, y in zip(car.predict(paths, cache=cache, ensemble=1), graphs,
                           car.estimator.predict(graphs)):
         np.testing.assert_array_equal(mask, paint(g.segments, y))
 
@@ -194,12 +205,73 @@ def test_evaluate_scores_the_ensemble_s_masks(slic_models, data_root, tmp_path, 
             np.sum((mask == 1) & obj), np.sum((mask == 1) & ~obj & valid),
             np.sum((mask == 0) & obj))
     assert "ensemble of 3" in capsys.readouterr().out
-    # one model's graph cut without it, as before
+    # the model's graph cut with --ensemble 1: its superpixels' counts, as train scores them
     assert main(["evaluate", "--model", str(car_path), "--data", str(data_root), "--json",
-                 str(tmp_path / "one.json"), *cache]) == 0
-    assert json.loads((tmp_path / "one.json").read_text())["ensemble"] == {
-        "runs": 1, "slic_segments": None}
-    with pytest.raises(SystemExit) as exit_:
-        main(["evaluate", "--model", str(car_path), str(person_path), "--multiclass",
-              "--data", str(data_root), "--ensemble", "2", *cache])
-    assert exit_.value.code == 2 and "use predict --ensemble" in capsys.readouterr().err
+                 str(tmp_path / "one.json"), "--ensemble", "1", *cache]) == 0
+    one = json.loads((tmp_path / "one.json").read_text())
+    assert one["ensemble"] == {"runs": 1, "slic_segments": None}
+    examples = car.extractor(data, ArrayCache(cache_dir)).examples("val", "car")
+    assert one["score"] == car.estimator.voc_score(
+        [ex.graph for ex in examples], [ex.pixel_counts for ex in examples]).to_dict()
+    # by default, the ensemble of every run, as predict labels
+    assert main(["evaluate", "--model", str(car_path), "--data", str(data_root), "--json",
+                 str(tmp_path / "default.json"), *cache]) == 0
+    assert json.loads((tmp_path / "default.json").read_text())["ensemble"] == {
+        "runs": 5, "slic_segments": [20, 16, 25, 18, 22]}
+
+
+def test_multiclass_evaluate_scores_predict_s_ensemble_masks(slic_models, data_root, tmp_path):
+    """evaluate --multiclass scores the PNGs predict writes, ensemble and all,
+    and each class model alone as evaluate does."""
+    from segstruct.evaluate.multiclass import ConfusionMatrix
+    car_path, person_path, cache_dir = slic_models
+    cache = ["--cache", str(cache_dir), "-q"]
+    data = VOCDataset(data_root)
+    assert main(["predict", "--model", str(car_path), str(person_path), "--data",
+                 str(data_root), "--ensemble", "2", "--out", str(tmp_path / "masks"),
+                 *cache]) == 0
+    want = ConfusionMatrix()
+    for image_id in data.ids("val"):
+        want.add(np.array(Image.open(tmp_path / "masks" / f"{image_id}.png")),
+                 data.read_mask(image_id))
+    assert main(["evaluate", "--model", str(car_path), str(person_path), "--multiclass",
+                 "--data", str(data_root), "--ensemble", "2", "--json",
+                 str(tmp_path / "m.json"), *cache]) == 0
+    record = json.loads((tmp_path / "m.json").read_text())
+    assert record["ensemble"] == {"runs": 2, "slic_segments": [20, 16]}
+    assert record["multiclass"] == json.loads(json.dumps(want.to_dict()))
+    assert main(["evaluate", "--model", str(car_path), "--data", str(data_root), "--ensemble",
+                 "2", "--json", str(tmp_path / "car.json"), *cache]) == 0
+    car = json.loads((tmp_path / "car.json").read_text())
+    assert record["alone"]["car"] == car["score"]
+
+
+def test_visualize_draws_the_masks_predict_writes(slic_models, data_root, tmp_path,
+                                                  monkeypatch):
+    """visualize draws each model's ensemble masks (predict's) by default,
+    and its graph cut with --ensemble 1; the caption says which."""
+    import segstruct.report.figures as figures
+    car_path, _, cache_dir = slic_models
+    car = SegmentationModel.load(car_path)
+    data = VOCDataset(data_root)
+    ids = data.ids("val")
+    drawn = []
+    real = figures.qualitative_figure
+    monkeypatch.setattr(figures, "qualitative_figure",
+                        lambda panels, names, caption: drawn.append((panels, caption)) or
+                        real(panels, names, caption))
+    for runs, want in ((None, car.predict([data.image_path(i) for i in ids],
+                                          cache=ArrayCache(cache_dir))),
+                       ("1", car.predict([data.image_path(i) for i in ids],
+                                         cache=ArrayCache(cache_dir), ensemble=1))):
+        more = [] if runs is None else ["--ensemble", runs]
+        assert main(["visualize", "--data", str(data_root), "--model", str(car_path),
+                     "--images", *ids, "--out", str(tmp_path / f"{runs}.png"), "--cache",
+                     str(cache_dir), "-q", *more]) == 0
+        panels, caption = drawn[-1]
+        assert ("ensemble of 5" if runs is None else "graph cut") in caption
+        for panel, mask in zip(panels, want):
+            np.testing.assert_array_equal(panel["predictions"]["bl1"], mask)
+    # the two differ somewhere, or the test could not tell them apart
+    assert any(not np.array_equal(a["predictions"]["bl1"], b["predictions"]["bl1"])
+               for a, b in zip(drawn[0][0], drawn[1][0]))

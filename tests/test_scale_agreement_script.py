@@ -64,7 +64,7 @@ class _HalfModel:
     """Labels the right half of any image, by pixel centres: the masks of an
     image and of its copies are the same picture, drawn on other grids."""
 
-    def predict(self, images, cache=None):
+    def predict(self, images, cache=None, ensemble=None):
         out = []
         for image in images:
             height, width = np.asarray(image).shape[:2]

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segstruct.cli.common import (UsageError, add_other_data_option, check_model_data, class_models,
-                                  load_models, model_detectors, open_dataset, refuse_overwriting)
+from segstruct.cli.common import (UsageError, add_ensemble_option, add_other_data_option,
+                                  check_model_data, class_models, ensemble_configs, load_models,
+                                  model_detectors, open_dataset, refuse_overwriting)
 from segstruct.cli.settings import make_extractor
 from segstruct.datasets.voc import VOID_LABEL
-from segstruct.ensemble import ensemble_record, superpixel_variants
+from segstruct.ensemble import ensemble_record
 from segstruct.evaluate.records import evaluation_record, multiclass_record
 from segstruct.evaluate.scoring import VOCScore, pixel_confusion
 from segstruct.io.files import write_json
@@ -32,11 +33,7 @@ def add_arguments(p) -> None:
                         "scored alone")
     p.add_argument("--split", default="val", help="split to score (default %(default)s)")
     add_other_data_option(p)
-    p.add_argument("--ensemble", type=int, default=1, metavar="K",
-                   help="score the masks of predict --ensemble K: each image labelled K "
-                        "times with SLIC's number of segments varied, decided per pixel on "
-                        "the mean max-marginal difference (one model; default 1: its graph "
-                        "cut)")
+    add_ensemble_option(p, "score the masks of predict: label")
     p.add_argument("--json", type=Path,
                    help="also write the scores, with each image's TP, FP and FN, as JSON "
                         "here (default: not written)")
@@ -44,9 +41,6 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     if args.multiclass:
-        if args.ensemble != 1:
-            raise UsageError("--ensemble scores one model; to label with several class "
-                             "models at once, use predict --ensemble")
         return _multiclass(args)
     if len(args.model) > 1:
         raise UsageError("several --model: add --multiclass to score them together "
@@ -57,10 +51,7 @@ def run(args) -> int:
     doc = model.doc
     dataset = open_dataset(args)
     check_model_data(args, dataset, [path], [doc])
-    try:
-        configs = superpixel_variants(model.config, args.ensemble)
-    except ValueError as err:
-        raise UsageError(f"--ensemble {args.ensemble}: {err}") from None
+    configs = ensemble_configs(args, model.config)
     extractor, *variants = [make_extractor(args, dataset, c, model.codebook,
                                            model_detectors([model])) for c in configs]
     if variants:
@@ -73,7 +64,7 @@ def run(args) -> int:
     score = voc.to_dict()
     print(f"{doc['method']} model {path} ({doc['class']}, trained on "
           f"{doc['dataset']}/{doc['train_split']}) on {dataset.name}/{args.split}"
-          f"{f', ensemble of {args.ensemble}' if variants else ''}: "
+          f"{f', ensemble of {len(configs)}' if variants else ''}: "
           f"VOC IoU {fmt(score['voc_iou_percent'], '.2f')} % "
           f"(precision {fmt(score['precision_percent'], '.1f')}, "
           f"recall {fmt(score['recall_percent'], '.1f')}, "
@@ -107,19 +98,26 @@ def _multiclass(args) -> int:
     models, detectors = class_models(args.model)
     dataset = open_dataset(args)
     check_model_data(args, dataset, args.model, [m.doc for m in models])
-    extractor = make_extractor(args, dataset, models[0].config, models[0].codebook, detectors)
+    configs = ensemble_configs(args, models[0].config)
+    extractor, *variants = [make_extractor(args, dataset, c, models[0].codebook, detectors)
+                            for c in configs]
     ids = dataset.ids(args.split)
-    scores = multiclass_confusion(models, extractor, ids).to_dict()
+    scores = multiclass_confusion(models, extractor, ids, variants=variants).to_dict()
     alone = {}
     for m in models:           # each class model scored alone, as evaluate does
+        if variants:
+            alone[m.class_name] = _ensemble_score(m, dataset, args.split, extractor,
+                                                  variants)[1].to_dict()
+            continue
         examples = extractor.examples(args.split, m.class_name)
         alone[m.class_name] = m.estimator.voc_score(
             [ex.graph for ex in examples], [ex.pixel_counts for ex in examples]).to_dict()
-    print(f"{len(models)} class models on {dataset.name}/{args.split} ({len(ids)} images), "
-          "VOC IoU % per label:")
+    print(f"{len(models)} class models on {dataset.name}/{args.split} ({len(ids)} images"
+          f"{f', ensemble of {len(configs)}' if variants else ''}), VOC IoU % per label:")
     print(multiclass_markdown(scores, alone))
     if args.json:
-        write_json(args.json, multiclass_record(dataset, args.split, models, COMBINATION,
-                                                scores, alone))
+        record = multiclass_record(dataset, args.split, models, COMBINATION, scores, alone)
+        record["ensemble"] = ensemble_record([c.superpixels for c in configs])
+        write_json(args.json, record)
         print(f"wrote {args.json}")
     return 0

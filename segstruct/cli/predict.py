@@ -6,11 +6,11 @@ import sys
 import time
 from pathlib import Path
 
-from segstruct.cli.common import UsageError, class_models, refuse_overwriting, show_progress
+from segstruct.cli.common import (UsageError, add_ensemble_option, class_models, ensemble_configs,
+                                  refuse_overwriting, show_progress)
 from segstruct.cli.settings import make_extractor
 from segstruct.datasets import DatasetError, ImageFiles, VOCDataset
 from segstruct.decisions import DECISIONS
-from segstruct.ensemble import superpixel_variants
 from segstruct.io.files import write_json
 
 HELP = ("label new images with trained models: one VOC palette PNG per image (class index "
@@ -49,14 +49,7 @@ def add_arguments(p) -> None:
                         "(candidates: the thresholds of the marginals and the samples), "
                         "instead of taking the measure of the expected counts (default "
                         "%(default)s)")
-    p.add_argument("--ensemble", type=int, default=1, metavar="K",
-                   help="label each image K times (1 to 5), SLIC's number of segments "
-                        "varied (x 1, 0.8, 1.25, 0.9, 1.125, the first K), and decide per "
-                        "pixel on the mean max-marginal difference: steadier edges and, "
-                        "on held-out data, mostly higher IoU, for about twice the work at K 5 "
-                        "(the runs share each image's descriptors and detector masks); "
-                        "--decision map and SLIC models only (default 1: the model's "
-                        "graph cut)")
+    add_ensemble_option(p)
     p.add_argument("--overlay", action="store_true",
                    help="also write DIR/<id>.jpg: the image with its labels drawn on it")
     p.add_argument("--recursive", action="store_true",
@@ -172,7 +165,7 @@ def _check_decision(args, models) -> None:
     if args.samples < 0 or (args.samples and not args.decision.startswith("expected")):
         raise UsageError("--samples takes a count >= 0 and applies only to --decision "
                          "expected-iou or expected-fbeta")
-    if args.ensemble != 1 and args.decision != "map":
+    if args.ensemble not in (None, 1) and args.decision != "map":
         raise UsageError(f"--ensemble decides by the models' scores: it goes with --decision "
                          f"map, not {args.decision}")
     if args.decision == "map":
@@ -210,10 +203,7 @@ def run(args) -> int:
     _check_out(out, {source.image_path(i).resolve() for i in ids}, args.overlay, ids, folders)
     first = models[0]
     _check_decision(args, models)
-    try:
-        configs = superpixel_variants(first.config, args.ensemble)
-    except ValueError as err:
-        raise UsageError(f"--ensemble {args.ensemble}: {err}") from None
+    configs = ensemble_configs(args, first.config, args.decision)
     extractor, *variants = [make_extractor(args, source, c, first.codebook, detectors)
                             for c in configs]
     start = time.perf_counter()

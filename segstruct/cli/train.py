@@ -10,6 +10,7 @@ from segstruct.cli.c_options import check_cv_size, fold_tol
 from segstruct.cli.resume import resume_error
 from segstruct.cli.settings import (add_training_options, check_resume, checked,
                                     make_estimator, make_extractor, train_estimator)
+from segstruct.ensemble import default_runs
 from segstruct.io.checkpoint import CheckpointError
 from segstruct.io.provenance import code_version
 from segstruct.learn.methods import METHOD_HELP, METHODS, fold_tol_text
@@ -218,6 +219,9 @@ def run(args) -> int:
     scores = f"VOC IoU {fmt(train_score['voc_iou_percent'], '.2f')} % on {args.split}"
     if val_score is not None:
         scores += f", {fmt(val_score['voc_iou_percent'], '.2f')} % on {val_split}"
+    if default_runs(trained.config) > 1:     # what evaluate reports by default differs
+        scores += (" (the model's graph cut, as evaluate --ensemble 1; predict and "
+                   f"evaluate label with {default_runs(trained.config)} runs by default)")
     print(scores)
     for warning in diagnosis["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from segstruct.cli.common import (UsageError, add_other_data_option, check_model_data, load_models,
+from segstruct.cli.common import (UsageError, add_ensemble_option, add_other_data_option,
+                                  check_model_data, ensemble_configs, load_models,
                                   model_detectors, open_dataset, refuse_overwriting)
 from segstruct.cli.settings import make_extractor
 from segstruct.datasets import DatasetError
@@ -31,6 +32,7 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0,
                    help="random seed of the --random draw (default %(default)s)")
     add_other_data_option(p)
+    add_ensemble_option(p, "draw the masks of predict: label")
     p.add_argument("--out", required=True, type=Path, metavar="PNG",
                    help="the PNG file to write")
 
@@ -58,20 +60,30 @@ def run(args) -> int:
         names = [Path(path).name for path in args.model]
     dataset = open_dataset(args)
     check_model_data(args, dataset, args.model, [m.doc for m in loaded])
-    extractor = make_extractor(args, dataset, config, codebook, model_detectors(loaded))
+    configs = ensemble_configs(args, config)
+    extractor, *variants = [make_extractor(args, dataset, c, codebook, model_detectors(loaded))
+                            for c in configs]
     ids = args.images or pick_images(dataset, args.split, first["class"], args.random,
                                      args.seed)
     missing = sorted(set(ids) - set(dataset.ids(args.split)))
     if missing:
         raise DatasetError(f"image id(s) {', '.join(missing)} are not in split "
                            f"{args.split!r} of {dataset.root}")
+    masks = None
+    if variants:               # the masks predict writes: each model's ensemble
+        from segstruct.predict import label_images
+        masks = {n: [(labels == m.label).astype(np.uint8) for _, labels in
+                     label_images([m], extractor, ids, variants=variants)]
+                 for n, m in zip(names, loaded)}
     versions = sorted({m.doc["code_version"] for m in loaded})
+    labelled = f"ensemble of {len(configs)}" if variants else "graph cut"
     caption = (f"data {dataset.name}/{args.split}; class {first['class']}; models "
-               f"{', '.join(f'{n} ({p})' for n, p in zip(names, args.model))}; trained with "
-               f"code {', '.join(versions)}; drawn with code {code_version()}")
+               f"{', '.join(f'{n} ({p})' for n, p in zip(names, args.model))}, each "
+               f"{labelled}; trained with code {', '.join(versions)}; drawn with code "
+               f"{code_version()}")
     path = save_qualitative(extractor, first["class"], args.split, ids,
                             {n: m.estimator for n, m in zip(names, loaded)},
-                            args.out, caption)
+                            args.out, caption, masks=masks)
     print(f"wrote {path} ({len(ids)} images: {', '.join(ids)})")
     return 0
 

@@ -129,18 +129,23 @@ def pick_images(dataset: VOCDataset, split: str, class_name: str, n: int, seed: 
 
 
 def save_qualitative(extractor: FeatureExtractor, class_name: str, split: str, ids,
-                     models: dict, path, caption: str) -> Path:
+                     models: dict, path, caption: str, masks: dict | None = None) -> Path:
     """Draw input | ground truth | one column per model for images ``ids``.
 
     Parameters
     ----------
     models : method name -> fitted estimator (all on the extractor's features).
+    masks : method name -> one (H, W) 0/1 array per image of ``ids``, the
+        masks to draw for that model instead of its graph cut's (an
+        ensemble's, :func:`segstruct.predict.label_images`); default none.
     """
     from segstruct.report.figures import qualitative_figure, save_figure
     dataset = extractor.dataset
     value = class_index(class_name)
     examples = extractor.examples(split, class_name, ids=list(ids))
-    predictions = {m: est.predict([ex.graph for ex in examples]) for m, est in models.items()}
+    masks = masks or {}
+    predictions = {m: est.predict([ex.graph for ex in examples]) for m, est in models.items()
+                   if m not in masks}
     panels = []
     for k, ex in enumerate(examples):
         raw = dataset.read_mask(ex.graph.image_id)
@@ -148,6 +153,6 @@ def save_qualitative(extractor: FeatureExtractor, class_name: str, split: str, i
         panels.append({"image_id": ex.graph.image_id,
                        "image": dataset.read_image(ex.graph.image_id),
                        "truth": truth, "segments": ex.graph.segments,
-                       "predictions": {m: ex.graph.paint(y[k])
-                                       for m, y in predictions.items()}})
+                       "predictions": {m: masks[m][k] if m in masks else
+                                       ex.graph.paint(predictions[m][k]) for m in models}})
     return save_figure(qualitative_figure(panels, list(models), caption), path)

@@ -47,7 +47,9 @@ def table_markdown(results: dict) -> str:
         out.write(f"| {name} | " + " | ".join(cells) + " |\n")
     out.write(f"\nIn brackets: the same models on their own training split "
               f"({results['train_split']}); a training IoU far above the "
-              f"{results['eval_split']} IoU is over-fitting.\n")
+              f"{results['eval_split']} IoU is over-fitting. Each cell scores the "
+              f"model's graph cut (`segstruct evaluate --ensemble 1`)"
+              f"{_ensemble_note(results.get('features'))}.\n")
     by_pair = {(r["class"], r["method"]): r["training"] for r in results["results"]}
     out.write("\nTraining seconds / cutting-plane iterations (* = stopped at max_iter):\n\n")
     out.write("| class | " + " | ".join(methods) + " |\n")
@@ -87,6 +89,16 @@ def table_markdown(results: dict) -> str:
         f"{features_text(results.get('features') or {})}; code "
         f"{', '.join(versions) or results['code_version']}.\n")
     return out.getvalue()
+
+
+def _ensemble_note(features: dict | None) -> str:
+    """What predict and evaluate do by default with such models, where it
+    is not the graph cut the tables score."""
+    from segstruct.ensemble import default_runs
+    if not features or default_runs(FeatureConfig.from_dict(features)) == 1:
+        return ""
+    return (f"; `segstruct predict` and `evaluate` label with an ensemble of "
+            f"{default_runs(FeatureConfig.from_dict(features))} runs by default")
 
 
 def blocks_text(features: dict) -> str:

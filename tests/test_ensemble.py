@@ -220,7 +220,8 @@ def test_evaluate_scores_the_ensemble_s_masks(slic_models, data_root, tmp_path, 
         "runs": 5, "slic_segments": [20, 16, 25, 18, 22]}
 
 
-def test_multiclass_evaluate_scores_predict_s_ensemble_masks(slic_models, data_root, tmp_path):
+def test_multiclass_evaluate_scores_predict_s_ensemble_masks(slic_models, data_root, tmp_path,
+                                                             capsys):
     """evaluate --multiclass scores the PNGs predict writes, ensemble and all,
     and each class model alone as evaluate does."""
     from segstruct.evaluate.multiclass import ConfusionMatrix
@@ -230,6 +231,7 @@ def test_multiclass_evaluate_scores_predict_s_ensemble_masks(slic_models, data_r
     assert main(["predict", "--model", str(car_path), str(person_path), "--data",
                  str(data_root), "--ensemble", "2", "--out", str(tmp_path / "masks"),
                  *cache]) == 0
+    assert "an ensemble of 2 runs" in capsys.readouterr().out
     want = ConfusionMatrix()
     for image_id in data.ids("val"):
         want.add(np.array(Image.open(tmp_path / "masks" / f"{image_id}.png")),

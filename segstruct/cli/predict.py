@@ -226,6 +226,8 @@ def run(args) -> int:
     write_json(out / "index.json", index)
     labelled = sum(1 for e in entries if e["class_pixels"])
     used = ", ".join(f"{m.class_name} ({m.doc['method']})" for m in models)
+    if variants:
+        used += f", an ensemble of {len(configs)} runs (--ensemble 1: the graph cut alone)"
     print(f"labelled {len(entries)} images ({labelled} with some foreground) with {used} in "
           f"{index['seconds']:.1f} s; wrote {out}/<id>.png"
           f"{' and .jpg' if args.overlay else ''} and {out / 'index.json'}")

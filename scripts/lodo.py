@@ -294,11 +294,48 @@ def calibrate(Xt, Yt, Xv, width: int) -> None:
         g.unary = u
 
 
+def ensemble_scorer(root: Path, td: str, norm: str, class_name: str, split: str,
+                    features: str, runs: int):
+    """A function of a fitted estimator that gives a split's VOC IoU % with
+    each image labelled as ``segstruct predict`` labels it: an ensemble of
+    ``runs`` superpixelisations (:mod:`segstruct.ensemble`), scored on the
+    image's pixels against its mask, void excluded. The runs' graphs and
+    the masks are made once, here."""
+    from types import SimpleNamespace
+
+    from segstruct.datasets import class_index
+    from segstruct.datasets.voc import VOID_LABEL
+    from segstruct.ensemble import run_labels, superpixel_variants
+    from segstruct.evaluate.scoring import VOCScore, pixel_confusion
+    if (root / "EXPORTED").exists():
+        raise SystemExit("--ensemble needs the images: give --data the data sets, not "
+                         "exported arrays")
+    dataset = VOCDataset(root)
+    config = feature_config(td, norm, features)
+    ids = dataset.ids(split)
+    graphs = FeatureExtractor(dataset, config, progress=False).variant_graphs(
+        ids, [c.superpixels for c in superpixel_variants(config, runs)],
+        class_name if config.detector is not None else None)
+    label = class_index(class_name)
+    truths = [dataset.read_mask(i) for i in ids]
+
+    def score(estimator) -> float:
+        model = SimpleNamespace(estimator=estimator, label=1)
+        voc = VOCScore()
+        for image_runs, truth in zip(graphs, truths):
+            labels = run_labels([model], [[g] for g in image_runs])
+            voc.add(*pixel_confusion(labels == 1, truth == label, truth == VOID_LABEL))
+        return 100 * voc.iou
+    return score
+
+
 def walk_task(root: Path, class_name: str, method: str, setting, grid,
-              features: str = "as-given", test_split: str | None = None) -> list[dict]:
+              features: str = "as-given", test_split: str | None = None,
+              ensemble: int = 1) -> list[dict]:
     """Fit one method along the grid of C (warm-started) on one setting's
     features; a record per C (with ``test_iou``, the IoU on ``test_split``,
-    when one is given)."""
+    when one is given, and with ``ensemble`` > 1 the same scores of the
+    masks of that ensemble in ``val_iou_ensemble`` and ``test_iou_ensemble``)."""
     td, norm, scope = setting
     base = td[:-len("-cal")] if td.endswith("-cal") else td
     Xt, Yt = _examples(root, base, norm, class_name, "train", features=features)
@@ -306,7 +343,14 @@ def walk_task(root: Path, class_name: str, method: str, setting, grid,
     Xs, Ys = (_examples(root, base, norm, class_name, test_split, features=features)
               if test_split else ([], []))
     if base != td:
+        if ensemble > 1:
+            raise ValueError("the calibrated block has no ensemble scores")
         calibrate(Xt, Yt, [*Xv, *Xs], DetectorParams().n_filters)
+    scorers = {}
+    if ensemble > 1:
+        scorers = {f"{'val' if split == 'val' else 'test'}_iou_ensemble":
+                   ensemble_scorer(root, base, norm, class_name, split, features, ensemble)
+                   for split in ("val", *([test_split] if test_split else []))}
     est = estimator_for(method, scope=scope)
     est.warm_start = True
     out = []
@@ -321,6 +365,8 @@ def walk_task(root: Path, class_name: str, method: str, setting, grid,
             "train_iou": 100 * est.score(Xt, Yt), "val_iou": 100 * est.score(Xv, Yv),
             **({"test_split": test_split, "test_iou": 100 * est.score(Xs, Ys)}
                if test_split else {}),
+            **({"ensemble": ensemble} if scorers else {}),
+            **{key: score(est) for key, score in scorers.items()},
             "n_iter": int(est.n_iter_), "converged": bool(est.converged_),
             "fit_seconds": float(est.fit_seconds_), "wall_seconds": time.perf_counter() - start,
             "gap": float(est.gap_), "svm_C": float(est.svm_C_), "code_version": code_version(),
@@ -363,17 +409,20 @@ def run(args) -> None:
     if made_with != args.features:
         raise SystemExit(f"{out} holds fits on --features {made_with}; give that, or "
                          f"another --out for --features {args.features}")
-    scored_on = (json.loads((out / "plan.json").read_text()).get("test_split")
-                 if (out / "plan.json").exists() else args.test_split)
-    if scored_on != args.test_split:
-        # a finished fit is not run again, so the two kinds would mix
-        def named(split):
-            return f"--test-split {split}" if split else "no --test-split"
-        raise SystemExit(f"{out} holds fits made with {named(scored_on)}; give that, or "
-                         f"another --out for {named(args.test_split)}")
+    earlier = json.loads((out / "plan.json").read_text()) if (out / "plan.json").exists() \
+        else {}
+    # a finished fit is not run again, so fits scored otherwise would mix
+    for key, option, given, none in (("test_split", "--test-split", args.test_split, None),
+                                     ("ensemble", "--ensemble", args.ensemble, 1)):
+        made = earlier.get(key, none) if earlier else given
+        if made != given:
+            was, wanted = (f"{option} {v}" if v != none else f"no {option}"
+                           for v in (made, given))
+            raise SystemExit(f"{out} holds fits made with {was}; give that, or another "
+                             f"--out for {wanted}")
     write_json(out / "plan.json", {"classes": classes, "grid": list(GRID),
                                    "features": args.features, "test_split": args.test_split,
-                                   "machine": machine(),
+                                   "ensemble": args.ensemble, "machine": machine(),
                                    "code_version": code_version()})
     settings = [s for s in SETTINGS + FOLD_SETTINGS
                 if s[0].replace("-cal", "") in args.top_down
@@ -411,7 +460,7 @@ def run(args) -> None:
                     grid = [C for C in GRID if (name, c, m, *setting, C) not in done]
                     if grid:
                         tasks.append((Path(args.data) / name, c, m, setting, list(GRID),
-                                      args.features, args.test_split))
+                                      args.features, args.test_split, args.ensemble))
     print(f"{len(tasks)} walks of {len(GRID)} fits to run", flush=True)
     # the paper's methods first; the slowest last would leave a worker idle:
     # proposed and CamVid first among them
@@ -999,6 +1048,74 @@ def _class_mean(records, d, m, setting, C_of: dict, what: str) -> float | None:
     return None if None in vals else float(np.mean(vals))
 
 
+def _best(records, d, m, settings, classes, what: str) -> tuple:
+    """(mean ``what`` over ``classes``, setting, C) of the best (setting, C)
+    of ``m``'s fits on data set ``d``, one (setting, C) for all the classes;
+    of equal means, the smallest C."""
+    scored = [(v, -C, s) for s in settings for C in GRID
+              if (v := _class_mean(records, d, m, s, dict.fromkeys(classes, C), what))
+              is not None]
+    v, C, s = max(scored)
+    return v, s, -C
+
+
+def ensemble_lines(ens, cvs, methods, setting=LIBRARY_DEFAULT) -> list[str]:
+    """The fits of ``run --ensemble K`` (``ens``), each scored by its graph
+    cut and as predict labels (the ensemble): the library's default
+    (``setting`` at the C that ``cvs`` chose) beside the best (setting, C) of
+    these fits, both ways, and each method's mean gap over the data sets
+    they cover."""
+    ens = [r for r in ens if "val_iou_ensemble" in r]
+    if not ens or not cvs:
+        return []
+    runs = ens[0]["ensemble"]
+    datasets = sorted({r["dataset"] for r in ens})
+    settings = sorted({_setting(r) for r in ens})
+    lines = [f"## Scored as predict labels: the ensemble of {runs}", "",
+             f"The fits of {', '.join(setting_name(x) for x in settings)} on "
+             f"{', '.join(datasets)} made again, each scored on val by its graph cut (as "
+             f"training and the tables above score it) and by the masks `segstruct predict` "
+             f"makes by default (an ensemble of {runs} superpixelisations, on the image's "
+             f"pixels). Mean val IoU % over the classes: the library's default "
+             f"({setting_name(setting)}, C auto: the C that 3-fold cross-validation on the "
+             "training split chose, in brackets) beside the best (setting, C) of these fits "
+             "by each score; the gap is best minus default.", "",
+             "| method | held out | default: graph cut (train) | default: ensemble | "
+             "best by graph cut | gap | best by ensemble | gap |",
+             "|---|---|---|---|---|---|---|---|"]
+    gaps: dict = {}
+    for m in methods:
+        for d in datasets:
+            classes = sorted({r["class"] for r in ens if r["dataset"] == d})
+            chosen = {r["class"]: r["chosen_C"] for r in cvs
+                      if (r["dataset"], r["method"], _cv_setting(r)) == (d, m, setting)}
+            if set(classes) - set(chosen) or _class_mean(
+                    ens, d, m, setting, chosen, "val_iou_ensemble") is None:
+                continue
+            at = {w: _class_mean(ens, d, m, setting, chosen, w)
+                  for w in ("val_iou", "val_iou_ensemble", "train_iou")}
+            best = {w: _best(ens, d, m, settings, classes, w)
+                    for w in ("val_iou", "val_iou_ensemble")}
+            gaps[m, d] = {w: best[w][0] - at[w] for w in best}
+            lines.append(
+                f"| {m} | {d} | {fmt(at['val_iou'])} ({fmt(at['train_iou'], '.1f')}) | "
+                f"{fmt(at['val_iou_ensemble'])} "
+                f"({', '.join(f'{c} {chosen[c]:g}' for c in classes)}) | "
+                + " | ".join(f"{setting_name(best[w][1])}, C {best[w][2]:g}: "
+                             f"{fmt(best[w][0])} | {fmt(gaps[m, d][w])}"
+                             for w in ("val_iou", "val_iou_ensemble")) + " |")
+    lines.append("")
+    for m in methods:
+        mine = [g for (n, _), g in gaps.items() if n == m]
+        if mine:
+            lines.append(f"- {m}: mean gap over {len(mine)} held-out set(s) "
+                         f"{fmt(float(np.mean([g['val_iou_ensemble'] for g in mine])))} "
+                         "scored as predict labels, "
+                         f"{fmt(float(np.mean([g['val_iou'] for g in mine])))} by graph cut")
+    made = sorted({f"code {r['code_version']}, {r['machine']}" for r in ens})
+    return lines + ["", f"These fits: {'; '.join(made)}.", ""]
+
+
 def test_split_lines(tests, records, cvs, library, methods,
                      setting=LIBRARY_DEFAULT, own_cv: bool = False) -> list[str]:
     """The held-out sets whose fits were also scored on a test split
@@ -1041,13 +1158,7 @@ def test_split_lines(tests, records, cvs, library, methods,
                 continue
             at = {w: _class_mean(tests, d, m, setting, chosen, w)
                   for w in ("val_iou", "test_iou", "train_iou")}
-            best = {}
-            for w in ("val_iou", "test_iou"):
-                scored = [(v, -C, s) for s in settings for C in GRID
-                          if (v := _class_mean(tests, d, m, s, dict.fromkeys(classes, C), w))
-                          is not None]
-                v, C, s = max(scored)
-                best[w] = (v, s, -C)
+            best = {w: _best(tests, d, m, settings, classes, w) for w in ("val_iou", "test_iou")}
             gaps[m, d] = best["test_iou"][0] - at["test_iou"]
             lines.append(
                 f"| {m} | {d} | {fmt(at['val_iou'])} ({fmt(at['train_iou'], '.1f')}) | "
@@ -1216,6 +1327,14 @@ def table(args) -> None:
             if test_cv.exists() else cvs
         lines += test_split_lines(tests, records, test_cvs, library, joint,
                                   own_cv=test_cv.exists())
+    ens_path = out / "ensemble" / "runs.jsonl"
+    if ens_path.exists():
+        # the library's cross-validation: folds to its fold tolerance
+        lib_cv = cv_file(out, False, DEFAULT_FOLD_TOL)
+        ens = _records(ens_path.parent)
+        lines += ensemble_lines(ens, with_refit_guard(
+            [json.loads(line) for line in lib_cv.read_text().splitlines()], ens)
+            if lib_cv.exists() else [], joint)
     if cvs:
         lines += ["## --C auto at the chosen settings", "",
                   "3-fold cross-validation of C over the grid on the training split; the val "
@@ -1288,6 +1407,12 @@ def main(argv=None) -> int:
                    help="run: also score every fit on this split (its IoU in test_iou), "
                         "into an --out of its own; table adds a section for the fits "
                         "under OUT/test_split/")
+    p.add_argument("--ensemble", type=int, default=1, metavar="K",
+                   help="run: also score every fit on val (and --test-split) as predict "
+                        "labels by default, the ensemble of K superpixelisations (its IoU "
+                        "in val_iou_ensemble), into an --out of its own; table adds a "
+                        "section for the fits under OUT/ensemble/ (default 1: the graph "
+                        "cut only)")
     p.add_argument("-j", "--n-jobs", type=int, default=1)
     args = p.parse_args(argv)
     {"run": run, "cv": cv, "table": table, "export": export}[args.command](args)

@@ -38,7 +38,8 @@ from segstruct.features.scale import resize_labels
 from segstruct.features.superpixels import paint
 
 __all__ = ["DEFAULT_RUNS", "FACTORS", "add_painted_scores", "averaged_labels", "combine_scores",
-           "default_runs", "ensemble_record", "graphs_per_image", "superpixel_variants"]
+           "default_runs", "ensemble_record", "graphs_per_image", "run_labels",
+           "superpixel_variants"]
 
 #: SLIC segment counts of an ensemble's runs, as multiples of the model's, in
 #: the order an ensemble of K takes the first K.
@@ -157,15 +158,31 @@ def averaged_labels(models: Sequence, extractors: Sequence, ids: Sequence[str]) 
         per_model = [first.variant_graphs(ids, superpixels, m.class_name) for m in models]
     else:
         per_model = [first.variant_graphs(ids, superpixels)] * len(models)
-    totals: list = [None] * len(ids)
-    shapes: list = [None] * len(ids)
-    for k in range(len(ids)):
-        for run in range(len(extractors)):
-            graphs = [per_model[m][k][run] for m in range(len(models))]
-            totals[k] = add_painted_scores(totals[k], models, graphs)
-            shapes[k] = graphs[0].shape
-    labels = [m.label for m in models]
-    return [resize_labels(combine_scores(t, labels), shape) for t, shape in zip(totals, shapes)]
+    return [run_labels(models, [[per_model[m][k][run] for m in range(len(models))]
+                                for run in range(len(extractors))])
+            for k in range(len(ids))]
+
+
+def run_labels(models: Sequence, runs: Sequence[Sequence]) -> np.ndarray:
+    """One image's labels from its graphs of an ensemble's runs.
+
+    Parameters
+    ----------
+    models : M class models (``label``, ``estimator.decision_function``).
+    runs : per run, the image's M graphs, one per model in model order
+        (one superpixelisation; the top-down block differs per class).
+
+    Returns
+    -------
+    (H, W) uint8: the VOC class index per pixel of the image, from the
+    models' max-marginal differences summed over the runs at the working
+    resolution (:func:`add_painted_scores`, :func:`combine_scores`), then
+    resized to the image's pixels.
+    """
+    total = add_painted_scores(None, models, runs[0])
+    for graphs in runs[1:]:
+        total = add_painted_scores(total, models, graphs)
+    return resize_labels(combine_scores(total, [m.label for m in models]), runs[0][0].shape)
 
 
 def add_painted_scores(total: np.ndarray | None, models: Sequence, graphs: Sequence) -> np.ndarray:

@@ -1059,6 +1059,20 @@ def _best(records, d, m, settings, classes, what: str) -> tuple:
     return v, s, -C
 
 
+def _held_out_defaults(records, cvs, methods, setting, what: str):
+    """Yield (method, data set, its classes, {class: the C cross-validation
+    chose}) for each method and data set of ``records`` whose default
+    (``setting`` at those C) has ``what`` for every class."""
+    for m in methods:
+        for d in sorted({r["dataset"] for r in records}):
+            classes = sorted({r["class"] for r in records if r["dataset"] == d})
+            chosen = {r["class"]: r["chosen_C"] for r in cvs
+                      if (r["dataset"], r["method"], _cv_setting(r)) == (d, m, setting)}
+            if not set(classes) - set(chosen) and _class_mean(
+                    records, d, m, setting, chosen, what) is not None:
+                yield m, d, classes, chosen
+
+
 def ensemble_lines(ens, cvs, methods, setting=LIBRARY_DEFAULT) -> list[str]:
     """The fits of ``run --ensemble K`` (``ens``), each scored by its graph
     cut and as predict labels (the ensemble): the library's default
@@ -1084,26 +1098,20 @@ def ensemble_lines(ens, cvs, methods, setting=LIBRARY_DEFAULT) -> list[str]:
              "best by graph cut | gap | best by ensemble | gap |",
              "|---|---|---|---|---|---|---|---|"]
     gaps: dict = {}
-    for m in methods:
-        for d in datasets:
-            classes = sorted({r["class"] for r in ens if r["dataset"] == d})
-            chosen = {r["class"]: r["chosen_C"] for r in cvs
-                      if (r["dataset"], r["method"], _cv_setting(r)) == (d, m, setting)}
-            if set(classes) - set(chosen) or _class_mean(
-                    ens, d, m, setting, chosen, "val_iou_ensemble") is None:
-                continue
-            at = {w: _class_mean(ens, d, m, setting, chosen, w)
-                  for w in ("val_iou", "val_iou_ensemble", "train_iou")}
-            best = {w: _best(ens, d, m, settings, classes, w)
-                    for w in ("val_iou", "val_iou_ensemble")}
-            gaps[m, d] = {w: best[w][0] - at[w] for w in best}
-            lines.append(
-                f"| {m} | {d} | {fmt(at['val_iou'])} ({fmt(at['train_iou'], '.1f')}) | "
-                f"{fmt(at['val_iou_ensemble'])} "
-                f"({', '.join(f'{c} {chosen[c]:g}' for c in classes)}) | "
-                + " | ".join(f"{setting_name(best[w][1])}, C {best[w][2]:g}: "
-                             f"{fmt(best[w][0])} | {fmt(gaps[m, d][w])}"
-                             for w in ("val_iou", "val_iou_ensemble")) + " |")
+    for m, d, classes, chosen in _held_out_defaults(ens, cvs, methods, setting,
+                                                    "val_iou_ensemble"):
+        at = {w: _class_mean(ens, d, m, setting, chosen, w)
+              for w in ("val_iou", "val_iou_ensemble", "train_iou")}
+        best = {w: _best(ens, d, m, settings, classes, w)
+                for w in ("val_iou", "val_iou_ensemble")}
+        gaps[m, d] = {w: best[w][0] - at[w] for w in best}
+        lines.append(
+            f"| {m} | {d} | {fmt(at['val_iou'])} ({fmt(at['train_iou'], '.1f')}) | "
+            f"{fmt(at['val_iou_ensemble'])} "
+            f"({', '.join(f'{c} {chosen[c]:g}' for c in classes)}) | "
+            + " | ".join(f"{setting_name(best[w][1])}, C {best[w][2]:g}: "
+                         f"{fmt(best[w][0])} | {fmt(gaps[m, d][w])}"
+                         for w in ("val_iou", "val_iou_ensemble")) + " |")
     lines.append("")
     for m in methods:
         mine = [g for (n, _), g in gaps.items() if n == m]
@@ -1148,26 +1156,19 @@ def test_split_lines(tests, records, cvs, library, methods,
              f"| gap on val | best on {split} | gap on {split} |",
              "|---|---|---|---|---|---|---|---|"]
     gaps: dict = {}
-    for m in methods:
-        for d in datasets:
-            classes = sorted({r["class"] for r in tests if r["dataset"] == d})
-            chosen = {r["class"]: r["chosen_C"] for r in cvs
-                      if (r["dataset"], r["method"], _cv_setting(r)) == (d, m, setting)}
-            if set(classes) - set(chosen) or _class_mean(
-                    tests, d, m, setting, chosen, "val_iou") is None:
-                continue
-            at = {w: _class_mean(tests, d, m, setting, chosen, w)
-                  for w in ("val_iou", "test_iou", "train_iou")}
-            best = {w: _best(tests, d, m, settings, classes, w) for w in ("val_iou", "test_iou")}
-            gaps[m, d] = best["test_iou"][0] - at["test_iou"]
-            lines.append(
-                f"| {m} | {d} | {fmt(at['val_iou'])} ({fmt(at['train_iou'], '.1f')}) | "
-                f"{fmt(at['test_iou'])} ({', '.join(f'{c} {chosen[c]:g}' for c in classes)})"
-                f" | {setting_name(best['val_iou'][1])}, C "
-                f"{best['val_iou'][2]:g}: {fmt(best['val_iou'][0])} | "
-                f"{fmt(best['val_iou'][0] - at['val_iou'])} | "
-                f"{setting_name(best['test_iou'][1])}, C {best['test_iou'][2]:g}: "
-                f"{fmt(best['test_iou'][0])} | {fmt(gaps[m, d])} |")
+    for m, d, classes, chosen in _held_out_defaults(tests, cvs, methods, setting, "val_iou"):
+        at = {w: _class_mean(tests, d, m, setting, chosen, w)
+              for w in ("val_iou", "test_iou", "train_iou")}
+        best = {w: _best(tests, d, m, settings, classes, w) for w in ("val_iou", "test_iou")}
+        gaps[m, d] = best["test_iou"][0] - at["test_iou"]
+        lines.append(
+            f"| {m} | {d} | {fmt(at['val_iou'])} ({fmt(at['train_iou'], '.1f')}) | "
+            f"{fmt(at['test_iou'])} ({', '.join(f'{c} {chosen[c]:g}' for c in classes)})"
+            f" | {setting_name(best['val_iou'][1])}, C "
+            f"{best['val_iou'][2]:g}: {fmt(best['val_iou'][0])} | "
+            f"{fmt(best['val_iou'][0] - at['val_iou'])} | "
+            f"{setting_name(best['test_iou'][1])}, C {best['test_iou'][2]:g}: "
+            f"{fmt(best['test_iou'][0])} | {fmt(gaps[m, d])} |")
     lines.append("")
     for m in methods:
         rows = library.get(m, {}).get("rows", [])

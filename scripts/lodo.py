@@ -40,6 +40,16 @@ that scores the held-out CamVid on its test split:
         --cv-settings folds/l1/dataset --cv-tol 0.001
     python scripts/lodo.py table --out results/lodo/defaults    # reads test_split/ too
 
+``predict`` and ``evaluate`` label with an ensemble of superpixelisations by
+default (segstruct.ensemble); ``--ensemble K`` scores every fit both ways,
+by its graph cut and by the ensemble's masks, for the table's section
+that compares the default with the best both ways (CamVid's fits so far):
+
+    python scripts/lodo.py run --features defaults --out results/lodo/defaults/ensemble \
+        --datasets camvid_voc --top-down off plain folds --methods bl1 bl2 proposed \
+        --settings off/l1/dataset plain/l1/dataset folds/l1/dataset --ensemble 5 -j 2
+    python scripts/lodo.py table --out results/lodo/defaults    # reads ensemble/ too
+
 The grid (``run``): for every data set under ``--data`` and every class with
 at least ``--min-images`` training images showing it (the soak's rule), every
 method of ``--methods`` is trained on the train split at every C of ``GRID``

@@ -277,3 +277,22 @@ def test_visualize_draws_the_masks_predict_writes(slic_models, data_root, tmp_pa
     # the two differ somewhere, or the test could not tell them apart
     assert any(not np.array_equal(a["predictions"]["bl1"], b["predictions"]["bl1"])
                for a, b in zip(drawn[0][0], drawn[1][0]))
+
+
+def test_decisions_from_marginals_label_with_one_run(data_root, tmp_path, capsys):
+    """A decision other than map reads one graph's marginals: by default it
+    labels with the model's own superpixels (no ensemble), and an ensemble
+    asked for is refused."""
+    model = tmp_path / "crf"
+    assert main(["train", "--data", str(data_root), "--class", "car", "--method", "crf",
+                 "--C", "1", "--cache", str(tmp_path / "cache"), "--out", str(model),
+                 *SMALL]) == 0
+    common = ["predict", "--model", str(model), "--data", str(data_root), "--split", "val",
+              "--decision", "marginal", "--cache", str(tmp_path / "cache"), "-q"]
+    assert main([*common, "--out", str(tmp_path / "out")]) == 0
+    index = json.loads((tmp_path / "out" / "index.json").read_text())
+    assert index["ensemble"] == {"runs": 1, "slic_segments": None}
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main([*common, "--ensemble", "2", "--out", str(tmp_path / "two")])
+    assert exit_.value.code == 2 and "--decision map" in capsys.readouterr().err

@@ -219,9 +219,10 @@ def run(args) -> int:
     scores = f"VOC IoU {fmt(train_score['voc_iou_percent'], '.2f')} % on {args.split}"
     if val_score is not None:
         scores += f", {fmt(val_score['voc_iou_percent'], '.2f')} % on {val_split}"
-    if default_runs(trained.config) > 1:     # what evaluate reports by default differs
+    runs = default_runs(trained.config)
+    if runs > 1:                 # what evaluate reports by default differs
         scores += (" (the model's graph cut, as evaluate --ensemble 1; predict and "
-                   f"evaluate label with {default_runs(trained.config)} runs by default)")
+                   f"evaluate label with {runs} runs by default)")
     print(scores)
     for warning in diagnosis["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)

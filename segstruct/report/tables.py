@@ -95,10 +95,9 @@ def _ensemble_note(features: dict | None) -> str:
     """What predict and evaluate do by default with such models, where it
     is not the graph cut the tables score."""
     from segstruct.ensemble import default_runs
-    if not features or default_runs(FeatureConfig.from_dict(features)) == 1:
-        return ""
-    return (f"; `segstruct predict` and `evaluate` label with an ensemble of "
-            f"{default_runs(FeatureConfig.from_dict(features))} runs by default")
+    runs = default_runs(FeatureConfig.from_dict(features)) if features else 1
+    return (f"; `segstruct predict` and `evaluate` label with an ensemble of {runs} runs by "
+            "default") if runs > 1 else ""
 
 
 def blocks_text(features: dict) -> str:

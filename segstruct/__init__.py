@@ -22,8 +22,14 @@ checks) -> ``io`` and ``report`` (files, figures) -> ``workflow`` /
 ``compare`` -> ``cli``. docs/design.md gives the import layers.
 """
 from importlib import import_module
+from pathlib import Path
 
+from segstruct._source_tree import map_sibling_packages
 from segstruct._version import __version__
+
+# run from a checkout (its root on sys.path), inference/ and datasets/ sit
+# beside this folder, not in it: map them as an install does
+map_sibling_packages(Path(__file__).resolve().parent)
 
 # public name -> module that defines it
 _EXPORTS = {

@@ -69,6 +69,56 @@ def bootstrap_differences(per_image_a, per_image_b, n_resamples: int = 10000,
     return _pooled_iou(times @ a) - _pooled_iou(times @ b)
 
 
+def resampled_iou(per_image, n_resamples: int = 10000, seed: int = 0) -> np.ndarray:
+    """Pooled VOC IoU of image bootstrap resamples, for several models at once.
+
+    Every resample draws the images with replacement once, and the same draw
+    serves every model and class of ``per_image``, so differences between
+    them (and means over classes) keep their pairing.
+
+    Parameters
+    ----------
+    per_image : (n_images, ..., 3) array-like of int
+        (TP, FP, FN) pixel counts of each image for each model (any number of
+        axes between the images and the counts, e.g. classes x methods).
+    n_resamples : int
+        Resamples drawn, each ``n_images`` images with replacement.
+    seed : int
+        Seed of the NumPy generator that draws them.
+
+    Returns
+    -------
+    (n_resamples, ...) float64 array
+        IoU in percent of each resample and model; 0 where a resample counts
+        nothing for a model.
+    """
+    counts = np.asarray(per_image, np.float64)
+    if counts.ndim < 2 or counts.shape[-1] != 3:
+        raise ValueError(f"per-image counts must have shape (n_images, ..., 3) for "
+                         f"(TP, FP, FN), got {counts.shape}")
+    if counts.size and (not np.all(np.isfinite(counts)) or counts.min() < 0):
+        raise ValueError("per-image counts must be finite and non-negative")
+    n = counts.shape[0]
+    if n == 0:
+        raise ValueError("no images to resample")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    rng = np.random.default_rng(seed)
+    times = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+    pooled = np.tensordot(times, counts, axes=([1], [0]))      # (R, ..., 3)
+    return _pooled_iou(pooled)
+
+
+def percentile_interval(samples, confidence: float = 0.95) -> list[float]:
+    """[low, high]: the central ``confidence`` percentile interval of ``samples``
+    along their first axis (one interval per entry of the other axes)."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(np.asarray(samples, np.float64), [tail, 1.0 - tail], axis=0)
+    return [low.tolist(), high.tolist()]
+
+
 def paired_bootstrap(per_image_a, per_image_b, n_resamples: int = 10000,
                      confidence: float = 0.95, seed: int = 0) -> dict:
     """Summary of the paired bootstrap of a VOC IoU difference (A minus B).

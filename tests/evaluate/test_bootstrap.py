@@ -6,7 +6,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from segstruct.evaluate.bootstrap import bootstrap_differences, paired_bootstrap
+from segstruct.evaluate.bootstrap import (bootstrap_differences, paired_bootstrap,
+                                         percentile_interval, resampled_iou)
 from segstruct.evaluate.scoring import VOCScore
 
 
@@ -155,3 +156,49 @@ def test_script_refuses_a_report_without_per_image_counts(script, tmp_path, caps
     rb.write_text("{not json")
     assert script.main([str(ra), str(rb)]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_resampled_iou_follows_the_exact_distribution_of_each_model():
+    # two models on three images, every n^n draw enumerated: each model's
+    # resampled IoU has the exact distribution, and the draws are shared
+    a = [(50, 10, 5), (5, 20, 30), (30, 2, 1)]
+    b = [(54, 2, 1), (3, 30, 32), (12, 4, 19)]
+    counts = np.stack([a, b], axis=1)                   # (images, models, 3)
+    ious = resampled_iou(counts, n_resamples=40000, seed=1)
+    assert ious.shape == (40000, 2)
+    for k, model in enumerate((a, b)):
+        exact = Counter()
+        for draw in itertools.product(range(3), repeat=3):
+            t = np.asarray(model, float)[list(draw)].sum(0)
+            exact[round(100 * t[0] / t.sum(), 6)] += 1 / 27
+        seen = Counter(np.round(ious[:, k], 6).tolist())
+        assert set(seen) <= set(exact)
+        assert max(abs(seen[v] / 40000 - p) for v, p in exact.items()) < 0.01
+    # the same draws as the paired differences of the same seed
+    diffs = bootstrap_differences(a, b, n_resamples=40000, seed=1)
+    assert ious[:, 0] - ious[:, 1] == pytest.approx(diffs)
+
+
+def test_resampled_iou_keeps_any_axes_and_refuses_bad_counts():
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 100, size=(7, 2, 3, 3))    # images, classes, methods, counts
+    ious = resampled_iou(counts, n_resamples=50, seed=0)
+    assert ious.shape == (50, 2, 3)
+    same = resampled_iou(np.repeat(counts[:1], 7, axis=0), n_resamples=20)
+    pooled = counts[0]
+    assert same == pytest.approx(np.broadcast_to(100 * pooled[..., 0] / pooled.sum(-1),
+                                                 (20, 2, 3)))
+    with pytest.raises(ValueError, match="shape"):
+        resampled_iou(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="no images"):
+        resampled_iou(np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="non-negative"):
+        resampled_iou([[1, -1, 0]])
+
+
+def test_percentile_interval_is_the_central_share_of_each_column():
+    samples = np.stack([np.arange(101.0), -np.arange(101.0)], axis=1)
+    low, high = percentile_interval(samples, 0.9)
+    assert low == pytest.approx([5.0, -95.0]) and high == pytest.approx([95.0, -5.0])
+    with pytest.raises(ValueError, match="confidence"):
+        percentile_interval(samples, 1.0)

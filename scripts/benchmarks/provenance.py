@@ -1,0 +1,141 @@
+"""What made a benchmark's folder: command, code version, machine, date, and
+the defaults it depends on.
+
+Every folder under ``results/`` holds a ``provenance.json`` written by
+``scripts/bench.py``. Besides the command and the code, it records the
+library defaults the benchmark's numbers depend on (:func:`defaults`), by
+group, so that a change of one of them is seen: ``scripts/bench.py check``
+and the test suite compare the recorded values with today's, and name each
+default that moved, so the benchmark is run again before its numbers are
+quoted.
+"""
+from __future__ import annotations
+
+import datetime
+import getpass
+import hashlib
+import json
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+#: The groups of defaults a benchmark may depend on.
+GROUPS = ("data", "features", "training", "prediction")
+
+# options that say where or how a command runs, not what it computes
+_RUNNING_OPTIONS = {"help", "data", "cache", "no_cache", "n_jobs", "quiet", "progress",
+                    "scheduler", "out", "model", "images", "force", "resume"}
+
+
+def _command_defaults(name: str) -> dict:
+    from segstruct.cli.main import _parsers
+    parser = _parsers()[1][name]
+    return {a.dest: a.default for a in parser._actions if a.dest not in _RUNNING_OPTIONS}
+
+
+def _group(name: str) -> dict:
+    if name == "data":
+        from segstruct.datasets.synthetic import GENERATOR_VERSION, make_synthetic_voc
+        return {"synthetic_generator": GENERATOR_VERSION,
+                "make_synthetic_voc": make_synthetic_voc.__defaults__}
+    if name == "features":
+        from segstruct import DetectorParams, FeatureConfig
+        return {"FeatureConfig": FeatureConfig(), "DetectorParams": DetectorParams()}
+    if name == "training":
+        from segstruct.learn import cross_validation
+        from segstruct.learn.methods import DEFAULTS, METHODS
+        return {"TrainingSettings": DEFAULTS, "METHODS": METHODS,
+                "C_grid": cross_validation.DEFAULT_GRID,
+                "folds": cross_validation.DEFAULT_FOLDS,
+                "fold_tol": cross_validation.DEFAULT_FOLD_TOL,
+                "train": _command_defaults("train"), "compare": _command_defaults("compare")}
+    if name == "prediction":
+        from segstruct import ensemble
+        return {"ensemble_factors": ensemble.FACTORS,
+                "predict": _command_defaults("predict")}
+    raise ValueError(f"unknown group of defaults {name!r}; one of {', '.join(GROUPS)}")
+
+
+def _plain(value):
+    """A JSON-able form of a default that reads the same on every machine and
+    Python version (reprs of dataclasses and paths, lists for tuples)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
+    return repr(value)
+
+
+def defaults(groups) -> dict:
+    """Today's defaults of each group in ``groups``, as JSON-able values."""
+    return {g: _plain(_group(g)) for g in groups}
+
+
+def digest(values: dict) -> str:
+    """SHA-256 of :func:`defaults`' values (canonical JSON)."""
+    text = json.dumps(values, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def changed_defaults(recorded: dict, current: dict, prefix: str = "") -> list[str]:
+    """The dotted names of the defaults that differ between two :func:`defaults`."""
+    out = []
+    for key in sorted(set(recorded) | set(current)):
+        a, b = recorded.get(key, "<absent>"), current.get(key, "<absent>")
+        name = f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += changed_defaults(a, b, name + ".")
+        elif a != b:
+            out.append(f"{name}: {a!r} -> {b!r}")
+    return out
+
+
+def machine() -> dict:
+    """The machine and the Python a run used."""
+    from segstruct.io.provenance import machine as segstruct_machine
+    out = segstruct_machine(versions=True)
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    out["cpu_model"] = model or platform.processor()
+    try:
+        out["memory_gib"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+                                  / 2 ** 30, 1)
+    except (ValueError, OSError, AttributeError):
+        out["memory_gib"] = None
+    try:
+        out["load_average_at_start"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        out["load_average_at_start"] = None
+    return out
+
+
+def record(name: str, argv: list[str], groups, started: datetime.datetime,
+           seconds: float, summary: dict | None) -> dict:
+    """The ``provenance.json`` of one run of benchmark ``name``."""
+    from segstruct.io.provenance import code_version
+    values = defaults(groups)
+    return {
+        "benchmark": name,
+        "command": "python scripts/bench.py " + " ".join(shlex.quote(a) for a in argv),
+        "code_version": code_version(),
+        "python": sys.version.split()[0],
+        "machine": machine(),
+        "user": getpass.getuser(),
+        "started": started.isoformat(timespec="seconds"),
+        "seconds": round(seconds, 1),
+        "defaults": values,
+        "defaults_digest": digest(values),
+        "summary": summary or {},
+    }

@@ -1,0 +1,51 @@
+"""The README's test command: ``pytest`` in a fresh process, with an empty
+feature cache and ``OMP_NUM_THREADS=1``, as CI runs it; its wall seconds and
+its closing counts. Writes ``suite.json`` and ``pytest.log`` (the last lines
+of its output).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SUMMARY = "the README's `pytest`: wall time and counts, from an empty cache"
+DEFAULTS = ()
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest")
+
+
+def run(args, out: Path) -> dict:
+    with tempfile.TemporaryDirectory(prefix="bench-suite-") as cache:
+        env = {**os.environ, "SEGSTRUCT_CACHE": cache, "OMP_NUM_THREADS": "1",
+               "OPENBLAS_NUM_THREADS": "1"}
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               *args.pytest_args], cwd=REPO, env=env, capture_output=True,
+                              text=True)
+        seconds = time.perf_counter() - t0
+    tail = (done.stdout + done.stderr).splitlines()[-40:]
+    (out / "pytest.log").write_text("\n".join(tail) + "\n")
+    counts = {}
+    for line in reversed(tail):
+        found = re.findall(r"(\d+) (passed|failed|skipped|xfailed|xpassed|errors?|deselected)",
+                           line)
+        if found:
+            counts = {k: int(v) for v, k in found}
+            break
+    record = {"seconds": round(seconds, 1), "returncode": done.returncode, "counts": counts,
+              "python": sys.version.split()[0], "arguments": args.pytest_args,
+              "environment": {"OMP_NUM_THREADS": "1", "cache": "empty"}}
+    (out / "suite.json").write_text(json.dumps(record, indent=1) + "\n")
+    if done.returncode != 0:
+        raise SystemExit(f"pytest exited {done.returncode}; see {out / 'pytest.log'}")
+    return {"seconds": record["seconds"], "counts": counts}

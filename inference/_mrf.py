@@ -188,7 +188,7 @@ def raw_score(u, edges, p, y):
 
 
 def count_weights(t, a) -> tuple[np.ndarray, np.ndarray]:
-    """Per-node weights of FP and of TP: ``FP(y) = fp_w . y``, ``FN(y) = Np - tp_w . y``.
+    """Per-node weights of FP and of TP: ``FP(y) = fp_w @ y``, ``FN(y) = Np - tp_w @ y``.
 
     Parameters
     ----------

@@ -34,8 +34,8 @@ __all__ = ["bl2"]
 
 # (FP, FN) pairs evaluated per numpy batch by the full scan (losses that are
 # not concave in FP). Evaluating a loss makes a handful of float64 temporaries
-# of the batch's size, so 2^20 pairs (8 MB per array) keeps the peak far below
-# 200 MB even for the data-set scope (Np * Nn ~ 1e8 pairs then takes ~100
+# of the batch's size, so 2^20 pairs (a few megabytes per array) keep the
+# peak small even for the data-set scope (Np * Nn ~ 1e8 pairs then takes ~100
 # batches).
 _CHUNK = 1 << 20
 

@@ -3,7 +3,7 @@ decomposition with graph-cut pricing (same optimum as ``lp.py``, far cheaper).
 
 With every p_ij <= 0 the local-polytope LP of the MRF is integral, so the
 set of feasible (y, eta) projects onto the convex hull of the integral
-labellings. The LP of triangle k is therefore
+labellings. The LP of triangle k is therefore::
 
     max  sum_m theta_m (alpha_k FP_m + beta_k FN_m + S_m) + gamma_k
     s.t. sum_m theta_m = 1, theta >= 0,
@@ -67,8 +67,8 @@ class _Columns:
 def _solve_small_lp(cost, a_ub, b_ub, n_free=0):
     """max cost.x s.t. a_ub x <= b_ub, sum of the first m x = 1, x >= 0 (the
     last ``n_free`` variables free), by HiGHS directly: scipy's linprog
-    wrapper cost more than the solve itself on these 4-row problems
-    (profiled: 5 of 21 s in option checking).
+    wrapper cost more than the solve itself on these 4-row problems (a
+    profile showed much of the time in its option checking).
 
     Returns (status, objective, x, row duals of a_ub, dual of the convexity
     row), duals signed for the maximisation (>= 0 on binding <= rows);

@@ -11,8 +11,9 @@ For triangle k with plane alpha_k FP + beta_k FN + gamma_k, HiGHS solves
 
 One HiGHS model is built per graph; between triangles only the costs of the
 FP and FN columns and the three triangle rows change, and HiGHS restarts
-from the previous basis (docs/design.md, "Measurements behind the design":
-48 ms for 40 triangles on a 50-node image against 234 ms when rebuilding).
+from the previous basis, because rebuilding the model per triangle
+dominated the oracle's time (docs/design.md, "Measurements behind the
+design").
 
 Each LP solution is rounded into candidates (threshold at 0.5; the LP's
 integral part kept and the rest labelled by a graph cut under the triangle's

@@ -1,5 +1,7 @@
 """Exact loss-augmented inference by a mixed-integer program (HiGHS).
 
+The program::
+
     max  sum_{(j,k)} Delta(j, k) x_jk + sum_i (2 y_i - 1) u_i + sum_E p_ij d_ij
     s.t. y in {0,1}^N,  d_ij = [y_i != y_j] (four linear inequalities, exact
          for binary y whatever the sign of p_ij),

@@ -3,13 +3,13 @@
 Following Blondel, Martins & Niculae (2019, "Learning with Fenchel-Young
 losses" / "Structured prediction with projection oracles"), a labelling
 ``y in {0,1}^N`` of a graph with edges ``E`` (each pair ``i < j`` once, shape
-(E, 2)) is encoded by its parts
+(E, 2)) is encoded by its parts::
 
     phi(y) = ( y_i  for i in nodes ;  y_i y_j  for (i, j) in E ),   length N + E,
 
 and a model outputs scores ``theta = (theta_u (N,), theta_p (E,))`` of the same
 shape. The loss of ``theta`` for the target ``y`` on a closed convex set
-``C`` that holds every ``phi(y)`` is
+``C`` that holds every ``phi(y)`` is::
 
     L_C(theta; y) = <theta, mu> - ||mu||^2 / 2 + ||phi(y)||^2 / 2 - <phi(y), theta>
                   = ||phi(y) - theta||^2 / 2 - ||mu - theta||^2 / 2,
@@ -515,9 +515,9 @@ def project_marginal(theta_u, theta_p, edges, tol: float = 1e-6, max_iter: int =
 
     Cost: each iteration is one graph cut while the residual is attractive;
     otherwise a cut-based relaxation, and a MILP (HiGHS) when its vertex no
-    longer helps or the gap must be certified. Measured on 4x4, 5x5 and 7x7
-    grids with random attractive theta, tol 1e-6: 3 s, 33 s, 37 s (hundreds
-    of MILPs each). The cube and budget projections are the ones to train
+    longer helps or the gap must be certified: even small grids with random
+    attractive theta and a tight ``tol`` take hundreds of MILPs. The cube and
+    budget projections are the ones to train
     with on superpixel-sized graphs; this one is exact, not fast.
 
     Non-attractive oracle calls: even for ``theta_p >= 0`` the residual's

@@ -4,13 +4,16 @@
     python scripts/bench.py first_run            # run one into results/first_run/
     python scripts/bench.py first_run --help     # its options
     python scripts/bench.py check                # is every folder of results/ current?
+    python scripts/bench.py describe             # rewrite each folder's report.md
 
 A run writes into a fresh folder beside the old one and replaces the old only
 when it has finished, so an interrupted or failed run leaves the last
 results as they were. Beside the benchmark's own tables, figures and records
 it writes ``provenance.json``: the command, the code version (the git commit,
 ``.dirty`` for a modified working tree), the machine, the date, the run's
-seconds, and the library defaults the numbers depend on. ``check`` (and the
+seconds, and the library defaults the numbers depend on; and ``report.md``,
+the benchmark's tables in Markdown with that provenance, which the
+documentation's results page includes. ``check`` (and the
 test suite) compares those defaults with today's and names each one that
 changed since the folder was made.
 
@@ -63,6 +66,25 @@ def stale_folders(results: Path = RESULTS) -> list[str]:
     return problems
 
 
+def provenance_line(record: dict) -> str:
+    """One Markdown sentence naming what made a folder."""
+    m = record["machine"]
+    cores = m.get("cores_available") or m.get("cpu_count")
+    return (f"Made by `{record['command']}` at code `{record['code_version']}`, "
+            f"{record['started'][:10]}, in {record['seconds']:.0f} s on {cores} cores "
+            f"({m.get('cpu_model') or m.get('processor')}, {m.get('memory_gib')} GiB, "
+            f"Python {record['python']}).")
+
+
+def report(folder: Path) -> str:
+    """``report.md`` of a benchmark's folder: what its module makes of its
+    records (``describe``), then where they came from. Derived from the
+    files alone, so ``describe`` can make it again at any time."""
+    record = json.loads((folder / "provenance.json").read_text())
+    return load(record["benchmark"]).describe(folder).rstrip() + "\n\n" + \
+        provenance_line(record) + "\n"
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -71,6 +93,11 @@ def main(argv=None) -> int:
     if argv[0] == "list":
         for name in BENCHMARKS:
             print(f"{name:12s} {load(name).SUMMARY}")
+        return 0
+    if argv[0] == "describe":
+        for folder in sorted(p for p in RESULTS.iterdir() if (p / "provenance.json").is_file()):
+            (folder / "report.md").write_text(report(folder))
+            print(f"wrote {folder / 'report.md'}")
         return 0
     if argv[0] == "check":
         problems = stale_folders()
@@ -99,6 +126,7 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - t0
     record = provenance.record(name, argv, module.DEFAULTS, started, seconds, summary)
     (work / "provenance.json").write_text(json.dumps(record, indent=1) + "\n")
+    (work / "report.md").write_text(report(work))
     old = args.results / f".{name}.old"
     shutil.rmtree(old, ignore_errors=True)
     if target.exists():

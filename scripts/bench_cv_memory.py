@@ -16,9 +16,9 @@ model's weights: equal digests mean the two checkouts trained the same
 model.
 
     python scripts/bench_cv_memory.py --data ../shared/data/camvid_voc --class car \\
-        --method bl1 -j 2 --before /path/to/an/older/checkout --out results/cv_memory/camvid_car
+        --method bl1 -j 2 --before /path/to/an/older/checkout --out out/cv_memory/camvid_car
     python scripts/bench_cv_memory.py --data ../shared/data/camvid_voc --class car \\
-        --compare bl1 bl2 --C 1 -j 2 --repeats 1 --out results/cv_memory/pairs/camvid_car
+        --compare bl1 bl2 --C 1 -j 2 --repeats 1 --out out/cv_memory/pairs/camvid_car
 
 Writes ``results.json`` and ``table.md`` to ``--out``.
 """

@@ -22,7 +22,7 @@ checkouts computed the same numbers.
 
     OMP_NUM_THREADS=1 python scripts/bench_detector_time.py \\
         --data ../shared/data/weizmann_horse_voc --class horse \\
-        --before /path/to/an/older/checkout --out results/detector_time/horse
+        --before /path/to/an/older/checkout --out out/detector_time/horse
 
 Writes ``results.json`` and ``table.md`` to ``--out``.
 """

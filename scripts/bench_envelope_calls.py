@@ -15,7 +15,7 @@ this one's. The checkouts alternate ``--repeats`` times, so that a slow
 spell of the machine falls on both.
 
     OMP_NUM_THREADS=1 python scripts/bench_envelope_calls.py --class horse \\
-        --before /path/to/an/older/checkout --out results/envelope_calls/horse
+        --before /path/to/an/older/checkout --out out/envelope_calls/horse
 
 Writes ``calls.pkl`` (the recorded calls, tens of MB, ignored by git;
 ``--calls`` replays such a file instead of recording), ``results.json`` and

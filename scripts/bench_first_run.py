@@ -19,7 +19,7 @@ The environment is left as it is (as a user runs the command) unless
 ``--blas-threads N`` sets ``OMP_NUM_THREADS`` and ``OPENBLAS_NUM_THREADS``.
 
     python scripts/bench_first_run.py --before 591535a --before HEAD \\
-        --repeats 2 --out results/first_run
+        --repeats 2 --out out/first_run
 
 Writes ``results.json`` (every run: seconds, CPU seconds of the run's
 processes, each method's mean val and train IoU, a digest of every pair's

@@ -50,8 +50,8 @@ each {name, value, goal, met, detail}; what each measures: ``TARGET_MEASURES``):
 instances (unless ``--random`` says otherwise); the data-set scope always
 uses every training image.
 
-    python scripts/bench_inference.py --out results/bench_inference.json \\
-        --md results/bench_inference.md
+    python scripts/bench_inference.py --out out/bench_inference.json \\
+        --md out/bench_inference.md
     python scripts/bench_inference.py --data-sets camvid_voc:car --images 5 --repeats 1
     python scripts/bench_inference.py --random 0 --no-dataset-scope --pixel-images 0
 

@@ -9,7 +9,7 @@ process, from an empty feature cache (``--no-cache``); its peak resident
 memory is the child's ``ru_maxrss``.
 
     python scripts/bench_large_photo.py --data ../shared/data/weizmann_horse_voc \
-        --class horse --out results/large_photo
+        --class horse --out out/large_photo
 
 ``--ensemble 1 5`` also labels with ``predict --ensemble 5`` (SLIC models
 only), one row per model and K. ``--photos 4 8`` also labels folders of
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
     p.add_argument("--size", default="4000x3000", help="WxH of the photo")
     p.add_argument("--model", action="append",
                    help="a model to use (repeat for several; default: train them)")
-    p.add_argument("--out", default="results/large_photo")
+    p.add_argument("--out", default="out/large_photo")
     p.add_argument("--n-jobs", type=int, default=1)
     p.add_argument("--ensemble", type=int, nargs="+", default=[1], metavar="K",
                    help="predict --ensemble values to measure (default 1)")

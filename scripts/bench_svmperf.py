@@ -73,7 +73,7 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = REPO_ROOT / "results" / "bench_svmperf.json"
+DEFAULT_OUT = REPO_ROOT / "out" / "bench_svmperf.json"
 SIZES = (2000, 20000)
 C_PERF = (0.1, 1.0, 10.0)
 D = 50

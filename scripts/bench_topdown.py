@@ -8,7 +8,7 @@ colour, position, pairwise) on the same val images. The codebook here is
 random: quantisation costs the same whatever the words are, and learning a
 real one takes minutes per data set.
 
-    OMP_NUM_THREADS=1 python scripts/bench_topdown.py --out results/topdown_bench.json
+    OMP_NUM_THREADS=1 python scripts/bench_topdown.py --out out/topdown_bench.json
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
                                             boxes_from_mask, topdown_features, train_detector)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
-    ap.add_argument("--out", type=Path, default=Path("results/topdown_bench.json"))
+    ap.add_argument("--out", type=Path, default=Path("out/topdown_bench.json"))
     ap.add_argument("--only", default=None, help="dataset:class to run one")
     ap.add_argument("--timing-images", type=int, default=8)
     ap.add_argument("--shape-images", type=int, default=40)   # the recorded run's (row["shapes"]["images"])

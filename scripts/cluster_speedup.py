@@ -7,7 +7,7 @@ with their features cached (new output folders). Checks that all four wrote
 the same table, and writes ``OUT/cluster.json`` and ``OUT/cluster.md`` with
 the times and their ratios. Needs the dask extra.
 
-    python scripts/cluster_speedup.py --out results/parallel
+    python scripts/cluster_speedup.py --out out/parallel
     python scripts/cluster_speedup.py --data ../shared/data/weizmann_horse_voc --out ...
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", nargs="+", default=["bl1", "bl2", "proposed"],
                     help="default: bl1 bl2 proposed")
     ap.add_argument("--workers", type=int, default=2, help="default 2")
-    ap.add_argument("--out", type=Path, default=Path("results/parallel"))
+    ap.add_argument("--out", type=Path, default=Path("out/parallel"))
     args = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     work = Path(tempfile.mkdtemp(prefix="cluster-speedup-"))

@@ -3,7 +3,7 @@
 # per method and class by 3-fold cross-validation on the training split
 # (--C auto), on the main class of each shared data set, scored on val.
 #   bash scripts/compare_shared.sh SHARED_DATA_DIR OUT_DIR [extra compare options...]
-#   e.g. bash scripts/compare_shared.sh ../shared/data results/compare --C-grid 0.05 0.5 5
+#   e.g. bash scripts/compare_shared.sh ../shared/data out/compare --C-grid 0.05 0.5 5
 # Writes OUT_DIR/<data set>-Cauto/ (results.json, table.md, table.csv, models,
 # figures). Resumable: run it again and finished (class, method) pairs are kept.
 set -euo pipefail

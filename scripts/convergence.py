@@ -7,7 +7,7 @@ Two uses:
 
     # the before / after table: JSON lines of `run` made by an older segstruct
     # beside a soak's records (scripts/soak.py) made by this one
-    python scripts/convergence.py table BEFORE.jsonl results/soak/soak.json --out F.md
+    python scripts/convergence.py table BEFORE.jsonl out/soak/soak.json --out F.md
 
 `run` needs only ``estimator_for``, the feature extractor and the cache, which
 every segstruct version since the data-set scope has (before the package was

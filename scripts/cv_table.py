@@ -1,7 +1,7 @@
 """One Markdown table of cross-validated comparisons (``compare --C auto``)
 beside the same pairs at the paper's C, for the README.
 
-    python scripts/cv_table.py results/compare/*-Cauto --soak results/soak/soak.json
+    python scripts/cv_table.py out/compare/*-Cauto --soak out/soak/soak.json
 
 For each (data set, class, method) record in the given compare folders it
 lists the chosen C, the pooled held-out IoU of every C of the grid, whether

@@ -6,7 +6,7 @@ the VOC measure (pooled over the split) and the mean of per-image IoU of
 ``compare --decisions`` decides).
 
     python scripts/decision_scopes.py --data ../shared/data/weizmann_horse_voc \
-        --model runs/horse-crf --out results/decisions/scopes-horse
+        --model runs/horse-crf --out out/decisions/scopes-horse
 
 Each model needs a temperature (a crf model, or one trained with
 ``--calibrate``). Writes ``results.json`` and ``table.md`` to ``--out``.

@@ -16,7 +16,7 @@ script records the weights the learner would return if stopped there, their
 exact F on the training set and their VOC IoU on the val split; the time
 spent recording is kept off the learner's clock.
 
-    OMP_NUM_THREADS=1 python scripts/learner_curves.py --out results/learners
+    OMP_NUM_THREADS=1 python scripts/learner_curves.py --out out/learners
 
 writes ``curves.png`` (F - F_lower and val IoU against seconds), ``curves.json``
 (every point, the settings, code version and machine) and ``table.md``.
@@ -470,7 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="epoch cap of the first-order learners")
     ap.add_argument("--cache", type=Path, default=None,
                     help="feature cache folder (None: the library's, ~/.cache/segstruct)")
-    ap.add_argument("--out", type=Path, default=Path("results/learners"),
+    ap.add_argument("--out", type=Path, default=Path("out/learners"),
                     help="output folder")
     return ap
 

@@ -9,22 +9,22 @@ data sets and scores it on D, beside the best setting of the grid on D:
     python scripts/lodo.py run                 # the grid: hours on 2 cores, resumable
     python scripts/lodo.py cv                  # --C auto at the plain and cross-fitted blocks
     python scripts/lodo.py cv --fold-groups id-prefix   # ... with folds by video sequence
-    python scripts/lodo.py table               # results/lodo/table.md and table.json
+    python scripts/lodo.py table               # out/lodo/table.md and table.json
 
-results/lodo was made with Felzenszwalb superpixels on images as given
+out/lodo was made with Felzenszwalb superpixels on images as given
 (``--features as-given``, the default of ``run`` so that it resumes alike);
-results/lodo/defaults with the library's feature defaults, on the main
+out/lodo/defaults with the library's feature defaults, on the main
 classes and settings only:
 
-    python scripts/lodo.py run --features defaults --out results/lodo/defaults \
+    python scripts/lodo.py run --features defaults --out out/lodo/defaults \
         --top-down off plain folds --methods bl1 bl2 proposed \
         --settings off/l1/dataset plain/l1/dataset folds/l1/dataset \
         --classes camvid_voc:car camvid_voc:person coco128panoptic_voc:person \
                   coco128panoptic_voc:diningtable pennfudan_voc:person weizmann_horse_voc:horse
-    python scripts/lodo.py cv --out results/lodo/defaults --cv-settings folds/l1/dataset \
+    python scripts/lodo.py cv --out out/lodo/defaults --cv-settings folds/l1/dataset \
         --cv-tol 0.001          # cv.jsonl: every fold fit at tol 0.001, as before --cv-tol
-    python scripts/lodo.py cv --out results/lodo/defaults --cv-settings folds/l1/dataset
-    python scripts/lodo.py table --out results/lodo/defaults
+    python scripts/lodo.py cv --out out/lodo/defaults --cv-settings folds/l1/dataset
+    python scripts/lodo.py table --out out/lodo/defaults
 
 CamVid's val split is one clip (101 frames) of a sequence that 204 training
 frames come from; its test split holds the 62 frames that follow the
@@ -33,22 +33,22 @@ comes from. Its fits made again and scored on the test split too
 (``--test-split``), with their cross-validation, for the table's section
 that scores the held-out CamVid on its test split:
 
-    python scripts/lodo.py run --features defaults --out results/lodo/defaults/test_split \
+    python scripts/lodo.py run --features defaults --out out/lodo/defaults/test_split \
         --datasets camvid_voc --top-down off plain folds --methods bl1 bl2 proposed \
         --settings off/l1/dataset plain/l1/dataset folds/l1/dataset --test-split test
-    python scripts/lodo.py cv --out results/lodo/defaults/test_split \
+    python scripts/lodo.py cv --out out/lodo/defaults/test_split \
         --cv-settings folds/l1/dataset --cv-tol 0.001
-    python scripts/lodo.py table --out results/lodo/defaults    # reads test_split/ too
+    python scripts/lodo.py table --out out/lodo/defaults    # reads test_split/ too
 
 ``predict`` and ``evaluate`` label with an ensemble of superpixelisations by
 default (segstruct.ensemble); ``--ensemble K`` scores every fit both ways,
 by its graph cut and by the ensemble's masks, for the table's section
 that compares the default with the best both ways (CamVid's fits so far):
 
-    python scripts/lodo.py run --features defaults --out results/lodo/defaults/ensemble \
+    python scripts/lodo.py run --features defaults --out out/lodo/defaults/ensemble \
         --datasets camvid_voc --top-down off plain folds --methods bl1 bl2 proposed \
         --settings off/l1/dataset plain/l1/dataset folds/l1/dataset --ensemble 5 -j 2
-    python scripts/lodo.py table --out results/lodo/defaults    # reads ensemble/ too
+    python scripts/lodo.py table --out out/lodo/defaults    # reads ensemble/ too
 
 The grid (``run``): for every data set under ``--data`` and every class with
 at least ``--min-images`` training images showing it (the soak's rule), every
@@ -64,7 +64,7 @@ auto``) of bl1, bl2 and proposed at ``--cv-settings``, with its cost, into
 writes the leave-one-out tables (``--C auto`` at the library's block, and
 the block, or the block and a fixed C, chosen on the other data sets), the
 per-class table at the library's defaults (train and val IoU side by side,
-against the bottom-up results at the earlier C of results/soak), the
+against the bottom-up results at the earlier C of out/soak), the
 cross-fitting table, the choice of the fold count, how far the methods'
 best C agree, and the cross-validations.
 
@@ -149,7 +149,7 @@ def setting_name(setting) -> str:
 
 #: The feature settings under the grid's (``--features``): the library's
 #: defaults (SLIC superpixels at the working resolution), or those
-#: results/lodo was made with before either existed: the paper's Felzenszwalb
+#: out/lodo was made with before either existed: the paper's Felzenszwalb
 #: superpixels on images as given.
 FEATURES = {
     "defaults": {},
@@ -1205,7 +1205,7 @@ def table(args) -> None:
     joint_pick = choose(records, joint, datasets) if joint else None
     if joint_pick is not None:
         chosen.update({m: {"setting": joint_pick[0], "C": joint_pick[1]} for m in joint})
-    soak = soak_reference(REPO_ROOT / "results" / "soak" / "soak.json")
+    soak = soak_reference(REPO_ROOT / "out" / "soak" / "soak.json")
     cv_path = out / "cv.jsonl"
     cvs = with_refit_guard([json.loads(line) for line in cv_path.read_text().splitlines()]
                            if cv_path.exists() else [], records)
@@ -1270,7 +1270,7 @@ def table(args) -> None:
                          f"C {_c(chosen[m]['C'])}")
     lines += ["", "Per class at those defaults: val IoU % (train in brackets, and @ the C "
               "that cross-validation chose); the bottom-up soak at the paper's C "
-              "(results/soak) beside it.", "",
+              "(out/soak) beside it.", "",
               "| data set | class | " + " | ".join(f"{m} | {m} soak" for m in methods) + " |",
               "|---|---|" + "---|---|" * len(methods)]
     classes = sorted({(r["dataset"], r["class"]) for r in records})
@@ -1392,7 +1392,7 @@ def main(argv=None) -> int:
                                                           "pennfudan_voc"],
                    help="data sets the fold counts 2 and 5 are measured on")
     p.add_argument("--min-images", type=int, default=5)
-    p.add_argument("--out", default=str(REPO_ROOT / "results" / "lodo"))
+    p.add_argument("--out", default=str(REPO_ROOT / "out" / "lodo"))
     p.add_argument("--cv-settings", nargs="+", default=["plain/l1/dataset", "folds/l1/dataset"],
                    help="cv: the settings (block/norm/scope) to cross-validate C at")
     p.add_argument("--cv-tol", type=float, default=DEFAULT_FOLD_TOL,
@@ -1406,7 +1406,7 @@ def main(argv=None) -> int:
                    "read instead of --data's images")
     p.add_argument("--features", choices=sorted(FEATURES), default="as-given",
                    help="run: the feature settings under the grid: the library's defaults, "
-                        "or Felzenszwalb superpixels on images as given (what results/lodo "
+                        "or Felzenszwalb superpixels on images as given (what out/lodo "
                         "was made with); cv and table read it from the folder")
     p.add_argument("--settings", nargs="+", metavar="BLOCK/NORM/SCOPE",
                    choices=["/".join(s) for s in SETTINGS + FOLD_SETTINGS],

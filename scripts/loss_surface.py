@@ -9,10 +9,10 @@ The first loss is written to --out; every further one beside it, with the
 loss name appended to the file name. The defaults (IoU, then F1 = F-beta with
 beta = 1; Np = 20, Nn = 60, superpixel counts of one image) write
 
-    results/figures/loss_surface.png
-    results/figures/loss_surface_fbeta.png
+    out/figures/loss_surface.png
+    out/figures/loss_surface_fbeta.png
 
-    python scripts/loss_surface.py --out results/figures/loss_surface.png \\
+    python scripts/loss_surface.py --out out/figures/loss_surface.png \\
         [--n-pos 20 --n-neg 60 --loss iou fbeta --beta 1 --triangles 40 15]
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ FORMULAS = {
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("results/figures/loss_surface.png"),
+    ap.add_argument("--out", type=Path, default=Path("out/figures/loss_surface.png"),
                     help="PNG of the first loss; the others go beside it")
     ap.add_argument("--n-pos", type=float, default=20.0, help="Np (FN axis), default 20")
     ap.add_argument("--n-neg", type=float, default=60.0, help="Nn (FP axis), default 60")

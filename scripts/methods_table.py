@@ -19,7 +19,7 @@ then writes OUT/table.md and OUT/table.json, and OUT/multiclass.md: each
 method's class models combined into one labelling (the VOC challenge
 measure over 21 labels) against each class model alone. Everything resumes: compare keeps
 finished (class, method) pairs, so a folder of an earlier compare with the
-same data, features and settings (``results/topdown/D/with`` of the top-down
+same data, features and settings (``out/topdown/D/with`` of the top-down
 table) only gains the missing methods.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ of the val splits: counts, foreground share, superpixels per image and the
 oracle IoU (every superpixel labelled with its own majority target, painted
 back to pixels, VOC measure), the ceiling of any superpixel model.
 
-    python scripts/oracle_table.py --shared ../shared/data --out results/inspect
+    python scripts/oracle_table.py --shared ../shared/data --out out/inspect
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2]
                     / "shared" / "data", help="folder holding the shared data sets")
-    ap.add_argument("--out", type=Path, default=Path("results/inspect"))
+    ap.add_argument("--out", type=Path, default=Path("out/inspect"))
     ap.add_argument("--split", default="val")
     ap.add_argument("-j", "--n-jobs", type=int, default=2)
     ap.add_argument("extra", nargs=argparse.REMAINDER,

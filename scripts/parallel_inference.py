@@ -13,7 +13,7 @@ Both fits must reach the same weights (the workers change only the time);
 the script stops if they do not. Writes ``OUT/speedup.json``,
 ``OUT/speedup.md`` and ``OUT/speedup.png``.
 
-    python scripts/parallel_inference.py --shared ../shared/data --out results/parallel
+    python scripts/parallel_inference.py --shared ../shared/data --out out/parallel
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2]
                     / "shared" / "data")
-    ap.add_argument("--out", type=Path, default=Path("results/parallel"))
+    ap.add_argument("--out", type=Path, default=Path("out/parallel"))
     ap.add_argument("-j", "--n-jobs", type=int, default=2)
     ap.add_argument("--C", type=float, default=0.5, help="C of every fit (default 0.5)")
     ap.add_argument("--datasets", nargs="*", help="names under --shared (default: all)")

@@ -6,7 +6,7 @@ copy of the same size whose pixels differ from the image's by at most one
 grey level (random, seeded), a change no viewer sees and no size is in.
 
     python scripts/scale_agreement.py --data ../shared/data/weizmann_horse_voc \
-        --model runs/horse-auto runs/horse-none --images 20 --out results/scale_agreement
+        --model runs/horse-auto runs/horse-none --images 20 --out out/scale_agreement
 
 Each model labels the image and its copies through ``SegmentationModel.predict``
 (its own working resolution: a model trained with ``--long-side none`` works
@@ -23,7 +23,7 @@ method with optional parameters of ``SuperpixelParams``:
 
     python scripts/scale_agreement.py --data ../shared/data/weizmann_horse_voc \
         --superpixels felzenszwalb felzenszwalb:sigma=0.8,scale=100 slic \
-        --images 12 --out results/scale_agreement/superpixels
+        --images 12 --out out/scale_agreement/superpixels
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ this is the model's own prediction. The default factors and their order
 images (bl1); judge them on other data.
 
     python scripts/segmentation_ensemble.py --data ../shared/data/weizmann_horse_voc \
-        --model runs/horse-bl1 --out results/segmentation_ensemble/weizmann_horse_voc
+        --model runs/horse-bl1 --out out/segmentation_ensemble/weizmann_horse_voc
 
 For each ensemble size in ``--sizes`` (the first k factors, in the order
 given) it reports the split's VOC IoU % of the class, and with ``--scale N``

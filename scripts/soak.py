@@ -13,7 +13,7 @@ sets them; the library's default features, ``FeatureConfig()``: the bottom-up
 blocks, without the top-down block the command line adds). A run that raises is recorded (error type,
 message, the traceback's last line) and the soak goes on.
 
-Outputs, under ``--out`` (default ``results/soak`` in the repository):
+Outputs, under ``--out`` (default ``out/soak`` in the repository):
 
     soak.json    every run's record, the settings, machine and code version
     soak.md      the table (rows data set / class, columns methods) and a summary
@@ -571,8 +571,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--data", type=Path, default=default_data_dir(),
                     help="folder whose subfolders are VOC-layout roots (default: "
                          "$SEGSTRUCT_SHARED_DATA, else ../shared/data beside the repository)")
-    ap.add_argument("--out", type=Path, default=REPO_ROOT / "results" / "soak",
-                    help="output folder (default: results/soak in the repository)")
+    ap.add_argument("--out", type=Path, default=REPO_ROOT / "out" / "soak",
+                    help="output folder (default: out/soak in the repository)")
     ap.add_argument("--datasets", nargs="+", metavar="NAME",
                     help="subfolders of --data to soak (default: every VOC-layout one)")
     ap.add_argument("--classes", nargs="+", metavar="CLASS",

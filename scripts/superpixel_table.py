@@ -36,14 +36,14 @@ from segstruct.features.superpixels import SuperpixelParams  # noqa: E402
 from segstruct.report.tables import blocks_text, fmt  # noqa: E402
 
 #: name: the compare options of the over-segmentation (each explicit: SLIC
-#: became the default after this table chose it; the runs of results/superpixels
+#: became the default after this table chose it; the runs of out/superpixels
 #: /felzenszwalb, made before, gave no option).
 #: SLIC's 80 segments leave about 70 superpixels per horse image at the working
 #: size, near Felzenszwalb's 54 there; compactness 20 is the smallest of 10 / 20 / 40
 #: whose superpixels moved on at most 4 % of pixels between a horse image and
 #: its 2x / 4x copies (neither number chosen by IoU).
 #: slic-c40: compactness 40, whose bl1 masks on the horses changed least
-#: between an image and its enlarged copies (results/scale_agreement/
+#: between an image and its enlarged copies (out/scale_agreement/
 #: compactness): is it as good on held-out data?
 #: slic-s2-lanczos: SLIC smoothed by a Gaussian of 2 pixels, on images enlarged
 #: to the working size by Lanczos, whose masks changed less still under
@@ -59,7 +59,7 @@ SETTINGS = {
                         "--upsampling", "lanczos"],
 }
 #: the shared data sets' classes on which some method scored at least 0.5 %
-#: val IoU at the defaults (results/decisions)
+#: val IoU at the defaults (out/decisions)
 CLASSES = {"weizmann_horse_voc": ["horse"], "pennfudan_voc": ["person"],
            "camvid_voc": ["car", "person"], "coco128panoptic_voc": ["person", "diningtable"]}
 

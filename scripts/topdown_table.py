@@ -217,14 +217,14 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
 
 def table_parser(description: str, out: str) -> argparse.ArgumentParser:
     """The options of a table script over the shared data sets (this one's and
-    ``methods_table.py``'s); ``out`` is the default folder under results/."""
+    ``methods_table.py``'s); ``out`` is the default folder under out/."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data", type=Path, default=REPO_ROOT.parent / "shared" / "data",
                         help="folder of VOC-layout data sets (default: ../shared/data)")
     parser.add_argument("--datasets", nargs="+",
                         help="data set folder names (default: every one under --data)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "results" / out,
-                        help=f"output folder (default: results/{out})")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "out" / out,
+                        help=f"output folder (default: out/{out})")
     parser.add_argument("--min-images", type=int, default=5,
                         help="classes with fewer training images are listed, not compared "
                              "(default 5, the soak's)")

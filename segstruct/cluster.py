@@ -38,10 +38,11 @@ CONNECT_TIMEOUT = 30.0
 # The client of the active use_scheduler() (None: local work).
 _client = None
 
-#: loky's words when it replaces a worker whose memory grew by 300 MB since
-#: the end of its first task (only with psutil installed, e.g. by the dask
-#: extra): training a detector leaves that much in the worker's heap, and the
-#: new worker takes the next task, so nothing is lost and no task is rerun.
+#: loky's words when it replaces a worker whose memory grew past loky's leak
+#: threshold since the end of its first task (only with psutil installed, e.g.
+#: by the dask extra): training a detector can leave that much in the worker's
+#: heap, and the new worker takes the next task, so nothing is lost and no task
+#: is rerun.
 #: The warning blames "a too short worker timeout or a memory leak" and would
 #: only alarm the user of the first run.
 _WORKER_REPLACED = "A worker stopped while some jobs were given to the executor"

@@ -16,7 +16,7 @@ of a 12-MP photo and model held per image of a chunk.
 
 The factors and their order were chosen on the first 30 horse val images
 with a bl1 model, and judged on the other three shared data sets
-(docs/results.md, "Masks averaged over several superpixelisations"): held
+(docs/history/studies-2026-12.md, "Masks averaged over several superpixelisations"): held
 out, the ensemble of 5 raised val IoU in 10 of 15 pairs of class and
 method and lowered none beyond its noise, and it makes a photo's mask
 steadier under enlargement. So it is how a SLIC model labels images

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageOps
 
 from segstruct.datasets import ImageFiles, class_index
+from segstruct.datasets.voc import orientation
 from segstruct.ensemble import averaged_labels, superpixel_variants
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import FeatureConfig
@@ -125,7 +126,12 @@ class SegmentationModel:
         ----------
         images : sequence of image files (str or Path), PIL images or
             (H, W[, C]) uint8 arrays, mixed as wished; every image mode is
-            converted to RGB as ``segstruct predict`` does.
+            converted to RGB as ``segstruct predict`` does. A file or a PIL
+            image with an EXIF orientation (a phone photo) is turned as the
+            tag says, the way viewers show it, so ``Image.open(path)`` gives
+            the mask that ``path`` gives; the mask has the turned image's
+            size. A PIL image turned already (``ImageOps.exif_transpose``
+            drops the tag) is not turned again; an array is taken as it is.
         cache : ArrayCache, optional (default: the user's cache folder);
             ``ArrayCache(enabled=False)`` keeps nothing.
         n_jobs : worker processes of the feature extraction.
@@ -151,9 +157,13 @@ class SegmentationModel:
                     files.append(Path(image))
                     continue
                 # arrays and PIL images go through a lossless file: the features
-                # (and their cache) are keyed by a file's bytes
-                pil = image if isinstance(image, Image.Image) else Image.fromarray(
-                    np.asarray(image))
+                # (and their cache) are keyed by a file's bytes. The PNG keeps no
+                # EXIF orientation, so a PIL image is turned by its tag first, as
+                # ImageFiles turns a file
+                if isinstance(image, Image.Image):
+                    pil = ImageOps.exif_transpose(image) if orientation(image) != 1 else image
+                else:
+                    pil = Image.fromarray(np.asarray(image))
                 files.append(Path(folder) / f"segstruct-image-{k}.png")
                 pil.save(files[-1])
             source = ImageFiles(files)

@@ -225,6 +225,25 @@ def test_binary_masks_are_named_as_the_likely_cause(tmp_path, capsys):
     assert not any("binary" in p for p in inspect_dataset(no_sift_extractor(ds))["problems"])
 
 
+def test_binary_masks_hint_gives_the_asked_class_index(tmp_path, capsys):
+    """With binary masks, train and inspect name the VOC index the masks must
+    hold for the class asked for (cat = 8), not only example classes."""
+    binary = mask()
+    binary[:, :16] = 255
+    ds = tiny_voc(tmp_path / "binary", {"a": (rgb(), binary), "b": (rgb(seed=2), binary)})
+    code = main(["train", "--data", str(ds.root), "--class", "cat", "--out",
+                 str(tmp_path / "m"), "--no-cache", *SMALL])
+    err = capsys.readouterr().err
+    assert code == 2 and "must hold its VOC class index instead (cat = 8;" in err
+    msg = training_set_problem(examples_of(ds, "cat"), "cat", "train", [])
+    assert "(cat = 8;" in msg
+    # inspect with the class named: the same hint, once; without: the examples
+    problems = inspect_dataset(no_sift_extractor(ds), class_names=["cat"])["problems"]
+    assert sum("(cat = 8;" in p for p in problems) == 1, problems
+    problems = inspect_dataset(no_sift_extractor(ds))["problems"]
+    assert any("(car = 7, horse = 13, person = 15;" in p for p in problems), problems
+
+
 def test_class_present_only_in_void_regions(tmp_path):
     # VOC marks difficult objects void, so a class can be "there" only as 255:
     # no non-void pixel has it, and the message says so.

@@ -670,6 +670,29 @@ def test_train_scores_the_validation_split_and_refuses_a_bad_one(data_root, tmp_
         assert exc.value.code == 2 and words in capsys.readouterr().err
 
 
+def test_train_without_a_val_split_says_val_iou_is_not_measured(data_root, tmp_path, capsys):
+    """A data set with no ImageSets/Segmentation/val.txt: train says, in one
+    line, that no val IoU is measured and how to get one; with a val split,
+    or --split-val none, it says nothing of the kind."""
+    import shutil
+    root = tmp_path / "noval"
+    shutil.copytree(data_root, root)
+    (root / "ImageSets" / "Segmentation" / "val.txt").unlink()
+    assert "val" not in VOCDataset(root).splits()
+    base = ["train", "--class", "car", "--C", "1", "--cache", str(tmp_path / "c"), *SMALL]
+    assert main(base + ["--data", str(root), "--out", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "no val split" in line]
+    assert len(lines) == 1, out
+    assert "val IoU is not measured" in lines[0]
+    assert "ImageSets/Segmentation/val.txt" in lines[0]
+    assert "segstruct evaluate" in lines[0] and "--split" in lines[0]
+    for extra in ([], ["--split-val", "none"]):
+        assert main(base + ["--data", str(data_root), "--out", str(tmp_path / "v"),
+                            "--force", *extra]) == 0
+        assert "not measured" not in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_square_rooted_words_are_the_l1_words_square_rooted(data_root, tmp_path):
     from segstruct.features.cache import ArrayCache

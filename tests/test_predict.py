@@ -89,6 +89,36 @@ def test_images_without_masks_get_the_same_labels(trained, tmp_path):
     assert len(index["images"]) == 4 and "split" not in index
 
 
+def test_summary_lines_count_one_image_in_the_singular(trained, tmp_path, capsys):
+    """predict, evaluate and features say "1 image" and "2 images", never
+    "1 images" or "image(s)"."""
+    root, cache, models, _ = trained
+    data = VOCDataset(root)
+    for n in (1, 2):
+        folder = tmp_path / f"in{n}"
+        folder.mkdir()
+        for image_id in data.ids("val")[:n]:
+            shutil.copy(data.image_path(image_id), folder)
+        assert main(["predict", "--model", str(models["car"]), "--images", str(folder),
+                     "--out", str(tmp_path / f"out{n}"), *cache, "-q"]) == 0
+        out = capsys.readouterr().out
+        assert f"labelled {n} image{'s' if n > 1 else ''} (" in out, out
+    # evaluate --multiclass and features on a split of one image
+    one = tmp_path / "one"
+    shutil.copytree(root, one)
+    (one / "ImageSets" / "Segmentation" / "val.txt").write_text(data.ids("val")[0] + "\n")
+    assert main(["evaluate", "--multiclass", "--model", str(models["car"]), str(models["person"]),
+                 "--data", str(one), "--other-data", *cache, "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "2 class models on" in out and "(1 image" in out and "1 images" not in out, out
+    assert main(["features", "--data", str(one), "--split", "val", *cache, *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert "/val: 1 image, " in out and "1 images" not in out, out
+    from segstruct.io.text import count
+    assert (count(1, "image"), count(2, "image"), count(0, "box", "boxes")) == (
+        "1 image", "2 images", "0 boxes")
+
+
 def test_several_models_agree_with_each_where_it_alone_fires(trained, tmp_path):
     root, cache, models, _ = trained
     car, person = class_index("car"), class_index("person")
@@ -143,7 +173,7 @@ def test_decision_function_is_the_prediction_and_ranks_by_max_marginals(trained)
 @pytest.mark.parametrize("case, words", [
     ("same class twice", "both segment 'car'"),
     ("other features", "trained on other features"),
-    ("no readable image", "1 image(s) cannot be read (label the others with --skip-bad)"),
+    ("no readable image", "1 image cannot be read (label the others with --skip-bad)"),
     ("no readable image, skip-bad", "no image could be read"),
     ("out is the image folder", "is the input folder"),
     ("out inside the image folder", "is inside the input folder"),
@@ -235,11 +265,11 @@ def test_a_batch_with_bad_files_names_each_and_goes_on_only_if_asked(trained, tm
 
     # every file checked before any work: both bad ones named, nothing written
     rc, err = run("--out", str(out))
-    assert rc == 2 and "2 image(s) cannot be read" in err and "--skip-bad" in err
+    assert rc == 2 and "2 images cannot be read" in err and "--skip-bad" in err
     assert "broken1.jpg" in err and "broken2.jpg" in err and "usage: segstruct predict" in err
     assert not out.exists()
     rc, err = run("--out", str(out), "--skip-bad")
-    assert rc == 0 and "skipping 2 image(s)" in err
+    assert rc == 0 and "skipping 2 images" in err
     assert "broken1.jpg" in err and "broken2.jpg" in err
     assert "subfolder" in err and "more" in err and "--recursive" in err
     assert sorted(p.name for p in out.glob("*.png")) == sorted(f"{i}.png" for i in good)
@@ -257,7 +287,7 @@ def test_a_batch_with_bad_files_names_each_and_goes_on_only_if_asked(trained, tm
     assert [e["id"] for e in json.loads((out / "index.json").read_text())["images"]] == \
         good[:1]
     rc, err = run("--out", str(out), "--skip-bad", "--force")
-    assert rc == 0 and "deleted 1 file(s) of an earlier run" in err
+    assert rc == 0 and "deleted 1 file of an earlier run" in err
     assert sorted(p.name for p in out.glob("*.png")) == [f"{good[0]}.png"]
     assert "stale" not in json.loads((out / "index.json").read_text())
     # --recursive takes the subfolder's image too

@@ -75,6 +75,36 @@ def test_arrays_and_pil_images_give_the_files_masks(trained):
     np.testing.assert_array_equal(from_str, from_file)
 
 
+@pytest.mark.parametrize("orientation", [6, 8])
+def test_a_pil_image_is_turned_by_its_exif_orientation_as_its_path_is(trained, tmp_path,
+                                                                        orientation):
+    """A phone photo opened with PIL gives its path's mask: both are turned by
+    the EXIF orientation; an image turned already (exif_transpose drops the
+    tag) is not turned twice."""
+    from PIL import ImageOps
+    root, base, _ = trained
+    model = SegmentationModel.load(base / "bu")
+    dataset = VOCDataset(root)
+    stored = np.array(Image.open(dataset.image_path(dataset.ids("val")[0])).convert("RGB"))
+    assert stored.shape[0] != stored.shape[1]          # a quarter turn shows
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    path = tmp_path / "phone.jpg"
+    Image.fromarray(stored).save(path, format="JPEG", quality=95, exif=exif.tobytes())
+    opened = Image.open(path)
+    turned = ImageOps.exif_transpose(Image.open(path))
+    assert turned.getexif().get(0x0112, 1) == 1
+    from_path, from_pil, from_turned = model.predict([path, opened, turned],
+                                                     cache=ArrayCache(enabled=False))
+    shown = turned.size[::-1]                          # (H, W) as viewers show it
+    assert from_path.shape == shown
+    assert shown == stored.shape[1::-1]                  # a quarter turn either way
+    np.testing.assert_array_equal(from_pil, from_path)
+    np.testing.assert_array_equal(from_turned, from_path)
+    # the caller's image is left as it was, tag included
+    assert opened.getexif().get(0x0112) == orientation
+
+
 def test_save_and_load_keep_the_model(trained, tmp_path):
     _, base, cache = trained
     model = SegmentationModel.load(base / "td")

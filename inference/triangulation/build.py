@@ -88,8 +88,8 @@ def triangulate(loss, n_pos: float, n_neg: float, n_triangles: int | None = None
     improve : bool, default True
         In ``n_triangles`` mode, run the improvement pass (moving the cut
         points) after the refinement. (Not in ``max_error`` mode: it lowers
-        the error further but does not save triangles, and costs 5-10x the
-        refinement there.)
+        the error further but does not save triangles, and costs several
+        times the refinement there.)
 
     Returns
     -------

@@ -9,7 +9,9 @@ One module per benchmark; ``scripts/bench.py NAME`` runs one into
   check`` and the tests ask for the benchmark to be run again;
 - ``add_arguments(parser)``: its options;
 - ``run(args, out) -> dict``: writes its tables, figures and records into the
-  folder ``out`` and returns a short summary for ``provenance.json``.
+  folder ``out`` and returns a short summary for ``provenance.json``;
+- ``describe(folder) -> str``: Markdown made from those files alone (the
+  tables a reader sees), which the runner writes as ``report.md``.
 """
 from __future__ import annotations
 

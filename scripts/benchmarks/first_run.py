@@ -191,3 +191,18 @@ def summary_table(s: dict) -> str:
         ["mean"] + [_fmt_cell(mean[m]) for m in methods]
         + [_fmt_diff(mean[m]["minus_" + ref]) for m in others]) + " |")
     return "\n".join(lines)
+
+
+def describe(folder: Path) -> str:
+    """The table with intervals, the run's time, and its figures."""
+    timing = json.loads((folder / "timing.json").read_text())
+    s = json.loads((folder / "intervals.json").read_text())
+    minutes, seconds = divmod(round(timing["seconds"]), 60)
+    return (f"`segstruct compare` on the generated data set ({s['data']}), from an empty "
+            f"cache, took {minutes} min {seconds:02d} s ({timing['seconds']:.0f} s; "
+            f"{timing['cpu_seconds']:.0f} s of CPU). Val IoU % on its {s['n_images']} "
+            f"{s['split']} images with the {100 * s['confidence']:.0f} % interval of "
+            f"{s['n_resamples']} image bootstrap resamples, the training IoU in brackets, "
+            f"and each method minus {s['reference']} with its paired interval:\n\n"
+            + summary_table(s) + "\n\ncompare's own table: `compare/table.md`; "
+            "each model's per-image counts: `evaluate/`; figures: `compare/figures/`.")

@@ -34,3 +34,11 @@ def run(args, out: Path) -> dict:
     import json
     doc = json.loads((out / "results.json").read_text())
     return {t["name"]: t["value"] for t in doc["targets"]}
+
+
+def describe(folder: Path) -> str:
+    """bench_inference.py's Markdown, its sections one level down."""
+    import re
+    text = (folder / "table.md").read_text()
+    text = re.sub(r" \(issue \d+\)", "", text)
+    return re.sub(r"^## ", "### ", text, flags=re.M)

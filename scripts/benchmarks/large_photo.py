@@ -44,3 +44,10 @@ def run(args, out: Path) -> dict:
     rows = json.loads((out / "results.json").read_text())["rows"]
     return {"photo_seconds": {str(r["ensemble"]): round(r["seconds"], 1) for r in rows
                               if r["input"] == "photo"}}
+
+
+def describe(folder: Path) -> str:
+    """bench_large_photo.py's table without its title, and its figure."""
+    lines = (folder / "table.md").read_text().splitlines()
+    body = [line for line in lines if not line.startswith("# ")]
+    return "\n".join(body).strip() + "\n\nFigure: `figure.png`."

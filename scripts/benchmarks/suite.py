@@ -49,3 +49,13 @@ def run(args, out: Path) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"pytest exited {done.returncode}; see {out / 'pytest.log'}")
     return {"seconds": record["seconds"], "counts": counts}
+
+
+def describe(folder: Path) -> str:
+    """One sentence: the counts and the time."""
+    r = json.loads((folder / "suite.json").read_text())
+    counts = ", ".join(f"{n} {k}" for k, n in r["counts"].items())
+    minutes, seconds = divmod(round(r["seconds"]), 60)
+    return (f"`pytest` on Python {r['python']}, from an empty feature cache with "
+            f"`OMP_NUM_THREADS=1`: {counts}, in {minutes} min {seconds:02d} s "
+            f"({r['seconds']:.0f} s).")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from segstruct.cli.common import UsageError
+from segstruct.io.text import count
 from segstruct.learn.base import POSITIVE, Options, check_param
 from segstruct.learn.methods import DEFAULTS
 from segstruct.learn.selection import DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID
@@ -99,14 +100,14 @@ def check_cv_size(args, dataset, split) -> bool:
         return False
     n_images = len(dataset.ids(split))
     if n_images < args.cv[1] and getattr(args, "C_default", False):
-        print(f"note: split {split!r} has {n_images} training image(s), too few for "
+        print(f"note: split {split!r} has {count(n_images, 'training image')}, too few for "
               f"{args.cv[1]}-fold cross-validation of C: training at C {DEFAULT_C:g} "
               "(give --C to set it)", file=sys.stderr)
         args.C, args.cv = DEFAULT_C, None
         return True
     if n_images < args.cv[1]:
-        raise UsageError(f"--C auto: split {split!r} has {n_images} training image(s), fewer "
-                         f"than the {args.cv[1]} folds; give fewer --folds or a fixed --C")
+        raise UsageError(f"--C auto: split {split!r} has {count(n_images, 'training image')}, "
+                         f"fewer than the {args.cv[1]} folds; give fewer --folds or a fixed --C")
     return False
 
 

@@ -68,9 +68,9 @@ def voc_class(value: str) -> str:
 
 def show_progress(args) -> bool:
     """Progress, unless -q: a bar when stderr is a terminal, else a plain
-    line every 30 s (:mod:`segstruct.io.progress`;
-    a bar redrawn into a log file writes every update, 117 KB for one
-    comparison, and none at all left a log silent for minutes)."""
+    line every ``LOG_INTERVAL`` seconds (:mod:`segstruct.io.progress`;
+    a bar redrawn into a log file writes every update, which bloats the log,
+    and none at all leaves a log silent through a long stage)."""
     return bool(args.progress or not args.quiet)
 
 

@@ -11,6 +11,7 @@ from segstruct.cli.settings import codebook_split, make_extractor
 from segstruct.datasets import DatasetError
 from segstruct.io.files import write_json
 from segstruct.io.provenance import code_version
+from segstruct.io.text import count
 from segstruct.report.tables import fmt
 
 HELP = ("train (or load from the cache) a class's object detector for the top-down "
@@ -73,8 +74,8 @@ def run(args) -> int:
     each = f" (per detector: {', '.join(_percent(a) for a in aps)})" if k > 1 else ""
     print(f"{args.class_name} {which} on {dataset.name}/{args.split}: VOC AP "
           f"{_percent(report['average_precision'])} %{each} "
-          f"over {report['n_objects']} objects in {report['n_images']} images "
-          f"({report['n_ignored']} small or void boxes ignored; "
+          f"over {count(report['n_objects'], 'object')} in {count(report['n_images'], 'image')} "
+          f"({count(report['n_ignored'], 'small or void box', 'small or void boxes')} ignored; "
           f"{time.perf_counter() - start:.1f} s)")
     args.out.mkdir(parents=True, exist_ok=True)
     sd = detectors[0]

@@ -12,6 +12,7 @@ from segstruct.ensemble import ensemble_record
 from segstruct.evaluate.records import evaluation_record, multiclass_record
 from segstruct.evaluate.scoring import VOCScore, pixel_confusion
 from segstruct.io.files import write_json
+from segstruct.io.text import count
 from segstruct.report.tables import fmt, multiclass_markdown
 
 HELP = "score a saved model on a split with the VOC measure"
@@ -112,7 +113,8 @@ def _multiclass(args) -> int:
         examples = extractor.examples(args.split, m.class_name)
         alone[m.class_name] = m.estimator.voc_score(
             [ex.graph for ex in examples], [ex.pixel_counts for ex in examples]).to_dict()
-    print(f"{len(models)} class models on {dataset.name}/{args.split} ({len(ids)} images"
+    print(f"{count(len(models), 'class model')} on {dataset.name}/{args.split} "
+          f"({count(len(ids), 'image')}"
           f"{f', ensemble of {len(configs)}' if variants else ''}), VOC IoU % per label:")
     print(multiclass_markdown(scores, alone))
     if args.json:

@@ -6,6 +6,7 @@ import time
 
 from segstruct.cli.common import UsageError, add_scheduler_option, open_dataset, voc_class
 from segstruct.cli.settings import make_extractor
+from segstruct.io.text import count
 
 HELP = "extract and cache superpixel graphs and features"
 FEATURES = True
@@ -37,7 +38,7 @@ def run(args) -> int:
             examples = extractor.examples(split, args.class_name)
             graphs = [ex.graph for ex in examples]
             fg_sp = sum(int(ex.targets[~ex.void_only].sum()) for ex in examples)
-            extra = f", {fg_sp} {args.class_name} superpixels"
+            extra = f", {count(fg_sp, args.class_name + ' superpixel')}"
         else:
             graphs = extractor.graphs(split)
             extra = ""
@@ -48,8 +49,9 @@ def run(args) -> int:
             unary = graphs[0].unary
             assert unary is not None    # graphs and examples compute the features by default
             dim = unary.shape[1]
-        print(f"{dataset.name}/{split}: {len(graphs)} images, {n_nodes} superpixels, "
-              f"{n_edges} edges, unary dim {dim}, pairwise dim 3{extra}")
+        print(f"{dataset.name}/{split}: {count(len(graphs), 'image')}, "
+              f"{count(n_nodes, 'superpixel')}, {count(n_edges, 'edge')}, unary dim {dim}, "
+              f"pairwise dim 3{extra}")
     where = "disabled" if not extractor.cache.enabled else extractor.cache.directory
     print(f"done in {time.perf_counter() - start:.1f} s; cache: {where}")
     return 0

@@ -12,6 +12,7 @@ from segstruct.cli.settings import make_extractor
 from segstruct.datasets import DatasetError, ImageFiles, VOCDataset
 from segstruct.decisions import DECISIONS
 from segstruct.io.files import write_json
+from segstruct.io.text import count
 
 HELP = ("label new images with trained models: one VOC palette PNG per image (class index "
         "per pixel), optional overlays, and an index")
@@ -101,10 +102,10 @@ def _source(args):
         bad = {str(source.image_path(i)): why for i, why in failed.items()}
         described = {"data_root": str(source.root), "split": split}
     if bad and not args.skip_bad:
-        raise UsageError(f"{len(bad)} image(s) cannot be read (label the others with "
+        raise UsageError(f"{count(len(bad), 'image')} cannot be read (label the others with "
                          "--skip-bad):\n" + "\n".join(f"  {why}" for why in bad.values()))
     if bad:
-        print(f"skipping {len(bad)} image(s) that cannot be read (--skip-bad; listed under "
+        print(f"skipping {count(len(bad), 'image')} that cannot be read (--skip-bad; listed under "
               "'unreadable' in index.json):", file=sys.stderr)
         for why in bad.values():
             print(f"  {why}", file=sys.stderr)
@@ -228,13 +229,14 @@ def run(args) -> int:
     used = ", ".join(f"{m.class_name} ({m.doc['method']})" for m in models)
     if variants:
         used += f", an ensemble of {len(configs)} runs (--ensemble 1: the graph cut alone)"
-    print(f"labelled {len(entries)} images ({labelled} with some foreground) with {used} in "
-          f"{index['seconds']:.1f} s; wrote {out}/<id>.png"
+    print(f"labelled {count(len(entries), 'image')} ({labelled} with some foreground) with "
+          f"{used} in {index['seconds']:.1f} s; wrote {out}/<id>.png"
           f"{' and .jpg' if args.overlay else ''} and {out / 'index.json'}")
     if stale:
         said = ", ".join(stale[:5]) + (", ..." if len(stale) > 5 else "")
-        print(f"note: deleted {len(stale)} file(s) of an earlier run that this one did not "
+        files = count(len(stale), "file")
+        print(f"note: deleted {files} of an earlier run that this one did not "
               f"write (--force): {said}" if args.force else
-              f"note: {out} keeps {len(stale)} file(s) of an earlier run that this one did not "
+              f"note: {out} keeps {files} of an earlier run that this one did not "
               f"write (not in index.json now; --force deletes them): {said}", file=sys.stderr)
     return 0

@@ -10,6 +10,7 @@ from segstruct.cli.c_options import check_cv_size, fold_tol
 from segstruct.cli.resume import resume_error
 from segstruct.cli.settings import (add_training_options, check_resume, checked,
                                     make_estimator, make_extractor, train_estimator)
+from segstruct.datasets.voc import SPLIT_DIR
 from segstruct.ensemble import default_runs
 from segstruct.io.checkpoint import CheckpointError
 from segstruct.io.provenance import code_version
@@ -63,6 +64,23 @@ def _val_split(args, dataset) -> str | None:
         raise UsageError(f"--split-val {args.split_val}: {dataset.root} has no such split "
                          f"(it has {', '.join(dataset.splits())}); give one of those, or 'none'")
     return args.split_val
+
+
+def _no_val_note(args, dataset) -> str | None:
+    """The line that says why no validation split was scored by default (the
+    data has no val split, or trains on it), and how to get one; None when
+    one was scored or --split-val was given."""
+    if args.split_val is not None:
+        return None
+    later = f"or score the model later with `segstruct evaluate --model {args.out} --split SPLIT`"
+    if "val" not in dataset.splits():
+        return (f"note: {dataset.root} has no val split "
+                f"({SPLIT_DIR / 'val.txt'} is missing), so val IoU is not measured; "
+                f"add that file listing held-out images, give --split-val SPLIT, {later}")
+    if args.split == "val":
+        return (f"note: the training split is val, so no other split is scored; give "
+                f"--split-val SPLIT, {later}")
+    return None
 
 
 def _cv_figure_path(model) -> Path:
@@ -224,6 +242,8 @@ def run(args) -> int:
         scores += (" (the model's graph cut, as evaluate --ensemble 1; predict and "
                    f"evaluate label with {runs} runs by default)")
     print(scores)
+    if (no_val := _no_val_note(args, dataset)) is not None:
+        print(no_val)
     for warning in diagnosis["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {model_paths(trained.path)[0]} (+ .npz) and {log_path(trained.path)}")

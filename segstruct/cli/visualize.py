@@ -12,6 +12,7 @@ from segstruct.cli.common import (UsageError, add_ensemble_option, add_other_dat
 from segstruct.cli.settings import make_extractor
 from segstruct.datasets import DatasetError
 from segstruct.io.provenance import code_version
+from segstruct.io.text import count
 
 HELP = "draw input | ground truth | models' masks for some images as a PNG grid"
 FEATURES = False
@@ -84,6 +85,6 @@ def run(args) -> int:
     path = save_qualitative(extractor, first["class"], args.split, ids,
                             {n: m.estimator for n, m in zip(names, loaded)},
                             args.out, caption, masks=masks)
-    print(f"wrote {path} ({len(ids)} images: {', '.join(ids)})")
+    print(f"wrote {path} ({count(len(ids), 'image')}: {', '.join(ids)})")
     return 0
 

@@ -23,9 +23,10 @@ from segstruct.workflow import curve_path, resumable_curve
 __all__ = ["cross_validate_pairs", "curve_identity", "say_curve"]
 
 #: A method's cross-validation time against bl1's on the same data, for
-#: dealing the longest folds first: the medians of results/lodo/defaults'
-#: cross-validations (proposed 1.8-4.5x bl1's fits, bl2 0.24-0.73x on the
-#: six classes); every other method 1.
+#: dealing the longest folds first: rounded medians of the times of the
+#: leave-one-data-set-out cross-validations on the six classes
+#: (docs/history/studies-2026-12.md; proposed slower than bl1, bl2 faster);
+#: every other method 1.
 _RELATIVE_COST = {"bl2": 0.45, "proposed": 3.5}
 
 

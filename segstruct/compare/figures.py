@@ -29,8 +29,9 @@ def comparison_figures(comparison, n_images: int = 4, ids=None) -> list[Path]:
     written under ``DIR/figures``; their paths.
 
     Each figure is one task of :func:`segstruct.cluster.parallel_map` on the
-    comparison's workers (on 2 cores the twelve of the default comparison
-    took 17 s one after another in this process).
+    comparison's workers: drawn one after another in this process, the
+    default comparison's figures kept the workers idle for a noticeable share
+    of the run.
 
     Parameters
     ----------

@@ -118,10 +118,10 @@ def _cause(estimator, collapse) -> str:
 
 
 #: A training IoU at least this many points above the validation IoU, and
-#: at least ``OVERFIT_RATIO`` times it, is called over-fitting. Measured on
-#: the shared data at the defaults: gaps of 1-11 points where the models
-#: hold (horses, Penn-Fudan, CamVid); an unseen set's collapse was 75 % on
-#: its training images against 10 % on val.
+#: at least ``OVERFIT_RATIO`` times it, is called over-fitting. Set from the
+#: shared data at the defaults: the models that hold (horses, Penn-Fudan,
+#: CamVid) stay near or below the points, while a collapse on an unseen set
+#: leaves the training IoU several times the val IoU.
 OVERFIT_POINTS = 10.0
 OVERFIT_RATIO = 1.5
 
@@ -155,7 +155,7 @@ def generalisation(train_iou: float | None, val_iou: float | None,
     if settings.get("C_auto") and C is not None:
         # cross-validation on the training split cannot see a shift between
         # the training images and new ones (CamVid's val sequence wanted a C
-        # 10-300 times below the one it chose)
+        # one to two orders of magnitude below the one it chose)
         tries = [f"a C below the cross-validated {C:g} (--C {C / 10:g}): the training "
                  "split's folds may not show how new images differ"]
     elif C is not None:

@@ -77,10 +77,24 @@ def _check_id(dataset, image_id) -> tuple[bool, list[str]]:
     return True, messages
 
 
-#: What a split whose masks hold no object class most likely holds.
+#: What a split whose masks hold no object class most likely holds (with
+#: example classes: :func:`binary_masks_hint` names the ones asked for).
 BINARY_MASKS = (f"masks that mark the object {VOID_LABEL} (binary masks) must hold its "
-                "VOC class index instead (car 7, horse 13, person 15; `segstruct "
+                "VOC class index instead (car = 7, horse = 13, person = 15; `segstruct "
                 "inspect` lists the classes found)")
+
+
+def binary_masks_hint(class_names=()) -> str:
+    """What a split whose masks hold no object class most likely holds, with
+    the VOC class index of each class of ``class_names`` (the ones asked for),
+    e.g. "... must hold its VOC class index instead (cat = 8; ...)";
+    :data:`BINARY_MASKS`, with example classes, when none is given."""
+    if not class_names:
+        return BINARY_MASKS
+    indices = ", ".join(f"{name} = {class_index(name)}" for name in class_names)
+    return (f"masks that mark the object {VOID_LABEL} (binary masks) must hold its "
+            f"VOC class index instead ({indices}; `segstruct inspect` lists the classes "
+            "found)")
 
 
 def training_set_problem(examples: list[Example], class_name: str, split: str,
@@ -118,7 +132,8 @@ def training_set_problem(examples: list[Example], class_name: str, split: str,
     if fg_px == 0:
         found = ("" if classes_found is None else
                  f"; its masks hold {', '.join(repr(c) for c in classes_found)}"
-                 if classes_found else f"; its masks hold no object class: {BINARY_MASKS}")
+                 if classes_found else
+                 f"; its masks hold no object class: {binary_masks_hint([class_name])}")
         return (f"no non-void pixel of split {split!r} has class {class_name!r} (the class "
                 "is absent, or its pixels are all marked void): nothing to learn; check "
                 "the class name and the split" + found)
@@ -204,13 +219,17 @@ def inspect_dataset(extractor: FeatureExtractor, splits=None, class_names=None) 
     else:
         all_ids = sorted({i for ids in good_ids.values() for i in ids})
         classes = classes_present(dataset, all_ids)
+    binary = (f"no mask holds an object class, only background (0) and void "
+              f"({VOID_LABEL}): {binary_masks_hint(class_names or ())}")
     if not classes and good_ids:
-        problems.append(f"no mask holds an object class, only background (0) and void "
-                        f"({VOID_LABEL}): {BINARY_MASKS}")
+        problems.append(binary)
     result: dict[str, Any] = {"classes": classes, "splits": {}, "problems": problems}
+    labels_seen: set[int] = set()
     for split, ids in good_ids.items():
         graphs = extractor.graphs(split, ids, with_features=False)
         masks = [dataset.read_mask(g.image_id) for g in graphs]
+        for m in masks:
+            labels_seen.update(np.unique(m).tolist())
         void_pixels = sum(int((m == VOID_LABEL).sum()) for m in masks)
         per_class = {}
         for name in classes:
@@ -222,4 +241,7 @@ def inspect_dataset(extractor: FeatureExtractor, splits=None, class_names=None) 
             if ids and per_class[name]["images_with_class"] == 0:
                 problems.append(f"split {split!r}: no image contains class {name!r}")
         result["splits"][split] = per_class
+    if class_names and any(good_ids.values()) and not labels_seen - {0, VOID_LABEL}:
+        # the classes were named, so the masks were not searched for one above
+        problems.append(binary)
     return result

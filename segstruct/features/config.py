@@ -35,8 +35,8 @@ class FeatureConfig:
         OpenCV SIFT keypoint size. OpenCV's 4x4 descriptor cells are
         1.5 * size pixels wide, so size 4 gives 6 px cells that tile the
         6 px grid exactly and a 24 px patch: local enough for superpixels of
-        a few thousand pixels, and 7.5x cheaper than size 12 (72 px patch;
-        measured by scripts/timings.py).
+        a few thousand pixels, and several times cheaper than size 12 (72 px
+        patch; ``scripts/timings.py`` times them).
     n_words : int
         Codebook size (paper: 1000).
     codebook_descriptors : int
@@ -52,8 +52,8 @@ class FeatureConfig:
         pixels. 100 px is about one superpixel perimeter at the paper's
         settings, which keeps pairwise features on the scale of the unary
         ones. In raw pixels, data-set sums of them reach 1e4-1e6, and the
-        working-set QP then solved less accurately (measured: a primal-dual
-        gap of 0.09 where 5e-4 was asked for).
+        working-set QP then solved less accurately (its primal-dual gap stayed
+        far above the one asked for).
     seed : int
         Seeds the descriptor sample and k-means initialisation.
     sift_norm : {"l1", "sqrt"}

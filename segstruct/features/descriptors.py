@@ -161,8 +161,8 @@ def learn_codebook(descriptors: np.ndarray, n_words: int, seed: int = 0,
     centres = unique[rng.choice(unique.shape[0], n_words, replace=False)].copy()
     for _ in range(iterations):
         assign = _squared_distances_argmin(x, centres)
-        # Cluster sums as a sparse one-hot product: np.add.at was 80 % of the
-        # run time (measured with cProfile on 60k x 384 descriptors).
+        # Cluster sums as a sparse one-hot product: np.add.at took most of the
+        # k-means run time (cProfile on a full-size descriptor sample).
         onehot = sparse.csr_matrix((np.ones(x.shape[0]), (assign, np.arange(x.shape[0]))),
                                    shape=(n_words, x.shape[0]))
         sums = np.asarray(onehot @ x.astype(np.float64))

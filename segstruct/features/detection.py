@@ -23,6 +23,7 @@ from segstruct.features.scale import resize_image, resize_labels, upsampling_key
 from segstruct.features.topdown.detector import Detector, DetectorParams
 from segstruct.features.topdown.shapes import AverageShapes, average_shapes
 from segstruct.features.topdown.training import TooFewObjects, train_detector
+from segstruct.io.text import count
 
 # Bump when the meaning of a cached detector or top-down block changes (2: the
 # average shapes are cropped under unclipped root boxes).
@@ -160,7 +161,7 @@ def train_shape_detector(dataset: VOCDataset, class_name: str, split: str,
     def compute():
         if say is not None:
             say(f"training the {class_name} detector on {dataset.name}/{split}"
-                f"{' ' + what if what else ''} ({len(ids)} images)")
+                f"{' ' + what if what else ''} ({count(len(ids), 'image')})")
         images = _Images(dataset, ids, long_side, upsampling)
         masks = [dataset.read_mask(i) for i in ids]
         if work:
@@ -206,7 +207,8 @@ def detector_folds(dataset: VOCDataset, class_name: str, split: str, n_folds: in
     shows = np.array([bool(np.any(dataset.read_mask(i) == cls)) for i in ids], np.int64)
     if int(shows.sum()) < n_folds:
         raise TooFewObjects(
-            f"{class_name} on {dataset.name}/{split}: {int(shows.sum())} image(s) show it, "
+            f"{class_name} on {dataset.name}/{split}: {count(int(shows.sum()), 'image')} "
+            f"{'shows' if int(shows.sum()) == 1 else 'show'} it, "
             f"fewer than the {n_folds} folds of the cross-fitted detectors; use fewer "
             "(--top-down-folds), 1 (no cross-fitting), or --no-top-down")
     return dict(zip(ids, make_folds(shows, n_folds, seed).tolist()))

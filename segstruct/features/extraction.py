@@ -278,9 +278,8 @@ class FeatureExtractor:
 
     def train_detectors(self, class_names, with_codebook: bool = False) -> dict:
         """Train (or read from the cache) every detector the top-down blocks
-        of these classes need, all at once on the workers: on 2 cores the
-        folds' detectors of three classes took a third less time this way
-        than one class at a time.
+        of these classes need, all at once on the workers, which keeps
+        the workers busier than training one class at a time.
 
         With ``with_codebook`` the codebook (:meth:`codebook`) is learnt as
         one more task among them, when it is not cached: on one core,

@@ -66,9 +66,9 @@ class SuperpixelGraph:
     def segments(self) -> np.ndarray:
         """(H, W) int32 superpixel map on the image's own pixels (where masks
         are painted and pixels counted): the working map resized to them by
-        nearest pixel, made on each call and not kept: for a 12-MP photo it
-        is 48 MB, the working map a few MB, and a chunk of ``predict`` holds
-        a graph per image and model. An image smaller than
+        nearest pixel, made on each call and not kept: it takes 4 bytes a
+        pixel, so a phone photo's is many times the working map's, and a chunk
+        of ``predict`` holds a graph per image and model. An image smaller than
         the working size can lose superpixels narrower than one of its
         pixels here: they keep their node and features, and cover no pixel.
         """

@@ -5,10 +5,10 @@ as an option), and the segments become the nodes of an MRF. Everything here
 is plain numpy in, numpy out.
 
 SLIC is the default because it was chosen on held-out data (each shared data
-set's other three chose it; +1.7 points of mean val IoU on the held-out set)
-and because its superpixels barely move when an image is enlarged or gets an
-imperceptible change (a 4x copy keeps 96-97 % of them, Felzenszwalb's 65 %),
-which is what makes a mask stable across photo sizes.
+set's other three chose it, and it scored better on the held-out set) and
+because its superpixels barely move when an image is enlarged or gets an
+imperceptible change (Felzenszwalb's move far more), which is what makes a
+mask stable across photo sizes (docs/history/studies-2026-12.md).
 """
 from __future__ import annotations
 
@@ -41,11 +41,10 @@ class SuperpixelParams:
     sigma : Gaussian pre-smoothing of the image (pixels), used by both
         methods. The default, 0.01 (the paper's for Felzenszwalb), smooths
         nothing. For SLIC, smoothing makes the superpixels steadier, not
-        the masks: at sigma 2 and 3 a horse image's superpixels keep 98.3 /
-        97.8 and 98.8 / 98.3 % of pixels under 2x / 4x enlargement (96.7 /
-        96.3 without), a bl1 model's masks within 0.6 points of the
-        default's, and held out sigma 2 (with Lanczos up-sampling) lost 1.1
-        points of val IoU on the horses (docs/results.md).
+        the masks: at sigma 2 and 3 a horse image's superpixels move a little
+        less under enlargement, a bl1 model's masks barely change, and held
+        out sigma 2 (with Lanczos up-sampling) scored lower on the horses
+        (docs/history/studies-2026-12.md).
     scale, min_size : Felzenszwalb's k and minimum component area (pixels),
         used only by ``method="felzenszwalb"``. The defaults are the paper's
         (k = 200, min area 1330: about 50 superpixels on a 300x500 image).
@@ -53,11 +52,11 @@ class SuperpixelParams:
         colour/space trade-off, used only by ``method="slic"``. 80 segments
         give 55-80 superpixels after connectivity is enforced (the paper's
         ~50); compactness 20 is the least compact setting whose superpixels
-        move by at most 4 % when the image is enlarged 4x (10 moves 8 %; 40
-        moves 1.5 %, and a horse model's masks of an image and its 2x / 4x
-        copies then agree on 98.0 / 97.9 % of pixels instead of 97.6 / 96.7,
+        stay put when the image is enlarged (a less compact one moves
+        clearly more; a more compact one moves less, and a horse model's
+        masks of an image and its enlarged copies then agree a little more,
         but it is not shown to score as well on held-out data:
-        docs/results.md).
+        docs/history/studies-2026-12.md).
 
     The fields a method does not use are held at fixed values (whatever is
     given), so that two settings are equal exactly when they cut images

@@ -4,7 +4,8 @@ worker processes that hold large tasks (:func:`segstruct.cluster.workers_for`).
 The machine's available memory (``MemAvailable`` of ``/proc/meminfo``: free
 memory plus the caches the kernel can drop), and, inside a container, what
 is left under its control group's limit, which ``/proc/meminfo`` does not
-show (a container of 8 GiB on a machine of 256 GiB sees 256 there).
+show (a container given a small share of a large machine sees the whole
+machine's memory there).
 """
 from __future__ import annotations
 

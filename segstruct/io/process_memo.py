@@ -24,9 +24,10 @@ import numpy as np
 
 __all__ = ["MAX_BYTES", "ProcessMemo", "MEMO", "sharing", "release"]
 
-#: Bytes the memo holds at most. loky replaces a worker whose memory grew by
-#: 300 MB after its first task (it takes that for a leak), so the memo stays
-#: well below. In the default ``segstruct compare`` a worker holds about 120 MB.
+#: Bytes the memo holds at most. loky replaces a worker whose memory grew past
+#: its leak threshold (``_MAX_MEMORY_LEAK_SIZE``, 3e8 bytes) after its first
+#: task, so the memo stays well below that; the default ``segstruct compare``
+#: fills it only in part.
 MAX_BYTES = 192 << 20
 
 

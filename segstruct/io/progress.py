@@ -1,8 +1,8 @@
 """Progress on long work: a bar on a terminal, a line now and then in a log.
 
-A tqdm bar redrawn into a file writes every update (117 KB for one
-comparison), and no bar at all leaves a log silent for minutes (5.5 of a
-default ``train`` with stderr redirected). So :func:`progress_bar` gives a
+A tqdm bar redrawn into a file writes every update (a log bloated by
+carriage returns), and no bar at all leaves a log silent through a long
+stage of ``train`` with stderr redirected. So :func:`progress_bar` gives a
 tqdm bar when stderr is a terminal and otherwise a :class:`LogLines`: one
 plain line when the work starts, one every ``LOG_INTERVAL`` seconds, and one
 when it ends, each with the date and time, and with an estimate of the time

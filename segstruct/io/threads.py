@@ -2,9 +2,9 @@
 often and cheaply.
 
 ``threadpoolctl.threadpool_limits`` looks up every loaded native library
-each time it is entered (1.7 ms here), and feature extraction and the
-learners enter it once per image or per fit: in the default ``segstruct
-compare`` that was 6.7 s of CPU. :func:`thread_limits` keeps one
+each time it is entered, and feature extraction and the learners enter it
+once per image or per fit, so over a ``segstruct compare`` the look-ups add
+up to a visible share of its CPU time. :func:`thread_limits` keeps one
 ``ThreadpoolController`` per process and looks the libraries up again only
 when a module was imported since, which is when a new library can have
 been loaded.

@@ -84,13 +84,13 @@ SOLVERS = CUTTING_PLANE_SOLVERS + STOCHASTIC_SOLVERS
 C_UNITS = ("superpixel", "paper")
 #: The estimators' default C, in superpixel units: the fixed C of the best mean
 #: val IoU of bl1, bl2 and proposed over the four shared data sets
-#: (scripts/lodo.py, results/lodo); left out in turn, each data set lost 2.2-5.0
+#: (scripts/lodo.py; docs/history/studies-2026-12.md); left out in turn, each data set lost
 #: points to its best C on average per method, so the command line
 #: cross-validates C instead (TrainingSettings.C = "auto").
 DEFAULT_C = 1.0
-#: Cutting-plane iterations at most. The stabilised 1-slack loop converged in
-#: 59-529 iterations on the shared data's classes at the defaults; 200, the
-#: old default, stopped bl2 and proposed on three of six classes.
+#: Cutting-plane iterations at most. The stabilised 1-slack loop converges
+#: well inside it on the shared data's classes at the defaults; 200, the old
+#: default, stopped bl2 and proposed before convergence on some classes.
 DEFAULT_MAX_ITER = 1000
 NODE_WEIGHT_MODES = ("count", "area")
 

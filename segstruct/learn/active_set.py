@@ -4,8 +4,8 @@
 
 (H symmetric positive semidefinite; each variable in at most one group). This
 is the dual of the working-set QP. HiGHS's QP solver gets near the optimum but
-not onto it when constraint vectors are badly scaled (measured: relative gaps
-up to 3e-6, and failures without regularisation), so its answer is the start
+not onto it when constraint vectors are badly scaled (a small relative gap
+remains, and without regularisation it can fail), so its answer is the start
 and this method finishes it (Nocedal & Wright, Numerical Optimization, 16.5),
 with least-squares solves so a singular H is fine.
 """

@@ -263,7 +263,8 @@ class JSONLog(Callback):
 class ProgressBar(Callback):
     """Progress over the iterations (epochs for the first-order solvers),
     with the gap and, for cutting planes, the working-set size: a tqdm bar
-    on a terminal, a line every 30 s in a log (:mod:`segstruct.io.progress`).
+    on a terminal, a line every ``LOG_INTERVAL`` seconds in a log
+    (:mod:`segstruct.io.progress`).
 
     Parameters
     ----------

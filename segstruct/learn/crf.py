@@ -19,20 +19,16 @@ like the Hamming loss (a mean over images at the image scope), and C is
 converted from ``C_units`` as the Hamming loss's, times
 :data:`LIKELIHOOD_SCALE`. That factor puts the CRF's best C inside the grid
 where the SSVMs' lie (``selection.DEFAULT_GRID``, 0.01-3), so that one grid
-serves every method. Measured by 3-fold cross-validation on training
-splits (pooled held-out IoU): without the factor, over C 1-1000, the CRF's
-peaked at C 30 on the horses (bl1: 3) and 100 on Penn-Fudan (bl1: 1),
-within a point of its peak over 30-300 on both. A factor of 30, set from
-those two, left the CRF's curve still rising at the grid's top (C 3, 90
-without the factor) on CamVid car (32.6 % at C 1, 36.4 % at 3) and at the
-top on Penn-Fudan and CamVid person too; 100 keeps both peaks above inside
-the grid (at 0.3 and 1), and CamVid's curves then level off inside it
-(36.7 % at C 1 and 3). On CamVid car's val split the CRF scored 31.00 %
-at the factor 30 and 22.21 % at 100: its val frames want a smaller C than
-its training folds pick, for every method (``results/lodo``); the factor
+serves every method. It was chosen by 3-fold cross-validation on the
+shared data sets' training splits (pooled held-out IoU): without the
+factor the CRF's curves over C peaked one to two orders of magnitude above
+bl1's; a smaller factor left its curve still rising at the grid's top on
+CamVid, while this one keeps the peaks inside the grid and lets CamVid's
+curves level off inside it. CamVid car's val frames want a smaller C than
+its training folds pick, for every method (docs/history/studies-2026-12.md); the factor
 follows the training splits' curves, as ``--C auto`` does. COCO's classes
-are the ones it was not chosen on (``results/decisions``).
-Likely causes, not measured apart: the log-loss has a gradient of 1/2 at
+are the ones it was not chosen on (docs/history/studies-2026-12.md).
+Likely causes, not told apart: the log-loss has a gradient of 1/2 at
 a superpixel on the decision boundary where the hinge has 1, and the
 likelihood weighs the many background superpixels as they come where bl1's
 adjusted Hamming balances them, so a small C leaves the CRF with flat,

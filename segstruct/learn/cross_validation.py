@@ -30,7 +30,7 @@ __all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "CrossValidationError", "check_grid"
            "cross_validate_many", "DEFAULT_FOLD_TOL", "check_fold_tol"]
 
 #: Default grid of C (superpixel units): 6 values from 0.01 to 3, about a factor
-#: 3 apart: the grid of the leave-one-data-set-out runs (results/lodo), whose
+#: 3 apart: the grid of the leave-one-data-set-out runs (docs/history/studies-2026-12.md), whose
 #: best C on val lay in 0.01-3 on every class.
 DEFAULT_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 #: Default number of folds.
@@ -39,17 +39,17 @@ DEFAULT_FOLDS = 3
 #: planes, C in superpixel units): a fit at C stops at this times C, between
 #: the estimator's own tolerance (1e-3 by default, which the refit keeps) and
 #: this (:func:`_fold_tol_at`). The folds only rank the values of C, and the
-#: large C, whose fits take the most iterations, need no tight gap. Measured
-#: against 1e-3 for every C on the generated data set of ``segstruct compare``
+#: large C, whose fits take the most iterations, need no tight gap. Compared
+#: with 1e-3 for every C on the generated data set of ``segstruct compare``
 #: and on the six classes of the four shared data sets, where the rule's form
 #: was chosen (docs/training.md, "Choosing C").
 DEFAULT_FOLD_TOL = 1e-2
 #: What a fold's worker process holds: about this many bytes of its own
 #: (numpy, SciPy, HiGHS, OpenCV) plus FOLD_BYTES_FACTOR times the bytes of
 #: its graphs' features (the fit's union and potentials of them, the task as
-#: received). Measured with ``scripts/bench_cv_memory.py`` (bl1, 2 workers):
-#: CamVid car 777 MiB a worker for 200 MiB of features, the horses 452 for
-#: 93, Penn-Fudan 333 for 46 (171 MiB + 3.03 x the features); rounded up.
+#: received). Both are a line fitted to the workers' peaks on the shared data
+#: sets that ``scripts/bench_cv_memory.py`` records (bl1, 2 workers), rounded
+#: up.
 WORKER_BASE_BYTES = 256 * 2 ** 20
 FOLD_BYTES_FACTOR = 3.0
 
@@ -368,8 +368,8 @@ def _worker_bytes(problems: Sequence[tuple]) -> float:
 class _FoldGraph:
     """What a fold's fits read of a graph: a fold is pickled whole to its
     worker, and a ``SuperpixelGraph`` also holds its superpixel map, which
-    no fit reads and which was more than half of the bytes (CamVid: 242 of
-    442 MiB for the 367 training graphs, sent with every fold).
+    no fit reads and which can be more than half of the bytes (as on CamVid's
+    training graphs), sent with every fold.
     ``image_id`` names the image in the learners' messages."""
 
     unary: np.ndarray
@@ -453,7 +453,7 @@ def _fold_estimator(make_estimator, fold_tol=None):
     """A fresh estimator for one fold, warm-starting along the grid; and its
     own ``tol`` where its fits' tolerance is to be loosened towards
     ``fold_tol`` (:func:`_fold_tol_at`), else None: only for the learner it
-    was measured on, 1-slack cutting planes with C in superpixel units."""
+    was chosen for, 1-slack cutting planes with C in superpixel units."""
     est = make_estimator()
     # cutting planes do not depend on C: along the grid every fit on this
     # fold's training part starts from the previous one's working set
@@ -471,8 +471,8 @@ def _fold_tol_at(C: float, fold_tol: float, own: float) -> float:
 
     The objective is 1-strongly convex in w, so a gap of C tol bounds
     ||w - w*|| by sqrt(2 C tol), while ||w*|| shrinks with C: at a small C
-    a loose gap leaves the weights, and so the labels, unsettled. Measured
-    at 0.01 for every C, bl2's and proposed's folds at C 0.01 on COCO
-    person scored 0 pooled held-out IoU, against 20.9 and 21.2 at 0.001.
+    a loose gap leaves the weights, and so the labels, unsettled: with
+    ``fold_tol`` for every C, bl2's and proposed's folds at the smallest C
+    on COCO person found no object at all, where a tighter gap found some.
     The large C, whose fits take the most iterations, get the loose one."""
     return min(fold_tol, max(own, fold_tol * C))

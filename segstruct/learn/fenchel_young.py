@@ -292,8 +292,8 @@ def fit_lbfgs(problem: Objective, tol: float = 1e-4,
         # L-BFGS-B's own stopping rules are set below ours, which is certified.
         # It can still stop early: its line search fails on this piecewise-
         # quadratic F (the projection's kinks, with long pairwise features;
-        # seen on COCO's chairs after 42 of 1000 evaluations, 77 % above the
-        # bound). Each such stop restarts it from the best point, with its
+        # seen on COCO's chairs, early and far above the bound). Each such
+        # stop restarts it from the best point, with its
         # curvature memory cleared, while a restart still lowers F.
         w0 = np.zeros(problem.dim)
         while True:

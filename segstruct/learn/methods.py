@@ -108,11 +108,10 @@ class TrainingSettings:
     loss: str = "iou"            # of bl2 / proposed / exact; bl1 and hamming have their own
     beta: float = 1.0
     scope: str = _SVM["scope"]
-    # "auto": C by cross-validation on the training split. Measured leaving one
-    # data set out (scripts/lodo.py, results/lodo): the best C differs by data
-    # set (0.01-0.03 on CamVid, 1-3 elsewhere); a fixed C chosen on the other
-    # three was 2.2-5.7 points below the best in grid on the fourth, on average
-    # per method, "auto" 1.6-2.3.
+    # "auto": C by cross-validation on the training split. Leaving one data
+    # set out (scripts/lodo.py; docs/history/studies-2026-12.md): the best C differs by data set
+    # by orders of magnitude, and a fixed C chosen on the other three fell
+    # further below the best in grid on the fourth than "auto" did.
     C: float | str = "auto"
     C_units: str = _SVM["C_units"]
     node_weights: str = _SVM["node_weights"]
@@ -125,7 +124,7 @@ class TrainingSettings:
     C_grid: tuple | None = None
     folds: int | None = None
     # the folds only rank the values of C: their fits stop at cv_tol x C, between
-    # tol and cv_tol (measured: segstruct.learn.cross_validation.DEFAULT_FOLD_TOL)
+    # tol and cv_tol (why: segstruct.learn.cross_validation.DEFAULT_FOLD_TOL)
     cv_tol: float = DEFAULT_FOLD_TOL
     projection_set: str = "cube"
     likelihood: str = "pseudo"
@@ -353,11 +352,11 @@ def with_workers(estimator, n_jobs: int):
     at the image scope (below), left as it is otherwise.
 
     That is a cutting-plane SVM (``StructuredSVM.n_jobs``) at the image
-    scope: on 2 cores its proposed method trained 1.31-1.85x faster. At the
-    data-set scope the union's graph cut (bl1) took tens of milliseconds,
-    less than sending the union's parts to the workers costs (0.68x on the
-    largest shared training set, ``scripts/parallel_inference.py``), so the
-    command line leaves it in one process there.
+    scope, where the per-image oracles run in parallel and its proposed
+    method trains faster on several cores. At the data-set scope the union's
+    graph cut (bl1) costs less than sending the union's parts to the workers
+    (``scripts/parallel_inference.py`` times both), so the command line
+    leaves it in one process there.
     """
     if "n_jobs" in estimator.get_params(deep=False) and \
             estimator.get_params(deep=False).get("scope") == "image":

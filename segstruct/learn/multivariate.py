@@ -135,14 +135,14 @@ class MultivariateSVM(ParamsMixin):
     is derived from that code, and was checked by running SVM-perf V3.00,
     built from that source, side by side on the same files (F1, 2,000 and
     20,000 points): at matched precision (tol 1e-4 against ``-e 0.01``) the
-    objectives agreed within 0.007 %.
+    objectives agreed to within that precision.
 
     **w = 0 can be the optimum.** Where no weights reduce the loss by more
     than their norm costs at this C (a noisy problem, a small C), the exact
     optimum is w = 0; ``fit`` then warns (RuntimeWarning) and every point
     gets ``classes_[0]``. SVM-perf stops near such an optimum with small
-    nonzero weights instead, which rank the points (its F1 was 0.39-0.46 on
-    one such problem, where this learner's is 0).
+    nonzero weights instead, which rank the points (so its F1 on such a
+    problem is above 0, where this learner's is 0).
     """
 
     # scikit-learn < 1.6 reads the kind of estimator from this attribute

@@ -7,8 +7,8 @@ Primal, over weights w (D,) and one slack per group g:
          xi_g >= 0,   w_d <= 0 for d in ``nonpositive``  (w_p <= 0, docs/design.md "The model")
 
 It is solved in its dual, one variable per constraint plus one per bounded
-weight (docs/design.md, "Measurements behind the design": 15 ms against
-0.94 s for the primal with 1010 weights and 200 constraints):
+weight, which is much faster than the primal when the weights outnumber
+the constraints (docs/design.md, "Measurements behind the design"):
 
     max  l . alpha - 1/2 ||w||^2,   w = G^T alpha - S mu
     s.t. alpha >= 0, mu >= 0, sum_{k in g} alpha_k <= C_g
@@ -73,11 +73,11 @@ class WorkingSetQP:
     # HiGHS's dual is run with these Hessian regularisations in turn (None =
     # HiGHS's default, 1e-7, which never failed in tests but can leave gaps of
     # 1e-3 relative on long runs; without regularisation it is exact there but
-    # cycled on 15 % of random working sets, hence the iteration cap).
+    # cycled on some random working sets, hence the iteration cap).
     DUAL_REGULARIZATIONS = (None, 0.0)
     # Seconds one HiGHS run of the dual (DUAL_TIME_LIMIT) or of the primal
     # may take; the next route then takes over. Dual solves of up to 500
-    # constraints took 0.01-0.5 s on the shared data, but a run can stall:
+    # constraints stay well inside it on the shared data, but a run can stall:
     # with unary features scaled by 1e3 (before the rescaling in solve) one
     # never returned, and on camvid car bl1 the unregularised dual and the
     # primal ran to any limit on every solve.
@@ -282,7 +282,7 @@ class WorkingSetQP:
         # constraint vectors g / s with s the largest ||g||, so the Hessian's
         # entries are at most 1 and the optimal duals (which scale as
         # 1 / ||g||^2) are of the order of the losses. Neither suits every
-        # working set measured: with unary features scaled by 1e3 the duals of
+        # working set tried: with unary features scaled by 1e3 the duals of
         # the QP as it is fell to HiGHS's feasibility tolerance and its runs
         # failed or never returned, while on bl1's Hamming losses (hundreds of
         # superpixels) the copy's exact route failed on half the solves of the
@@ -303,32 +303,31 @@ class WorkingSetQP:
                 best, best_route, best_z = candidate, route, z
                 if index is not None:
                     preferred = index
-        # The order costs least on the working sets measured: HiGHS's dual
-        # with its default regularisation (milliseconds; can leave a gap of
-        # 1e-3 relative), without it (exact in 0.1 s on a 303-constraint set
-        # where the active-set finish took 17 s, but on a 152-constraint
-        # camvid set it ran to any time limit), on each scaling; then the
-        # exact active-set finish from the best answer, and only then the
-        # primal.
+        # The order costs least on the working sets tried: HiGHS's dual
+        # with its default regularisation (fast; can leave a gap of 1e-3
+        # relative), without it (exact, and fast on sets where the active-set
+        # finish is slow, but on some camvid sets it ran to any time limit),
+        # on each scaling; then the exact active-set finish from the best
+        # answer, and only then the primal.
         def done():
             return best is not None and self.converged(best)
         # The route whose answer was best last time (the one that met the
         # tolerance, or else the one the active-set finish started from) goes
         # first: a route that fails on a problem tends to fail on every solve of
         # it, up to its time limit (the QP as it is on MultivariateSVM's F1
-        # problem at n = 2000: 39 solves x 2 routes x 1 s, where the rescaled
-        # copy took 10 ms).
+        # problem: every solve ran both its routes to the limit, where the
+        # rescaled copy answered at once).
         scales = tuple(dict.fromkeys((1.0, self._scale())))   # once if s = 1
         routes = [(i, reg) for i in range(len(scales)) for reg in self.DUAL_REGULARIZATIONS]
         if self._preferred is not None and self._preferred < len(routes):
             routes.insert(0, routes.pop(self._preferred))
         # A route that gave no answer in the last solve waits until the others
         # and the active-set finish have not met the tolerance: such a route
-        # tends to fail again, at its time limit. Measured on CamVid car
-        # (proposed, C 0.3): the last 7 of 44 solves took 0.8-3 s each, nearly
-        # all of it HiGHS's unregularised dual of the rescaled copy running
-        # to DUAL_TIME_LIMIT, while the active-set finish from the
-        # regularised answer took 3-6 ms to the exact optimum.
+        # tends to fail again, at its time limit. On CamVid car (proposed)
+        # the last solves of a run spent nearly all their time in HiGHS's
+        # unregularised dual of the rescaled copy running to DUAL_TIME_LIMIT,
+        # while the active-set finish from the regularised answer reached the
+        # exact optimum almost at once.
         waiting = [r for r in routes if self._route_index(r) in self._failed]
         models: dict = {}
         last = None                 # the last model tried: the finish works in its scale
@@ -358,7 +357,7 @@ class WorkingSetQP:
         run_routes([r for r in routes if r not in waiting])
         if waiting:
             # from a near answer a few exchanges of the active set suffice; one
-            # that needs more (17 s on a 303-constraint set) lets the waiting
+            # that needs more (slow on a large working set) lets the waiting
             # routes try first
             finish(max_iter=k + p)
             if not done():

@@ -86,8 +86,9 @@ def next_C_after_refit(curve: dict, train_iou: float | None) -> float | None:
 
     The refit on the whole training split at the chosen C can label no
     pixel of the class where the folds' models, trained on two thirds of
-    it at the same C, did (COCO's dining table, bl2 at C 0.01: 1.6 %
-    pooled held-out IoU, then a refit with train IoU 0 and val IoU 0). A
+    it at the same C, did (COCO's dining table, bl2 at a small C: folds
+    that found some of the class, then a refit with train IoU 0 and val
+    IoU 0). A
     model that finds nothing on the very images it learnt from is worse
     than any C whose folds found something: the next C of
     :func:`preference_order` with a pooled held-out IoU above 0 is refitted

@@ -246,9 +246,10 @@ class StructuredSVM(BaseSSVM):
             iteration and the checkpoint to resume from.
         """
         self.check_params()
-        # Training multiplies small matrices (Gram rows, potentials): with
-        # OpenBLAS's default threads it ran 1.6-1.9x slower on 2 cores
-        # (BL1 and BL2 on weizmann_horse_voc), so BLAS gets one thread here.
+        # Training multiplies small matrices (Gram rows, potentials), where
+        # OpenBLAS's default threads cost more in start-up and contention than
+        # they gain (BL1 and BL2 on weizmann_horse_voc ran slower with them),
+        # so BLAS gets one thread here.
         with thread_limits(1, "blas"):
             return self._fit(X, Y, list(callbacks or ()))
 

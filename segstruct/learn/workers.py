@@ -10,7 +10,7 @@ exact:
   the problems' plain arrays (potentials, not features);
 - the problems are split into contiguous blocks of about equal size,
   ``BLOCKS_PER_WORKER`` per worker, which the workers take as they free up
-  (an image's inference time varies tenfold). An oracle with state (a
+  (an image's inference time varies widely). An oracle with state (a
   ``ProposedOracle``'s warm-start labellings per graph, which change what it
   returns) goes to a block with the state of that block's problems
   (``state_of``; the whole state otherwise); each block hands back the
@@ -19,10 +19,10 @@ exact:
   the problems one after another in this process, whichever worker takes
   which block.
 
-Measured on 2 cores (``scripts/parallel_inference.py``): the proposed
-method at the image scope trained 1.3-1.85 times faster. Sending each block
-the whole state (up to megabytes) instead of its own part made it 0.87-1.21
-times in development (docs/scaling.md).
+On several cores the proposed method at the image scope trains faster
+this way (``scripts/parallel_inference.py`` times it). Sending each block
+the whole state (up to megabytes) instead of its own part lost most of that
+gain in development (docs/scaling.md).
 
 At the data-set scope the single example is the disjoint union of the
 images. For a loss linear in (FP, FN) the most violated labelling of the

@@ -10,7 +10,7 @@ import csv
 import io
 
 from segstruct.features.config import FeatureConfig
-from segstruct.io.text import MISSING, fmt
+from segstruct.io.text import MISSING, count, fmt
 from segstruct.learn.methods import c_text, fold_tol_text
 
 __all__ = ["comparison_multiclass_markdown", "fmt", "inspection_text", "multiclass_markdown",
@@ -241,7 +241,7 @@ def inspection_text(report: dict) -> str:
                 f"{fmt(s['kappa_fg_bg_superpixel_ratio'], '7.4f'):>7} "
                 f"{fmt(s['oracle_voc_iou_percent'], '12.2f'):>12}")
     if report["problems"]:
-        lines.append(f"\n{len(report['problems'])} problem(s):")
+        lines.append(f"\n{count(len(report['problems']), 'problem')}:")
         lines += [f"  - {msg}" for msg in report["problems"]]
     else:
         lines.append("\nno problems found")

@@ -27,8 +27,8 @@ class DetectorParams:
         percentile box area at the finest root scale (as DPM does). DPM's
         floor is about 47 cells; below about 30 (camvid's small cars got
         3 x 4 roots with 12) the roots are weak and parts of 3 x 3 cells
-        only fit noise (val AP 0.16 -> 0.43 for roots at 30 on a camvid
-        subset).
+        only fit noise (raising the floor to 30 clearly raised the val AP on
+        a camvid subset).
     min_root_side : int, a root filter is at least this many cells a side.
     part_area_fraction : float, the parts together cover this share of the
         root's area (DPM: 0.8).
@@ -46,8 +46,8 @@ class DetectorParams:
     mining_images : int, training images scanned per mining round.
     negatives_per_image : int, hardest windows kept per image and component.
         The star model has ~5x the root's weights: with 20 a window the
-        parts overfit their few negatives (camvid car val AP 0.02), with 80
-        they help (0.43 -> 0.53).
+        parts overfit their few negatives (camvid car's val AP collapsed),
+        with 80 they help (its val AP rose above the root filters').
     negative_cache : int, cap on the negatives kept per component.
     max_positives : int, cap on the positive boxes per component.
     flip : bool, add mirror images of the positives.

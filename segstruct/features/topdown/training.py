@@ -210,8 +210,9 @@ def negative_features(detector: Detector, image, objects: np.ndarray,
         hard = order[is_hard][:50 * p.negatives_per_image]
         rand = order[~is_hard][:10 * p.negatives_per_image]
         # NMS spreads the kept windows over the image instead of one blob;
-        # it stops at the windows kept (on camvid's 80 of several thousand
-        # candidates, a pass per kept box took a quarter of training)
+        # it stops at the windows kept (on camvid, with a few kept of several
+        # thousand candidates, a pass per kept box took a large share of
+        # training)
         hard = hard[non_maximum_suppression(boxes[hard], key[hard], 0.5,
                                             limit=p.negatives_per_image)]
         if hard.size and rand.size:     # no random window on a kept hard one
@@ -334,8 +335,7 @@ def train_detector(images: Sequence[np.ndarray], masks: Sequence[np.ndarray],
         # The pyramids of a stage do not change from round to round (the
         # filters' shapes and the scales are fixed): the positives' crops are
         # kept, and so are the images a round samples again (on small splits,
-        # all of them). Measured: 8.7 s instead of 10.4 s for a detector of the
-        # generated data set's cars on 27 images.
+        # all of them), which saves recomputing them in every mining round.
         crops, last = {}, {}
         for round_ in range(params.mining_rounds + 1):
             first = round_ == 0

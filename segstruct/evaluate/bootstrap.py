@@ -56,17 +56,8 @@ def bootstrap_differences(per_image_a, per_image_b, n_resamples: int = 10000,
     if a.shape != b.shape:
         raise ValueError(f"the two models are scored on different numbers of images "
                          f"({a.shape[0]} and {b.shape[0]}); pair them image by image")
-    if a.shape[0] == 0:
-        raise ValueError("no images to resample")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
-    n = a.shape[0]
-    rng = np.random.default_rng(seed)
-    # How often each image is drawn in each resample: a (R, n) multinomial
-    # draw is the same distribution as n draws with replacement, and the
-    # pooled counts of every resample are then one matrix product.
-    times = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
-    return _pooled_iou(times @ a) - _pooled_iou(times @ b)
+    ious = resampled_iou(np.stack([a, b], axis=1), n_resamples, seed)
+    return ious[:, 0] - ious[:, 1]
 
 
 def resampled_iou(per_image, n_resamples: int = 10000, seed: int = 0) -> np.ndarray:
@@ -104,6 +95,9 @@ def resampled_iou(per_image, n_resamples: int = 10000, seed: int = 0) -> np.ndar
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
     rng = np.random.default_rng(seed)
+    # How often each image is drawn in each resample: a (R, n) multinomial
+    # draw is the same distribution as n draws with replacement, and the
+    # pooled counts of every resample are then one matrix product.
     times = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
     pooled = np.tensordot(times, counts, axes=([1], [0]))      # (R, ..., 3)
     return _pooled_iou(pooled)

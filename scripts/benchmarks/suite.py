@@ -30,8 +30,10 @@ def add_arguments(parser) -> None:
 
 def run(args, out: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as cache:
+        # as in an activated virtual environment: its scripts (`segstruct`) on PATH
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
         env = {**os.environ, "SEGSTRUCT_CACHE": cache, "OMP_NUM_THREADS": "1",
-               "OPENBLAS_NUM_THREADS": "1"}
+               "OPENBLAS_NUM_THREADS": "1", "PATH": path}
         t0 = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                "--deselect", OWN_RECORD_TEST, *args.pytest_args], cwd=REPO, env=env, capture_output=True,

@@ -735,7 +735,7 @@ def test_compare_refuses_a_refit_that_labels_nothing(data_root, cache, tmp_path,
     (["--C", "2", "--cv-tol", "0.1"], "--cv-tol applies only to --C auto (C is 2)"),
     (["--C", "auto", "--cv-tol", "0"],
      "the folds' tolerance (--cv-tol) must be a finite number > 0"),
-    (["--C", "auto", "--folds", "7"], "has 6 training image(s), fewer than the 7 folds"),
+    (["--C", "auto", "--folds", "7"], "has 6 training images, fewer than the 7 folds"),
 ])
 @pytest.mark.parametrize("command", ["train", "compare"])
 def test_bad_C_options_are_refused_before_anything_is_written(command, extra, words,

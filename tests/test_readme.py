@@ -116,7 +116,7 @@ def test_the_readme_claims_are_the_benchmarks():
 def test_every_other_number_in_the_readme_is_not_a_measurement():
     text = " ".join(prose(readme()).split())
     for pattern in CLAIMS:
-        text = re.sub(pattern.replace("`", ""), "", text)
+        text = re.sub(re.sub(r"`[^`]*`", "", pattern).strip(), "", text)
     numbers = set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])", text))
     unchecked = sorted(numbers - NOT_MEASURED)
     assert not unchecked, (

@@ -12,8 +12,8 @@ For triangle k with plane alpha_k FP + beta_k FN + gamma_k, HiGHS solves
 One HiGHS model is built per graph; between triangles only the costs of the
 FP and FN columns and the three triangle rows change, and HiGHS restarts
 from the previous basis, because rebuilding the model per triangle
-dominated the oracle's time (docs/design.md, "Measurements behind the
-design").
+dominated the oracle's time (docs/history/design-2026-12.md,
+"Measurements behind the design").
 
 Each LP solution is rounded into candidates (threshold at 0.5; the LP's
 integral part kept and the rest labelled by a graph cut under the triangle's

@@ -111,6 +111,11 @@ def main(argv=None) -> int:
                         help="the folder that gets NAME/ (default: the repository's results/)")
     module.add_arguments(parser)
     args = parser.parse_args(rest)
+    from segstruct.io.provenance import code_version
+    if code_version().endswith(".dirty"):
+        print(f"warning: the working tree has uncommitted changes, so results/{name} will name "
+              f"code no commit holds ({code_version()}); commit first, and the tests refuse "
+              "such a folder", file=sys.stderr)
     target = args.results / name
     work = args.results / f".{name}.partial"
     shutil.rmtree(work, ignore_errors=True)

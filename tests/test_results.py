@@ -35,6 +35,13 @@ def test_every_folder_of_results_is_made_by_the_runner_at_todays_defaults(bench)
         "results/ holds what no benchmark of scripts/bench.py makes")
 
 
+def test_each_folder_names_committed_code(bench):
+    for record in sorted((ROOT / "results").glob("*/provenance.json")):
+        version = json.loads(record.read_text())["code_version"]
+        assert "+g" in version and not version.endswith(".dirty"), (
+            f"{record} names code {version!r}: run the benchmark on a committed checkout")
+
+
 def test_each_report_is_made_from_its_folders_records(bench):
     for folder in sorted((ROOT / "results").iterdir()):
         if (folder / "provenance.json").is_file():

@@ -1,7 +1,7 @@
 """The README's test command: ``pytest`` in a fresh process, with an empty
 feature cache and ``OMP_NUM_THREADS=1``, as CI runs it; its wall seconds and
-its closing counts (less the one test that reads this record). Writes ``suite.json`` and ``pytest.log`` (the last lines
-of its output).
+its closing counts (less the one test that reads this record). Writes
+``suite.json`` and ``pytest.log`` (the last lines of its output).
 """
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def run(args, out: Path) -> dict:
                "OPENBLAS_NUM_THREADS": "1", "PATH": path}
         t0 = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "--deselect", OWN_RECORD_TEST, *args.pytest_args], cwd=REPO, env=env, capture_output=True,
-                              text=True)
+                               "--deselect", OWN_RECORD_TEST, *args.pytest_args],
+                              cwd=REPO, env=env, capture_output=True, text=True)
         seconds = time.perf_counter() - t0
     tail = (done.stdout + done.stderr).splitlines()[-40:]
     (out / "pytest.log").write_text("\n".join(tail) + "\n")

@@ -72,10 +72,8 @@ def resampled_iou(per_image, n_resamples: int = 10000, seed: int = 0) -> np.ndar
     per_image : (n_images, ..., 3) array-like of int
         (TP, FP, FN) pixel counts of each image for each model (any number of
         axes between the images and the counts, e.g. classes x methods).
-    n_resamples : int
-        Resamples drawn, each ``n_images`` images with replacement.
-    seed : int
-        Seed of the NumPy generator that draws them.
+    n_resamples, seed : int
+        As in :func:`bootstrap_differences`.
 
     Returns
     -------

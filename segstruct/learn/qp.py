@@ -8,7 +8,8 @@ Primal, over weights w (D,) and one slack per group g:
 
 It is solved in its dual, one variable per constraint plus one per bounded
 weight, which is much faster than the primal when the weights outnumber
-the constraints (docs/design.md, "Measurements behind the design"):
+the constraints (docs/history/design-2026-12.md, "Measurements behind the
+design"):
 
     max  l . alpha - 1/2 ||w||^2,   w = G^T alpha - S mu
     s.t. alpha >= 0, mu >= 0, sum_{k in g} alpha_k <= C_g

@@ -1,21 +1,18 @@
-"""A gallery of figures that exist when the site is built.
+"""A gallery of the figures the benchmark runner makes.
 
-The figures are made by the benchmark runner into ``results/`` (outside
-``docs/``), which is remade from time to time, so the gallery cannot name
-fixed files: a missing image would break the strict build. Each entry of a
-``gallery`` directive is a glob pattern, relative to the page, and a caption;
-every file that matches when the site is built becomes a figure, and a
-pattern that matches nothing is left out. In MyST::
+The figures are made by ``scripts/bench.py`` into ``results/`` (outside
+``docs/``), and how many a benchmark draws depends on its data (one per
+class, say), so the gallery names them by glob patterns rather than one by
+one. Each entry of a ``gallery`` directive is a pattern, relative to the
+page, and a caption; every file that matches becomes a figure. A pattern
+that matches nothing is a warning, so the strict build fails when a figure
+the page promises has gone. In MyST::
 
     ```{gallery}
-    ../results/first_run/figures/qualitative-*.png | Predicted masks beside the ground truth
-    ../results/first_run/figures/training-*.png | Training curves
+    ../results/first_run/compare/figures/qualitative-*.png | Masks beside the ground truth ({stem})
     ```
 
 ``{stem}`` in a caption is replaced by the file's name without its suffix.
-With no file at all, the directive writes the ``:empty:`` option's text.
-The page is read again on every build, so new figures appear without a
-clean build.
 """
 from __future__ import annotations
 
@@ -25,14 +22,17 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+
+logger = logging.getLogger(__name__)
 
 
 class GalleryDirective(SphinxDirective):
     """``gallery``: one figure per existing file of each ``pattern | caption`` line."""
 
     has_content = True
-    option_spec = {"empty": directives.unchanged, "width": directives.unchanged}
+    option_spec = {"width": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
         # the files may appear or go between builds: read this page every time
@@ -43,7 +43,12 @@ class GalleryDirective(SphinxDirective):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             pattern, _, caption = (part.strip() for part in line.partition("|"))
-            for path in sorted(glob.glob(str(page_dir / pattern))):
+            paths = sorted(glob.glob(str(page_dir / pattern)))
+            if not paths:
+                logger.warning(f"gallery: no file matches {pattern!r} (run the benchmark "
+                               "that makes it: python scripts/bench.py list)",
+                               location=(self.env.docname, self.lineno))
+            for path in paths:
                 uri = Path(os.path.relpath(path, page_dir)).as_posix()
                 stem = Path(path).stem
                 image = nodes.image(uri=uri, alt=stem)
@@ -53,9 +58,6 @@ class GalleryDirective(SphinxDirective):
                 figure = nodes.figure("", image, nodes.caption(text, text))
                 figure += nodes.legend("", nodes.paragraph("", "", nodes.literal(uri, uri)))
                 out.append(figure)
-        if not out:
-            text = self.options.get("empty", "No figure has been made yet.")
-            out.append(nodes.paragraph(text, text))
         return out
 
 

@@ -104,7 +104,6 @@ def _run(args, out: Path, scratch: Path) -> dict:
         per_image[row["class"], row["method"]] = [(p["tp"], p["fp"], p["fn"])
                                                   for p in record["per_image"]]
     summary = intervals(doc, per_image, classes, methods, args.resamples, args.confidence)
-    summary["timing"] = timing
     (out / "intervals.json").write_text(json.dumps(summary, indent=1) + "\n")
     (out / "timing.json").write_text(json.dumps(timing, indent=1) + "\n")
     (out / "summary.md").write_text(summary_table(summary) + "\n")
@@ -115,12 +114,11 @@ def intervals(doc: dict, per_image: dict, classes, methods, n_resamples: int,
               confidence: float) -> dict:
     """Val IoU, train IoU and intervals per class and method, differences from
     :data:`REFERENCE`, and the mean over classes."""
-    from segstruct.evaluate.bootstrap import percentile_interval, resampled_iou
+    from segstruct.evaluate.bootstrap import percentile_interval, pooled_iou, resampled_iou
 
     counts = np.array([[per_image[c, m] for m in methods] for c in classes], np.float64)
     counts = counts.transpose(2, 0, 1, 3)                   # (images, classes, methods, 3)
-    pooled = counts.sum(axis=0)
-    iou = 100 * pooled[..., 0] / np.maximum(pooled.sum(-1), 1)
+    iou = pooled_iou(counts.sum(axis=0))                    # (classes, methods)
     samples = resampled_iou(counts, n_resamples, seed=0)    # (R, classes, methods)
     ref = methods.index(REFERENCE) if REFERENCE in methods else None
     rows = {(r["class"], r["method"]): r for r in doc["results"]}

@@ -12,7 +12,6 @@ quoted.
 from __future__ import annotations
 
 import datetime
-import getpass
 import hashlib
 import json
 import os
@@ -132,7 +131,6 @@ def record(name: str, argv: list[str], groups, started: datetime.datetime,
         "code_version": code_version(),
         "python": sys.version.split()[0],
         "machine": machine(),
-        "user": getpass.getuser(),
         "started": started.isoformat(timespec="seconds"),
         "seconds": round(seconds, 1),
         "defaults": values,

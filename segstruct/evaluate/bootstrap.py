@@ -25,9 +25,21 @@ def _as_counts(per_image, name: str) -> np.ndarray:
     return counts
 
 
-def _pooled_iou(totals: np.ndarray) -> np.ndarray:
-    """IoU in percent of (..., 3) pooled counts; 0 where nothing is counted
-    (a resample without any class pixel or prediction scores both models 0)."""
+def pooled_iou(totals) -> np.ndarray:
+    """The VOC IoU of pooled counts.
+
+    Parameters
+    ----------
+    totals : (..., 3) array-like
+        (TP, FP, FN) pixel counts, summed over the images of a split.
+
+    Returns
+    -------
+    (...) float64 array
+        IoU in percent; 0 where nothing is counted (a resample without any
+        class pixel or prediction scores 0).
+    """
+    totals = np.asarray(totals, np.float64)
     denom = totals.sum(axis=-1)
     return 100.0 * np.divide(totals[..., 0], denom, out=np.zeros_like(denom),
                              where=denom > 0)
@@ -98,7 +110,7 @@ def resampled_iou(per_image, n_resamples: int = 10000, seed: int = 0) -> np.ndar
     # pooled counts of every resample are then one matrix product.
     times = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
     pooled = np.tensordot(times, counts, axes=([1], [0]))      # (R, ..., 3)
-    return _pooled_iou(pooled)
+    return pooled_iou(pooled)
 
 
 def percentile_interval(samples, confidence: float = 0.95) -> list[float]:
@@ -135,8 +147,8 @@ def paired_bootstrap(per_image_a, per_image_b, n_resamples: int = 10000,
     differences = bootstrap_differences(per_image_a, per_image_b, n_resamples, seed)
     a = _as_counts(per_image_a, "model A")
     b = _as_counts(per_image_b, "model B")
-    iou_a = float(_pooled_iou(a.sum(axis=0)))
-    iou_b = float(_pooled_iou(b.sum(axis=0)))
+    iou_a = float(pooled_iou(a.sum(axis=0)))
+    iou_b = float(pooled_iou(b.sum(axis=0)))
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(differences, [tail, 1.0 - tail])
     return {

@@ -122,28 +122,57 @@ def check_param(name: str, value, constraints) -> None:
 class ParamsMixin:
     """``get_params`` / ``set_params`` from the ``__init__`` signature.
 
-    A subclass's ``__init__`` takes every hyper-parameter as an explicit
-    argument (no ``*args`` / ``**kwargs``) and stores it unchanged as an
-    attribute of the same name: ``clone`` rebuilds an estimator as
+    A subclass's ``__init__`` takes every hyper-parameter of its own as an
+    explicit keyword argument and stores it unchanged as an attribute of the
+    same name; ``**params``, where it takes them, go to its base's
+    ``__init__``, which does the same for the parameters the family shares
+    (:meth:`_init_parameters`). ``clone`` rebuilds an estimator as
     ``type(est)(**est.get_params(deep=False))`` and checks that each value
     comes back as the same object.
     """
 
     @classmethod
+    def _init_parameters(cls) -> list[inspect.Parameter]:
+        """The hyper-parameters of ``__init__``, with those it passes on.
+
+        An ``__init__`` that takes ``**params`` hands them to its base's
+        ``__init__`` (``super().__init__(**params)``), so the base's
+        parameters are the estimator's too: a family declares each shared
+        parameter once, on its base. A subclass that names one of them again
+        (another default) takes precedence.
+        """
+        found: dict[str, inspect.Parameter] = {}
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            if init is object.__init__:
+                break
+            passes_on = False
+            for p in inspect.signature(init).parameters.values():
+                if p.name == "self":
+                    continue
+                if p.kind == p.VAR_KEYWORD:
+                    passes_on = True
+                elif p.kind == p.VAR_POSITIONAL:
+                    raise RuntimeError(f"{cls.__name__}.__init__ takes *{p.name}: an "
+                                       "estimator's parameters must be explicit keyword "
+                                       "arguments")
+                else:
+                    found.setdefault(p.name, p)
+            if not passes_on:
+                break
+        return list(found.values())
+
+    @classmethod
+    def default_params(cls) -> dict[str, Any]:
+        """Each hyper-parameter's default, by name (the base's too)."""
+        return {p.name: p.default for p in cls._init_parameters()}
+
+    @classmethod
     def _get_param_names(cls) -> list[str]:
         """The hyper-parameters' names, sorted (scikit-learn's order)."""
-        init = cls.__init__
-        if init is object.__init__:
-            return []
-        names = []
-        for p in inspect.signature(init).parameters.values():
-            if p.name == "self" or p.kind == p.VAR_KEYWORD:
-                continue
-            if p.kind == p.VAR_POSITIONAL:
-                raise RuntimeError(f"{cls.__name__}.__init__ takes *{p.name}: an estimator's "
-                                   "parameters must be explicit keyword arguments")
-            names.append(p.name)
-        return sorted(names)
+        return sorted(p.name for p in cls._init_parameters())
 
     #: name -> list of constraints (:func:`check_param`); a subclass declares its own
     _parameter_constraints: dict = {}
@@ -218,8 +247,7 @@ class ParamsMixin:
 
     def __repr__(self) -> str:
         # the parameters that differ from their defaults, as scikit-learn shows them
-        defaults = {p.name: p.default for p in
-                    inspect.signature(type(self).__init__).parameters.values()}
+        defaults = type(self).default_params()
         shown = []
         for name, value in self.get_params(deep=False).items():
             default = defaults.get(name, inspect.Parameter.empty)

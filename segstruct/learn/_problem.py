@@ -92,6 +92,8 @@ DEFAULT_C = 1.0
 #: well inside it on the shared data's classes at the defaults; 200, the old
 #: default, stopped bl2 and proposed before convergence on some classes.
 DEFAULT_MAX_ITER = 1000
+#: The solvers' stopping tolerance, in loss units.
+DEFAULT_TOL = 1e-3
 NODE_WEIGHT_MODES = ("count", "area")
 
 

@@ -15,6 +15,7 @@ re-exported here.
 """
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Callable
 
 import numpy as np
@@ -24,12 +25,13 @@ from segstruct.inference import maximize
 from segstruct.inference.losses import Loss
 from segstruct.learn._params import (POSITIVE, DataConversionWarning, Interval,
                                      NotFittedError, Options, ParamsMixin, check_param)
-from segstruct.learn._problem import (label_counts, resolve_loss, svm_C,
-                                      targets_and_node_weights)
+from segstruct.learn._problem import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, DEFAULT_TOL,
+                                      NODE_WEIGHT_MODES, SCOPES, label_counts, resolve_loss,
+                                      svm_C, targets_and_node_weights)
 from segstruct.model import MRFModel, disjoint_union
 
-__all__ = ["BaseSSVM", "DataConversionWarning", "NotFittedError", "ParamsMixin", "Interval",
-           "Options", "POSITIVE", "check_param"]
+__all__ = ["BaseSSVM", "LossAugmentedSSVM", "DataConversionWarning", "NotFittedError",
+           "ParamsMixin", "Interval", "Options", "POSITIVE", "check_param"]
 
 
 def check_inputs(X) -> None:
@@ -62,18 +64,40 @@ def _labelled(k: int, read, y, *args):
 
 
 class BaseSSVM(ParamsMixin):
-    """What the segmentation learners share (module docstring).
+    """What the segmentation learners share (module docstring), with the
+    hyper-parameters every one of them has, declared here once.
 
-    A subclass stores, at least, the hyper-parameters ``loss``, ``C``,
-    ``C_units``, ``scope``, ``node_weights``, ``pairwise``, ``tol`` and
-    ``max_iter``. Fitted, it has ``w_``, ``loss_``, ``n_features_in_``
-    (and, after ``fit``, the training run's attributes).
+    A subclass declares only its own hyper-parameters: its ``__init__``
+    takes them as keyword arguments and hands ``**params`` to this one, and
+    its ``_parameter_constraints`` extend this class's
+    (``{**BaseSSVM._parameter_constraints, ...}``). A subclass that needs
+    another default for one of these names it again, says why in its
+    docstring and in ``_other_defaults``.
 
     Parameters
     ----------
-    The subclass's; each declares them once in ``_parameter_constraints``
-    (checked by ``validate_params``), and ``get_params`` / ``set_params``
-    read them from its ``__init__`` signature.
+    C : float, default 1.0 (``DEFAULT_C``)
+        Regularisation trade-off, in ``C_units``.
+    C_units : {"superpixel", "paper"}, default "superpixel"
+        What C is measured in (:func:`~segstruct.learn._problem.svm_C`).
+        "superpixel": the loss is counted in missed superpixels and summed
+        over the examples, so one C suits every loss and both scopes.
+        "paper": the C of the paper's Eq. 8 (its C = 1 is an objective
+        weight of 0.5).
+    scope : {"dataset", "image"}, default "dataset"
+        One loss over the whole training set (the paper's multivariate
+        formulation, and the VOC measure), or one loss per image; with C in
+        superpixel units the losses are summed over the examples either way.
+    node_weights : {"count", "area"}, default "count"
+        Node weights a_i: superpixel counts (the paper's) or non-void pixel
+        areas.
+    pairwise : bool, default True
+        Use the pairwise block (False: a unary-only model, as in BL2).
+    tol : float, default 1e-3 (``DEFAULT_TOL``)
+        The solver's stopping tolerance, in loss units (each learner says
+        what it stops on).
+    max_iter : int, default 1000 (``DEFAULT_MAX_ITER``)
+        The solver's iterations at most.
 
     Attributes
     ----------
@@ -86,14 +110,32 @@ class BaseSSVM(ParamsMixin):
     #: --resume``); a learner that keeps one says so.
     resumable = False
 
-    # what every sibling's __init__ stores, and what fit or from_weights sets
-    # (declared for the type checker; none has a class-level value)
+    #: Shared parameters whose default a subclass changes, with the reason.
+    _other_defaults: dict[str, str] = {}
+
+    def __init__(self, *, C=DEFAULT_C, C_units="superpixel", scope="dataset",
+                 node_weights="count", pairwise=True, tol=DEFAULT_TOL,
+                 max_iter=DEFAULT_MAX_ITER):
+        self.C = C
+        self.C_units = C_units
+        self.scope = scope
+        self.node_weights = node_weights
+        self.pairwise = pairwise
+        self.tol = tol
+        self.max_iter = max_iter
+
+    #: The shared hyper-parameters' constraints, checked in one place
+    #: (:meth:`~segstruct.learn._params.ParamsMixin.validate_params`); the
+    #: command line's choices are the same objects' options.
+    _parameter_constraints = {
+        "C": [POSITIVE], "C_units": [Options(*C_UNITS)], "scope": [Options(*SCOPES)],
+        "node_weights": [Options(*NODE_WEIGHT_MODES)], "pairwise": [bool],
+        "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)],
+    }
+
+    # what fit or from_weights sets, and what a subclass stores besides the
+    # shared parameters (declared for the type checker)
     loss: str | Loss | Callable
-    C: float
-    C_units: str
-    scope: str
-    node_weights: str
-    pairwise: bool
     w_: np.ndarray
     loss_: Loss
     n_features_in_: int
@@ -267,3 +309,35 @@ class BaseSSVM(ParamsMixin):
     def score(self, X, Y) -> float:
         """VOC IoU of the predictions, as a fraction in [0, 1]."""
         return self.voc_score(X, Y).iou
+
+
+class LossAugmentedSSVM(BaseSSVM):
+    """The learners whose step is loss-augmented inference by an oracle
+    (the cutting planes of :class:`~segstruct.learn.ssvm.StructuredSVM`
+    and the first-order loops of
+    :class:`~segstruct.learn.first_order.FirstOrderSVM`): the loss, its
+    adjustment and the oracle, declared here once.
+
+    Parameters
+    ----------
+    loss : str, Loss or callable, default "adjusted_hamming"
+        The loss Delta(FP, FN) (see ``segstruct.inference.losses.get_loss``).
+    kappa : float or None, default None
+        For ``loss="adjusted_hamming"``: the FP weight; None means the
+        foreground / background ratio of the training set, counted with the
+        node weights in use (superpixels in count mode: Eq. 28 of the paper).
+    oracle : callable, optional
+        ``oracle(u, edges, p, t, a, loss) -> InferenceResult``: the most
+        violated constraint; default the exact graph cut for
+        node-decomposable losses (``segstruct.inference.loss_augmented``).
+    **params
+        :class:`BaseSSVM`'s.
+    """
+
+    def __init__(self, *, loss="adjusted_hamming", kappa=None, oracle=None, **params):
+        super().__init__(**params)
+        self.loss = loss
+        self.kappa = kappa
+        self.oracle = oracle
+
+    _parameter_constraints = {**BaseSSVM._parameter_constraints, "kappa": [None, POSITIVE]}

@@ -37,14 +37,12 @@ background-leaning probabilities.
 from __future__ import annotations
 
 import time
-from numbers import Integral
 
 
 from segstruct.learn.fenchel_young import fit_lbfgs
 from segstruct.learn.likelihood import LIKELIHOODS, LikelihoodProblem
 from segstruct.learn.single_run import SingleRun, SingleRunSVM, lbfgs_run
-from segstruct.learn._params import POSITIVE, SCOPES, Interval, Options
-from segstruct.learn._problem import C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES
+from segstruct.learn._params import Options
 
 __all__ = ["CRF", "LIKELIHOODS", "LIKELIHOOD_SCALE"]
 
@@ -59,23 +57,17 @@ class CRF(SingleRunSVM):
 
     Parameters
     ----------
-    C : float, default 1.0
-        Weight of the negative log-likelihood, in ``C_units`` as for
-        StructuredSVM: it counts as the Hamming loss does, times
-        ``LIKELIHOOD_SCALE`` (module docstring); ``svm_C_`` is the result.
-    C_units : {"superpixel", "paper"}, default "superpixel"
-    scope : {"dataset", "image"}, default "dataset"
-        The likelihood summed over the training set, or its mean over images.
+    C, C_units, scope, node_weights, pairwise, tol, max_iter
+        As :class:`~segstruct.learn.base.BaseSSVM`'s. C weighs the negative
+        log-likelihood, which counts as the Hamming loss does, times
+        ``LIKELIHOOD_SCALE`` (module docstring; ``svm_C_`` is the result);
+        the scope sums it over the training set or takes its mean over
+        images; "area" node weights weigh each superpixel's
+        pseudo-likelihood factor by its pixels (pseudo-likelihood only); the
+        fit stops once ``F(w) - min F <= C tol`` by the gradient's
+        certificate (approximate with "bethe"), after ``max_iter`` objective
+        evaluations at most.
     likelihood : {"pseudo", "bethe"}, default "pseudo"
-    node_weights : {"count", "area"}, default "count"
-        "area" weighs each superpixel's pseudo-likelihood factor by its
-        pixels (pseudo-likelihood only).
-    pairwise : bool, default True
-    tol : float, default 1e-3
-        Stop once ``F(w) - min F <= C tol`` by the gradient's certificate
-        (approximate with "bethe").
-    max_iter : int, default 1000
-        Objective evaluations at most.
 
     Attributes
     ----------
@@ -99,21 +91,12 @@ class CRF(SingleRunSVM):
     solver = "lbfgs"
     loss = "hamming"
 
-    def __init__(self, C=DEFAULT_C, C_units="superpixel", scope="dataset", likelihood="pseudo",
-                 node_weights="count", pairwise=True, tol=1e-3, max_iter=DEFAULT_MAX_ITER):
-        self.C = C
-        self.C_units = C_units
-        self.scope = scope
+    def __init__(self, *, likelihood="pseudo", **params):
+        super().__init__(**params)
         self.likelihood = likelihood
-        self.node_weights = node_weights
-        self.pairwise = pairwise
-        self.tol = tol
-        self.max_iter = max_iter
 
-    _parameter_constraints = {
-        "C": [POSITIVE], "C_units": [Options(*C_UNITS)], "scope": [Options(*SCOPES)],
-        "likelihood": [Options(*LIKELIHOODS)], "node_weights": [Options(*NODE_WEIGHT_MODES)],
-        "pairwise": [bool], "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)]}
+    _parameter_constraints = {**SingleRunSVM._parameter_constraints,
+                              "likelihood": [Options(*LIKELIHOODS)]}
 
     def check_params(self) -> None:
         """Raise ValueError for a bad hyper-parameter, without fitting."""
@@ -131,13 +114,13 @@ class CRF(SingleRunSVM):
         start = time.perf_counter()
         objective = self._objective_C(ts, ws)
         objective["svm_C_"] *= LIKELIHOOD_SCALE
-        C = objective["svm_C_"]
+        svm_C = objective["svm_C_"]
         area = self.node_weights == "area"
         problem = LikelihoodProblem(
             [x.unary for x in X], ts,
             pairwise=[x.pairwise for x in X] if self.pairwise else None,
-            edges=[x.edges for x in X], C=C, likelihood=self.likelihood, scope=self.scope,
-            weights=ws if area else None)
-        fit = fit_lbfgs(problem, tol=C * self.tol, max_iter=int(self.max_iter))
+            edges=[x.edges for x in X], svm_C=svm_C, likelihood=self.likelihood,
+            scope=self.scope, weights=ws if area else None)
+        fit = fit_lbfgs(problem, tol=svm_C * self.tol, max_iter=int(self.max_iter))
         return lbfgs_run(fit, f"{self.likelihood} likelihood L-BFGS-B", start,
                          {**objective, "temperature_": 1.0})

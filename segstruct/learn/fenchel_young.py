@@ -28,7 +28,7 @@ MAP stays one exact graph cut.
 
 The objective is
 
-    F(w) = 1/2 ||w||^2 + C * R(w),   w_p <= 0,
+    F(w) = 1/2 ||w||^2 + svm_C * R(w),   w_p <= 0,
 
 with R the loss of the training set: ``sum_k L_k`` (scope ``"dataset"``) or
 the mean of the images' losses ``mean_k L_k`` (``"image"``). Each L_k is a
@@ -139,8 +139,10 @@ class ProjectionProblem(BoundedObjective):
         None: a unary-only model (no edge parts).
     edges : list of ndarray of int, shape (E_k, 2)
         Needed with ``pairwise``.
-    C : float
-        Weight of the loss (module docstring).
+    svm_C : float > 0
+        The objective's weight of the loss (module docstring): the
+        estimator's C in its units, turned into the objective's own.
+    scope : {"image", "dataset"}
     kind : {"cube", "budget", "marginal"}
         The set ``C`` of :mod:`segstruct.inference.projection`. The budget
         is ``sum_i mu_i <= f N_k`` with f the largest foreground fraction
@@ -155,16 +157,16 @@ class ProjectionProblem(BoundedObjective):
         Passed to ``project`` (e.g. ``tol`` of ``"marginal"``).
     """
 
-    def __init__(self, unary, targets, pairwise=None, edges=None, C=0.5, kind="cube",
-                 scope="image", weights=None, projection_options=None):
+    def __init__(self, unary, targets, pairwise=None, edges=None, *, svm_C, scope,
+                 kind="cube", weights=None, projection_options=None):
         if kind not in SETS:
             raise ValueError(f"unknown projection set {kind!r}; use one of {SETS}")
         if scope not in SCOPES:
             raise ValueError(f"unknown loss scope {scope!r}; use one of {SCOPES}")
-        check_param("C", C, [POSITIVE])
+        check_param("svm_C", svm_C, [POSITIVE])
         if len(unary) == 0 or len(unary) != len(targets):
             raise ValueError(f"{len(unary)} unary arrays and {len(targets)} target arrays")
-        self.C, self.kind, self.scope = float(C), kind, scope
+        self.svm_C, self.kind, self.scope = float(svm_C), kind, scope
         self.options = dict(projection_options or {})
         self.U = [np.asarray(x, np.float64) for x in unary]
         self.t = [np.asarray(t, np.float64).ravel() for t in targets]
@@ -237,7 +239,7 @@ class ProjectionProblem(BoundedObjective):
             grad[:self.n_u] += 2.0 * (self.U[k].T @ r_u)
             if self.has_pairwise:
                 grad[self.n_u:] += self.P[k].T @ (self.S[k].T @ r_u - 2.0 * r_p)
-        return 0.5 * float(w @ w) + self.C * risk, w + self.C * grad
+        return 0.5 * float(w @ w) + self.svm_C * risk, w + self.svm_C * grad
 
 
 class Objective(Protocol):

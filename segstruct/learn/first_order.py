@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import time
-from numbers import Integral
 from typing import Sequence, cast
 
 import numpy as np
@@ -26,11 +25,10 @@ import numpy as np
 from segstruct.io.threads import thread_limits
 from segstruct.inference import loss_augmented
 from segstruct.inference.highs import SolverError
-from segstruct.learn._params import POSITIVE, Interval, Options
-from segstruct.learn._problem import (C_UNITS, CUTTING_PLANE_SOLVERS, DEFAULT_C,
-                                      DEFAULT_MAX_ITER, NODE_WEIGHT_MODES, STOCHASTIC_SOLVERS,
+from segstruct.learn._params import Options
+from segstruct.learn._problem import (CUTTING_PLANE_SOLVERS, STOCHASTIC_SOLVERS,
                                       TrainingError, TrainingRun, svm_C)
-from segstruct.learn.base import BaseSSVM
+from segstruct.learn.base import LossAugmentedSSVM
 from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoints
 from segstruct.learn.qp import QPError
 from segstruct.learn.stochastic import (ImageScopeProblem, solve_bcfw, solve_perceptron,
@@ -40,15 +38,17 @@ from segstruct.model import MRFModel
 __all__ = ["FirstOrderSVM"]
 
 
-class FirstOrderSVM(BaseSSVM):
+class FirstOrderSVM(LossAugmentedSSVM):
     """The per-image structural SVM trained by a first-order learner
     (module docstring); scikit-learn style, as StructuredSVM.
 
     Parameters
     ----------
-    loss, kappa, C, C_units, node_weights, pairwise, oracle, tol, max_iter
-        As for :class:`~segstruct.learn.ssvm.StructuredSVM`; ``max_iter``
-        counts epochs, and ``tol`` is BCFW's (its duality gap <= svm_C_ tol).
+    loss, kappa, oracle
+        As :class:`~segstruct.learn.base.LossAugmentedSSVM`'s.
+    C, C_units, node_weights, pairwise, tol, max_iter
+        As :class:`~segstruct.learn.base.BaseSSVM`'s; ``max_iter`` counts
+        epochs, and ``tol`` is BCFW's (its duality gap <= svm_C_ tol).
     solver : {"subgradient", "sgd", "bcfw", "perceptron"}, default "bcfw"
         Projected subgradient descent (step 1/t, the best iterate kept),
         projected SGD over images (step 2/(t+1), weighted average of the
@@ -58,8 +58,10 @@ class FirstOrderSVM(BaseSSVM):
         not used; it stops after an epoch without a mistake, and its
         ``primal`` is the perceptron risk, not F).
     scope : {"image"}, default "image"
-        The per-image loss: the data-set scope is one example, with nothing
-        to sample or split into blocks.
+        The per-image loss, the one default of the family's shared
+        parameters that differs here (``BaseSSVM``'s is "dataset"): the
+        data-set scope is one example, with nothing to sample or split
+        into blocks.
 
     Attributes
     ----------
@@ -84,27 +86,18 @@ class FirstOrderSVM(BaseSSVM):
     #: Seed of the image sampling of SGD and BCFW (fixed: a fit is deterministic).
     SAMPLING_SEED = 0
 
-    _parameter_constraints = {
-        "kappa": [None, POSITIVE], "C": [POSITIVE], "C_units": [Options(*C_UNITS)],
-        "solver": [Options(*STOCHASTIC_SOLVERS)], "scope": [Options("image")],
-        "node_weights": [Options(*NODE_WEIGHT_MODES)], "pairwise": [bool],
-        "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)],
-    }
+    #: The first-order loops sample images: the data-set scope is one example.
+    _other_defaults = {"scope": "the first-order loops sample images or split them into "
+                                "blocks; the data-set scope is one example"}
 
-    def __init__(self, loss="adjusted_hamming", kappa=None, C=DEFAULT_C, C_units="superpixel",
-                 solver="bcfw", scope="image", node_weights="count", pairwise=True,
-                 oracle=None, tol=1e-3, max_iter=DEFAULT_MAX_ITER):
-        self.loss = loss
-        self.kappa = kappa
-        self.C = C
-        self.C_units = C_units
+    def __init__(self, *, solver="bcfw", scope="image", **params):
+        super().__init__(scope=scope, **params)
         self.solver = solver
-        self.scope = scope
-        self.node_weights = node_weights
-        self.pairwise = pairwise
-        self.oracle = oracle
-        self.tol = tol
-        self.max_iter = max_iter
+
+    _parameter_constraints = {
+        **LossAugmentedSSVM._parameter_constraints,
+        "solver": [Options(*STOCHASTIC_SOLVERS)], "scope": [Options("image")],
+    }
 
     def check_params(self) -> None:
         """Raise ValueError for a bad hyper-parameter, without fitting."""

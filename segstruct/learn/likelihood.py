@@ -5,7 +5,7 @@ The model's score (docs/design.md, "Model") read as a distribution,
 ``score_w(y) = w . Psi(x, y) = sum_i (2 y_i - 1) u_i + sum_E [y_i != y_j] p_ij``,
 is trained by
 
-    F(w) = 1/2 ||w||^2 + C * R(w),   w_p <= 0,
+    F(w) = 1/2 ||w||^2 + svm_C * R(w),   w_p <= 0,
 
 with R the negative log-likelihood of the training targets, summed over the
 training set (scope ``"dataset"``) or averaged over its images (``"image"``):
@@ -69,28 +69,29 @@ class LikelihoodProblem(BoundedObjective):
         then the exact one).
     edges : list of ndarray of int, shape (E_k, 2)
         Needed with ``pairwise``.
-    C : float > 0
-    likelihood : {"pseudo", "bethe"}
+    svm_C : float > 0
+        The objective's weight of the likelihood (module docstring).
     scope : {"image", "dataset"}
+    likelihood : {"pseudo", "bethe"}
     weights : list of ndarray, shape (N_k,), optional
         Node weights a_i >= 0, ``"pseudo"`` only; default 1.
     bp_options : dict, optional
         Passed to ``loopy_bp`` (``max_iter``, ``tol``, ``damping``).
     """
 
-    def __init__(self, unary, targets, pairwise=None, edges=None, C=0.5,
-                 likelihood="pseudo", scope="image", weights=None, bp_options=None):
+    def __init__(self, unary, targets, pairwise=None, edges=None, *, svm_C, scope,
+                 likelihood="pseudo", weights=None, bp_options=None):
         if likelihood not in LIKELIHOODS:
             raise ValueError(f"unknown likelihood {likelihood!r}; use one of {LIKELIHOODS}")
         if scope not in SCOPES:
             raise ValueError(f"unknown loss scope {scope!r}; use one of {SCOPES}")
-        check_param("C", C, [POSITIVE])
+        check_param("svm_C", svm_C, [POSITIVE])
         if len(unary) == 0 or len(unary) != len(targets):
             raise ValueError(f"{len(unary)} unary arrays and {len(targets)} target arrays")
         if weights is not None and likelihood != "pseudo":
             raise ValueError("node weights need the pseudo-likelihood: a likelihood of "
                              "labellings counts every superpixel once")
-        self.C, self.likelihood = float(C), likelihood
+        self.svm_C, self.likelihood = float(svm_C), likelihood
         self.bp_options = {"max_iter": 100, "tol": 1e-6, **(bp_options or {})}
         U = [np.asarray(x, np.float64) for x in unary]
         ts = [np.asarray(t, np.float64).ravel() for t in targets]
@@ -163,5 +164,5 @@ class LikelihoodProblem(BoundedObjective):
         """``(F(w), grad F(w))``."""
         w = np.asarray(w, np.float64)
         value, grad = self.risk(w)
-        c = self.C * self.scale
+        c = self.svm_C * self.scale
         return 0.5 * float(w @ w) + c * value, w + c * grad

@@ -54,7 +54,6 @@ its saved hyper-parameters are StructuredSVM's (``margin_scale`` aside), so
 from __future__ import annotations
 
 import time
-from numbers import Integral
 
 import numpy as np
 
@@ -62,11 +61,10 @@ from segstruct.inference import maximize
 from segstruct.inference.losses import IoULoss, get_loss
 
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
-from segstruct.learn._params import POSITIVE, Interval, Options
-from segstruct.learn.lovasz import SCOPES, fit_cutting_plane, fit_sgd
+from segstruct.learn._params import Options
+from segstruct.learn.lovasz import fit_cutting_plane, fit_sgd
 from segstruct.learn.single_run import SingleRun, SingleRunSVM
-from segstruct.learn._problem import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER,
-                                      NODE_WEIGHT_MODES, label_counts)
+from segstruct.learn._problem import label_counts
 from segstruct.model import MRFModel
 
 __all__ = ["LovaszSVM"]
@@ -80,17 +78,13 @@ class LovaszSVM(SingleRunSVM):
     ----------
     loss : "iou" or an IoULoss, default "iou"
         The Lovász hinge here is that of the (weighted) Jaccard loss only.
-    C : float, default 1.0
-        Regularisation trade-off, in ``C_units`` as for StructuredSVM: the
-        objective is 1/2 ||w_u||^2 + svm_C_ H(w_u), with ``svm_C_`` that of
-        the IoU SSVMs at the same C (the margins are on their scale).
-    C_units : {"superpixel", "paper"}, default "superpixel"
-    scope : {"dataset", "image"}, default "dataset"
-        One Jaccard loss over the training set, or the mean of per-image ones.
-    node_weights : {"count", "area"}, default "count"
-        Node weights of the Jaccard loss: superpixels or non-void pixels.
-    pairwise : bool, default True
-        Choose a pairwise weight (module docstring); False: unary-only model.
+    C, C_units, scope, node_weights, pairwise
+        As :class:`~segstruct.learn.base.BaseSSVM`'s: the objective is
+        1/2 ||w_u||^2 + svm_C_ H(w_u), with ``svm_C_`` that of the IoU SSVMs
+        at the same C (the margins are on their scale); the scope's Jaccard
+        loss is one over the training set, or the mean of per-image ones;
+        with ``pairwise=False`` no pairwise weight is chosen (module
+        docstring), a unary-only model.
     margin_scale : {"foreground", "unit"}, default "foreground"
         Scores scaled by the foreground weight before the hinge, so that C
         means what it means for the SSVM methods (module docstring), or the
@@ -139,25 +133,15 @@ class LovaszSVM(SingleRunSVM):
 
     method = "lovasz"
 
-    def __init__(self, loss="iou", C=DEFAULT_C, C_units="superpixel", scope="dataset",
-                 node_weights="count", pairwise=True, margin_scale="foreground",
-                 solver="oneslack", tol=1e-3, max_iter=DEFAULT_MAX_ITER):
+    def __init__(self, *, loss="iou", margin_scale="foreground", solver="oneslack", **params):
+        super().__init__(**params)
         self.loss = loss
-        self.C = C
-        self.C_units = C_units
-        self.scope = scope
-        self.node_weights = node_weights
-        self.pairwise = pairwise
         self.margin_scale = margin_scale
         self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
 
     _parameter_constraints = {
-        "C": [POSITIVE], "C_units": [Options(*C_UNITS)], "scope": [Options(*SCOPES)],
-        "node_weights": [Options(*NODE_WEIGHT_MODES)], "pairwise": [bool],
-        "margin_scale": [Options(*MARGIN_SCALES)], "solver": [Options(*SOLVERS)],
-        "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)]}
+        **SingleRunSVM._parameter_constraints,
+        "margin_scale": [Options(*MARGIN_SCALES)], "solver": [Options(*SOLVERS)]}
 
     def check_params(self) -> None:
         """Raise ValueError for a bad hyper-parameter, without fitting."""
@@ -188,12 +172,13 @@ class LovaszSVM(SingleRunSVM):
         scales = self.margin_scales(ts, ws)
         unary = [s * np.asarray(x.unary, np.float64) for s, x in zip(scales, X)]
         objective = self._objective_C(ts, ws)
-        C = objective["svm_C_"]
+        svm_C = objective["svm_C_"]
         if self.solver == "sgd":
-            fit = fit_sgd(unary, ts, ws, C=C, epochs=int(self.max_iter))
+            fit = fit_sgd(unary, ts, ws, C=svm_C, epochs=int(self.max_iter))
             fit.lower_bound = 0.0          # the trivial bound: F >= 0
         else:
-            fit = fit_cutting_plane(unary, ts, ws, C=C, scope=self.scope, tol=C * self.tol,
+            fit = fit_cutting_plane(unary, ts, ws, C=svm_C, scope=self.scope,
+                                    tol=svm_C * self.tol,
                                     max_iter=int(self.max_iter))
         w, selection = fit.w, None
         if self.pairwise:

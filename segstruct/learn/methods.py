@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import inspect
 from dataclasses import asdict, dataclass
 
 from segstruct.inference import bl2, loss_augmented
@@ -72,8 +71,8 @@ METHOD_HELP = ("bl1: adjusted Hamming kappa FP + FN (kappa = fg/bg ratio of the 
 
 
 # StructuredSVM's own defaults (C, tol, max_iter, scope, solver, node_weights), read
-# from its signature so that they are written down once.
-_SVM = {name: p.default for name, p in inspect.signature(StructuredSVM).parameters.items()}
+# from the learners so that they are written down once.
+_SVM = StructuredSVM.default_params()
 
 
 @dataclass(frozen=True)

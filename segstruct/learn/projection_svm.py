@@ -35,13 +35,11 @@ back a StructuredSVM that predicts the same.
 from __future__ import annotations
 
 import time
-from numbers import Integral
 
 
-from segstruct.learn.fenchel_young import SCOPES, SETS, ProjectionProblem, fit_lbfgs
+from segstruct.learn.fenchel_young import SETS, ProjectionProblem, fit_lbfgs
 from segstruct.learn.single_run import SingleRun, SingleRunSVM, lbfgs_run
-from segstruct.learn._params import POSITIVE, Interval, Options
-from segstruct.learn._problem import C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, NODE_WEIGHT_MODES
+from segstruct.learn._params import Options
 
 __all__ = ["ProjectionSVM", "SETS"]
 
@@ -52,24 +50,18 @@ class ProjectionSVM(SingleRunSVM):
 
     Parameters
     ----------
-    C : float, default 1.0
-        Weight of the loss, a sum over parts (superpixels and edges) that
-        scales as the Hamming loss does; in ``C_units`` as for StructuredSVM
-        (the loss counts as Hamming's: the objective weighs it by ``svm_C_``).
-    C_units : {"superpixel", "paper"}, default "superpixel"
-    scope : {"dataset", "image"}, default "dataset"
-        The loss summed over the training set, or the mean of the images'
-        (the same loss, weighing images differently).
+    C, C_units, scope, node_weights, pairwise, tol, max_iter
+        As :class:`~segstruct.learn.base.BaseSSVM`'s. C weighs the loss, a
+        sum over parts (superpixels and edges) that scales as the Hamming
+        loss does (the objective weighs it by ``svm_C_``); the scope sums
+        it over the training set or takes the mean of the images' (the
+        same loss, weighing images differently); "area" node weights need
+        the cube (with the other sets every superpixel counts once, a
+        void-only one as background); the fit stops once
+        ``F(w) - min F <= C tol``, certified by the gradient
+        (``segstruct.learn.fenchel_young``), after ``max_iter`` objective
+        evaluations at most.
     projection_set : {"cube", "budget", "marginal"}, default "cube"
-    node_weights : {"count", "area"}, default "count"
-        "area" needs the cube. With the other sets every superpixel counts
-        once (a void-only one as background).
-    pairwise : bool, default True
-    tol : float, default 1e-3
-        Stop once ``F(w) - min F <= C tol``, certified by the gradient
-        (``segstruct.learn.fenchel_young``).
-    max_iter : int, default 1000
-        Objective evaluations at most.
 
     Attributes
     ----------
@@ -93,22 +85,12 @@ class ProjectionSVM(SingleRunSVM):
     solver = "lbfgs"
     loss = "hamming"
 
-    def __init__(self, C=DEFAULT_C, C_units="superpixel", scope="dataset",
-                 projection_set="cube", node_weights="count", pairwise=True, tol=1e-3,
-                 max_iter=DEFAULT_MAX_ITER):
-        self.C = C
-        self.C_units = C_units
-        self.scope = scope
+    def __init__(self, *, projection_set="cube", **params):
+        super().__init__(**params)
         self.projection_set = projection_set
-        self.node_weights = node_weights
-        self.pairwise = pairwise
-        self.tol = tol
-        self.max_iter = max_iter
 
-    _parameter_constraints = {
-        "C": [POSITIVE], "C_units": [Options(*C_UNITS)], "scope": [Options(*SCOPES)],
-        "projection_set": [Options(*SETS)], "node_weights": [Options(*NODE_WEIGHT_MODES)],
-        "pairwise": [bool], "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)]}
+    _parameter_constraints = {**SingleRunSVM._parameter_constraints,
+                              "projection_set": [Options(*SETS)]}
 
     def check_params(self) -> None:
         """Raise ValueError for a bad hyper-parameter, without fitting."""
@@ -124,11 +106,11 @@ class ProjectionSVM(SingleRunSVM):
         _, _, _, ts, ws = self._examples(X, Y)
         start = time.perf_counter()
         objective = self._objective_C(ts, ws)
-        C = objective["svm_C_"]
+        svm_C = objective["svm_C_"]
         problem = ProjectionProblem(
             [x.unary for x in X], ts,
             pairwise=[x.pairwise for x in X] if self.pairwise else None,
-            edges=[x.edges for x in X], C=C, kind=self.projection_set,
+            edges=[x.edges for x in X], svm_C=svm_C, kind=self.projection_set,
             scope=self.scope, weights=ws if self.projection_set == "cube" else None)
-        fit = fit_lbfgs(problem, tol=C * self.tol, max_iter=int(self.max_iter))
+        fit = fit_lbfgs(problem, tol=svm_C * self.tol, max_iter=int(self.max_iter))
         return lbfgs_run(fit, "projection L-BFGS-B", start, objective)

@@ -45,8 +45,8 @@ from segstruct.learn._problem import (C_UNITS, CUTTING_PLANE_SOLVERS, DEFAULT_C,
                                       label_counts, oracle_name, resolve_loss,
                                       superpixel_loss, svm_C, targets_and_node_weights)
 from segstruct.learn._cutting_planes import cutting_planes
-from segstruct.learn._params import POSITIVE, Interval, Options
-from segstruct.learn.base import BaseSSVM
+from segstruct.learn._params import Interval, Options
+from segstruct.learn.base import LossAugmentedSSVM
 from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
 from segstruct.learn.qp import QPError, WorkingSetQP
 from segstruct.learn.workers import InferencePool
@@ -60,7 +60,7 @@ __all__ = ["StructuredSVM", "SOLVERS", "CUTTING_PLANE_SOLVERS", "STOCHASTIC_SOLV
            "superpixel_loss", "svm_C", "targets_and_node_weights"]
 
 
-class StructuredSVM(BaseSSVM):
+class StructuredSVM(LossAugmentedSSVM):
     """Structural SVM for binary MRF segmentation (scikit-learn style).
 
     The constructor only stores the hyper-parameters (scikit-learn's
@@ -71,44 +71,22 @@ class StructuredSVM(BaseSSVM):
 
     Parameters
     ----------
-    loss : str, Loss or callable, default "adjusted_hamming"
-        The loss Delta(FP, FN) (see ``segstruct.inference.losses.get_loss``).
-    kappa : float or None, default None
-        For ``loss="adjusted_hamming"``: the FP weight; None means the
-        foreground / background ratio of the training set, counted with the
-        node weights in use (superpixels in count mode: Eq. 28 of the paper).
-    C : float, default 1.0 (``DEFAULT_C``)
-        Regularisation trade-off, in ``C_units``.
-    C_units : {"superpixel", "paper"}, default "superpixel"
-        What C is measured in (:func:`svm_C`). "superpixel": the loss is
-        counted in missed superpixels and summed over the examples, so one
-        C suits every loss and both scopes (cross-validation on the shared
-        data sets chose about the same C for bl1, bl2 and proposed). "paper":
-        the C of the paper's Eq. 8 (its C = 1 is an objective weight of 0.5).
-    solver : {"oneslack", "nslack"}, default "oneslack"
-        The cutting-plane loops (``segstruct.learn._cutting_planes``):
-        1-slack, stabilised as OCAS, or n-slack. The first-order learners of
-        the same objective (subgradient, sgd, bcfw) are
-        :class:`~segstruct.learn.first_order.FirstOrderSVM`.
-    scope : {"dataset", "image"}
-        One loss over the whole training set (the paper's multivariate
-        formulation, and the VOC measure), or one loss per image; with C in
-        superpixel units the hinges are summed over the examples either way.
-    node_weights : {"count", "area"}
-        Node weights a_i: superpixel counts (paper) or non-void pixel areas.
-    pairwise : bool, default True
-        Use the pairwise block (False = unary-only model, as in BL2).
-    oracle : callable, optional
-        ``oracle(u, edges, p, t, a, loss) -> InferenceResult``; default the
-        exact graph cut for node-decomposable losses.
+    loss, kappa, oracle
+        As :class:`~segstruct.learn.base.LossAugmentedSSVM`'s.
+    C, C_units, scope, node_weights, pairwise, max_iter
+        As :class:`~segstruct.learn.base.BaseSSVM`'s; ``max_iter`` counts
+        cutting-plane iterations.
     tol : float, default 1e-3
         In loss units. 1-slack: stop when the best objective evaluated is
         within C tol of the working-set QP's lower bound (or, the plain
         cutting-plane test, when the QP's solution violates no constraint by
         more than tol); n-slack: when no example's constraint is violated by
         more than tol beyond its slack.
-    max_iter : int, default 1000 (``DEFAULT_MAX_ITER``)
-        Maximum number of cutting-plane iterations.
+    solver : {"oneslack", "nslack"}, default "oneslack"
+        The cutting-plane loops (``segstruct.learn._cutting_planes``):
+        1-slack, stabilised as OCAS, or n-slack. The first-order learners of
+        the same objective (subgradient, sgd, bcfw) are
+        :class:`~segstruct.learn.first_order.FirstOrderSVM`.
     inactive_limit : int, default 50
         Drop a constraint after this many QP solves with zero dual weight.
     warm_start : bool, default False
@@ -170,35 +148,19 @@ class StructuredSVM(BaseSSVM):
     [0, 1, 1, 0, 0, 1, 0, 0]
     """
 
-    def __init__(self, loss="adjusted_hamming", kappa=None, C=DEFAULT_C, C_units="superpixel",
-                 solver="oneslack",
-                 scope="dataset", node_weights="count", pairwise=True, oracle=None,
-                 tol=1e-3, max_iter=DEFAULT_MAX_ITER, inactive_limit=50, warm_start=False,
-                 n_jobs=1):
-        self.loss = loss
-        self.kappa = kappa
-        self.C = C
-        self.C_units = C_units
+    def __init__(self, *, solver="oneslack", inactive_limit=50, warm_start=False, n_jobs=1,
+                 **params):
+        super().__init__(**params)
         self.solver = solver
-        self.scope = scope
-        self.node_weights = node_weights
-        self.pairwise = pairwise
-        self.oracle = oracle
-        self.tol = tol
-        self.max_iter = max_iter
         self.inactive_limit = inactive_limit
         self.warm_start = warm_start
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------
-    #: The hyper-parameters' constraints, checked in one place
-    #: (:meth:`~segstruct.learn.base.ParamsMixin.validate_params`); the command
-    #: line's choices are the same objects' options.
+    #: The hyper-parameters' constraints: the family's and its own.
     _parameter_constraints = {
-        "kappa": [None, POSITIVE], "C": [POSITIVE], "C_units": [Options(*C_UNITS)],
-        "solver": [Options(*CUTTING_PLANE_SOLVERS)], "scope": [Options(*SCOPES)],
-        "node_weights": [Options(*NODE_WEIGHT_MODES)], "pairwise": [bool],
-        "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)],
+        **LossAugmentedSSVM._parameter_constraints,
+        "solver": [Options(*CUTTING_PLANE_SOLVERS)],
         "inactive_limit": [Interval(Integral, 1)], "warm_start": [bool],
         "n_jobs": [Interval(Integral, 1), Interval(Integral, None, -1)],
     }

@@ -26,7 +26,8 @@ def _problem(likelihood, seed=0, tree=False, C=2.0, **kw):
         P.append(rng.random((len(e), 2)))
         E.append(np.array(e))
         T.append(rng.integers(0, 2, n))
-    return LikelihoodProblem(U, T, P, E, C=C, likelihood=likelihood,
+    kw.setdefault("scope", "image")
+    return LikelihoodProblem(U, T, P, E, svm_C=C, likelihood=likelihood,
                              bp_options={"tol": 1e-13, "max_iter": 5000}, **kw), (U, P, E, T)
 
 
@@ -56,7 +57,7 @@ def test_likelihood_is_exact_where_it_should_be(edges):
     log-likelihood by enumeration; without edges the pseudo-likelihood is."""
     problem, (U, P, E, T) = _problem("bethe", tree=True)
     if not edges:
-        problem = LikelihoodProblem(U, T, None, None, likelihood="pseudo")
+        problem = LikelihoodProblem(U, T, None, None, svm_C=0.5, scope="image", likelihood="pseudo")
         P = [np.zeros((len(e), 2)) for e in E]
     expected = 0.0
     for u_f, p_f, e, t in zip(U, P, E, T):
@@ -85,7 +86,7 @@ def test_gradient_matches_finite_differences(likelihood, scope):
 def test_weighted_pseudo_likelihood_gradient():
     problem, (U, P, E, T) = _problem("pseudo")
     rng = np.random.default_rng(9)
-    weighted = LikelihoodProblem(U, T, P, E, C=2.0, weights=[rng.random(6) * 10 for _ in T])
+    weighted = LikelihoodProblem(U, T, P, E, svm_C=2.0, scope="image", weights=[rng.random(6) * 10 for _ in T])
     check_gradient(weighted, W)
 
 
@@ -121,8 +122,8 @@ def test_the_checks_fail_on_a_broken_objective():
     problem, (U, P, E, T) = _problem("pseudo")
     check_gradient(problem, W)
     with pytest.raises(AssertionError):
-        check_gradient(_NoPairwiseGradient(U, T, P, E, C=2.0), W)
-    wrong = _WrongConditional(U, T, P, E, C=2.0)
+        check_gradient(_NoPairwiseGradient(U, T, P, E, svm_C=2.0, scope="image"), W)
+    wrong = _WrongConditional(U, T, P, E, svm_C=2.0, scope="image")
     with pytest.raises(AssertionError):
         assert wrong.risk(W)[0] == pytest.approx(problem.risk(W)[0], rel=1e-12)
 

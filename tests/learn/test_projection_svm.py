@@ -20,7 +20,8 @@ def _problem(kind, seed=0, C=5.0, **options):
         P.append(rng.random((len(e), 2)))
         E.append(e)
         T.append(rng.integers(0, 2, n))
-    return ProjectionProblem(U, T, P, E, C=C, kind=kind, **options)
+    options.setdefault("scope", "image")
+    return ProjectionProblem(U, T, P, E, svm_C=C, kind=kind, **options)
 
 
 @pytest.mark.parametrize("kind", ["cube", "budget", "marginal"])

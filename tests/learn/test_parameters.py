@@ -1,0 +1,114 @@
+"""The learners' hyper-parameters: each declared once, with one default.
+
+The parameters every learner has (C, its units, the scope, node weights,
+pairwise, tol, max_iter) are declared on :class:`BaseSSVM`, with their
+constraints; a sibling declares only its own. Its defaults are then the
+base's, unless the sibling names the parameter in ``_other_defaults`` with
+its reason (and says so in its docstring).
+"""
+import inspect
+
+import pytest
+
+from segstruct.learn._params import ParamsMixin
+from segstruct.learn.base import BaseSSVM, LossAugmentedSSVM
+from segstruct.learn.crf import CRF
+from segstruct.learn.first_order import FirstOrderSVM
+from segstruct.learn.lovasz_svm import LovaszSVM
+from segstruct.learn.methods import DEFAULTS
+from segstruct.learn.multivariate import MultivariateSVM
+from segstruct.learn.projection_svm import ProjectionSVM
+from segstruct.learn.ssvm import StructuredSVM
+
+SIBLINGS = (StructuredSVM, FirstOrderSVM, LovaszSVM, ProjectionSVM, CRF)
+
+
+def shared_defaults() -> dict:
+    """BaseSSVM's own defaults, read from its signature."""
+    return {p.name: p.default for p in inspect.signature(BaseSSVM.__init__).parameters.values()
+            if p.name != "self"}
+
+
+@pytest.mark.parametrize("cls", SIBLINGS, ids=lambda c: c.__name__)
+def test_every_sibling_shares_the_base_defaults(cls):
+    params = cls().get_params(deep=False)
+    base = shared_defaults()
+    assert set(base) <= set(params)
+    different = {name for name in base if params[name] != base[name]}
+    assert different == set(cls._other_defaults), (
+        f"{cls.__name__} changes the defaults of {sorted(different)}: keep the base's, or "
+        "name each in _other_defaults with the reason")
+    for name in cls._other_defaults:
+        assert name in (cls.__doc__ or ""), f"{cls.__name__}'s docstring must say why {name}"
+
+
+@pytest.mark.parametrize("cls", SIBLINGS, ids=lambda c: c.__name__)
+def test_a_sibling_declares_only_its_own_parameters(cls):
+    """Its __init__ names no shared parameter (the base declares those) but
+    the ones whose default it changes; its constraints extend the base's."""
+    own = {p.name for p in inspect.signature(vars(cls)["__init__"]).parameters.values()
+           if p.kind == p.KEYWORD_ONLY}
+    assert own & set(shared_defaults()) == set(cls._other_defaults)
+    for name, constraints in BaseSSVM._parameter_constraints.items():
+        if name not in cls._other_defaults:
+            assert cls._parameter_constraints[name] is constraints, name
+    assert set(cls._parameter_constraints) <= set(cls.default_params())
+
+
+def test_the_loss_augmented_learners_share_loss_kappa_and_oracle():
+    for cls in (StructuredSVM, FirstOrderSVM):
+        assert issubclass(cls, LossAugmentedSSVM)
+        defaults = cls.default_params()
+        assert (defaults["loss"], defaults["kappa"], defaults["oracle"]) == (
+            "adjusted_hamming", None, None)
+
+
+def test_the_training_settings_defaults_are_the_learners():
+    base = shared_defaults()
+    for name in ("C_units", "scope", "node_weights", "tol", "max_iter"):
+        assert getattr(DEFAULTS, name) == base[name], name
+
+
+def test_the_base_parameters_can_fail_the_rule():
+    """A subclass that declares a shared parameter again with another default,
+    without a reason, is caught by the same comparison."""
+
+    class Drifted(BaseSSVM):
+        def __init__(self, *, C=0.5, **params):
+            super().__init__(C=C, **params)
+
+    assert Drifted().get_params()["C"] != shared_defaults()["C"]
+    assert not Drifted._other_defaults
+
+
+def test_init_parameters_follow_params_to_the_base():
+    class Base(ParamsMixin):
+        def __init__(self, *, a=1, b=2):
+            self.a, self.b = a, b
+
+    class Child(Base):
+        def __init__(self, *, c=3, b=5, **params):
+            super().__init__(b=b, **params)
+            self.c = c
+
+    assert Child.default_params() == {"c": 3, "b": 5, "a": 1}
+    assert Child(a=7).get_params() == {"a": 7, "b": 5, "c": 3}
+    assert repr(Child(a=7)) == "Child(a=7)"
+
+    class Star(Base):
+        def __init__(self, *values):
+            super().__init__()
+
+    with pytest.raises(RuntimeError, match="explicit keyword"):
+        Star.default_params()
+
+
+def test_multivariate_svm_states_its_other_defaults():
+    """MultivariateSVM is not a sibling (flat vectors, SVM-perf's objective);
+    where its defaults differ from the family's, its docstring says why."""
+    params = MultivariateSVM().get_params()
+    base = shared_defaults()
+    doc = MultivariateSVM.__doc__ or ""
+    for name in set(params) & set(base):
+        if params[name] != base[name]:
+            assert f"{name} " in doc and "family" in doc, name

@@ -44,7 +44,7 @@ def bl2(u, edges, p, t, a=None, loss=None) -> InferenceResult:
     """Exact ``argmax_y Delta(FP, FN, Np, Nn) + score(y)`` for a unary-only model.
 
     Same signature as the other oracles (``oracle(u, edges, p, t, a, loss)``),
-    so it can be handed to :class:`segstruct.learn.ssvm.StructuredSVM` as
+    so it can be handed to :class:`segstruct.learn.estimators.structured_svm.StructuredSVM` as
     ``oracle=bl2`` together with ``pairwise=False`` and ``weights="count"``.
 
     Parameters

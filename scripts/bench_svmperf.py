@@ -271,7 +271,7 @@ def reference_optimum(X, y, c_perf, rtol=1e-5, max_iter=5000, time_limit=600.0,
 # ----------------------------------------------------------------------
 def fit_one(X, y, Xt, yt, c_perf: float) -> dict:
     """One MultivariateSVM fit at SVM-perf's -c ``c_perf``, measured."""
-    from segstruct.learn.multivariate import MultivariateSVM
+    from segstruct.learn.estimators.multivariate_svm import MultivariateSVM
 
     n = X.shape[0]
     C = 25.0 * c_perf / n ** 2
@@ -512,7 +512,7 @@ def fit_all(args, ref_sizes) -> tuple[list, dict]:
 def document(args, argv, ref_sizes, git, runs, references, seconds) -> dict:
     """The JSON record of a run: generator, settings, provenance, runs, references."""
     from segstruct.io.provenance import code_version
-    from segstruct.learn.multivariate import MultivariateSVM
+    from segstruct.learn.estimators.multivariate_svm import MultivariateSVM
     defaults = MultivariateSVM().get_params()
     return {
         "generator": {"name": "make_problem", "seed": args.seed, "d": D,

@@ -24,7 +24,7 @@ import numpy as np
 def scores(estimator, X, Y, labellings) -> tuple[float, float]:
     """(pooled VOC IoU %, mean per-image IoU % over images where it is defined)."""
     from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
-    from segstruct.learn.ssvm import label_counts
+    from segstruct.learn.estimators.structured_svm import label_counts
     per_image = []
     for y, counts in zip(labellings, Y):
         one = VOCScore()

@@ -9,7 +9,7 @@ Every learner minimises the same per-image (n-slack) objective
 with the same loss, C and loss-augmented oracle (those of ``--method``):
 cutting planes (``StructuredSVM`` n-slack and 1-slack), projected
 subgradient descent, SGD with weighted averaging and block-coordinate
-Frank-Wolfe (``segstruct.learn.stochastic``). Each runs until it stops by
+Frank-Wolfe (``segstruct.learn.solvers.first_order``). Each runs until it stops by
 itself (converged, or its epoch cap) or until ``--budget-seconds`` of
 training time, the same budget for all. At roughly log-spaced times the
 script records the weights the learner would return if stopped there, their
@@ -204,8 +204,8 @@ def run_cutting_planes(estimator, solver: str, X, Y, recorder: Recorder) -> dict
 
 def run_first_order(solver: str, settings: dict, X, Y, recorder: Recorder, *,
                     max_epochs: int, tol: float) -> dict:
-    """Run a learner of ``segstruct.learn.stochastic`` with the recorder as its callback."""
-    from segstruct.learn import stochastic
+    """Run a learner of ``segstruct.learn.solvers.first_order`` with the recorder as its callback."""
+    from segstruct.learn.solvers import first_order as stochastic
     dim = recorder.problem.dim
     average = WeightedAverage(dim)
     best = {"primal": np.inf}
@@ -281,8 +281,8 @@ def learner_curves(estimator, X, Y, X_val, Y_val, *, budget_seconds: float = DEF
     """
     from threadpoolctl import threadpool_limits
 
-    from segstruct.learn.ssvm import StructuredSVM
-    from segstruct.learn.stochastic import ImageScopeProblem
+    from segstruct.learn.estimators.structured_svm import StructuredSVM
+    from segstruct.learn.solvers.first_order import ImageScopeProblem
 
     unknown = [name for name in learners if name not in LEARNERS]
     if unknown:

@@ -46,7 +46,7 @@ def first_class(root: Path) -> str:
 def fit_pair(X, Y, settings: dict, C: float, n_jobs: int) -> dict:
     """Both fits of one case; their times and how far their weights differ."""
     from segstruct.inference.proposed import ProposedOracle
-    from segstruct.learn.ssvm import StructuredSVM
+    from segstruct.learn.estimators.structured_svm import StructuredSVM
     fits = {}
     for jobs in (1, n_jobs):
         params = dict(settings, C=C, n_jobs=jobs)

@@ -2,7 +2,7 @@
 that gives an SSVM marginals.
 
 A decision turns the marginals ``q_i = p(y_i = 1 | x)`` of
-:meth:`~segstruct.learn.base.BaseSSVM.marginals` into a labelling:
+:meth:`~segstruct.learn.estimators.base.BaseSSVM.marginals` into a labelling:
 
 ``map``
     the model's own ``predict``, one graph cut: optimal for 0/1 utility.
@@ -37,7 +37,7 @@ import numpy as np
 from segstruct.inference.decisions import (marginal_decision, sampled_decision,
                                            threshold_decision)
 from segstruct.inference.marginals import gibbs_samples, loopy_bp
-from segstruct.learn.ssvm import label_counts
+from segstruct.learn.estimators.structured_svm import label_counts
 from segstruct.learn.selection import image_strata, make_folds
 from segstruct.model import MRFModel
 

@@ -8,7 +8,7 @@ Each output PNG has the image's size and holds a VOC class index per pixel
 - several models (one per class, on the same features): for each
   superpixel the class whose model is surest, by the max-marginal difference
   ``max score with y_i = 1 - max score with y_i = 0``
-  (:meth:`~segstruct.learn.ssvm.StructuredSVM.decision_function`), or
+  (:meth:`~segstruct.learn.estimators.structured_svm.StructuredSVM.decision_function`), or
   background where no model labels it foreground. Where one model alone
   fires, the label is that model's own prediction.
 

@@ -34,7 +34,7 @@ from segstruct.io.persistence import checkpoint_path, log_path, model_paths, sav
 from segstruct.io.text import fmt
 from segstruct.learn.callbacks import training_callbacks
 from segstruct.learn.selection import check_cv_data, next_C_after_refit
-from segstruct.learn.ssvm import oracle_name
+from segstruct.learn.estimators.structured_svm import oracle_name
 from segstruct.segmentation_model import SegmentationModel
 
 __all__ = ["check_training_set", "train_model", "curve_path", "resumable_curve",

@@ -6,7 +6,7 @@ import pytest
 
 from segstruct.inference import bl2
 from segstruct.inference.losses import get_loss
-from segstruct.learn.multivariate import MultivariateSVM
+from segstruct.learn.estimators.multivariate_svm import MultivariateSVM
 
 
 @pytest.fixture(scope="module")

@@ -271,7 +271,7 @@ def test_default_C_auto_falls_back_on_a_split_too_small_to_fold(data_root, tmp_p
     """Without --C, a training split of fewer images than folds trains at the
     fixed default C (with a note); an explicit --C auto is refused there."""
     from segstruct.io.persistence import load_model
-    from segstruct.learn.ssvm import DEFAULT_C
+    from segstruct.learn.estimators.structured_svm import DEFAULT_C
     args = ["train", "--data", str(data_root), "--class", "car", "--cache",
             str(tmp_path / "c"), *SMALL, "--folds", "50"]
     with pytest.raises(SystemExit) as exc:            # --folds alone implies no default
@@ -439,7 +439,7 @@ def test_top_down_train_evaluate_and_detector_commands(data_root, tmp_path, monk
 # the first-order solvers and the lovasz method
 
 def test_every_solver_parses_for_train_and_compare():
-    from segstruct.learn.ssvm import SOLVERS
+    from segstruct.learn.estimators.structured_svm import SOLVERS
     parser = build_parser()
     for solver in SOLVERS:
         args = parser.parse_args(["train", "--class", "car", "--out", "m", "--solver", solver])
@@ -553,9 +553,9 @@ def test_train_lovasz_end_to_end_and_its_model_predicts_the_same_after_loading(
 def test_train_lovasz_by_sgd_matches_the_library_and_is_not_called_converged(
         data_root, tmp_path, capsys):
     from segstruct.io.persistence import load_model
-    from segstruct.learn.lovasz import fit_sgd
-    from segstruct.learn.lovasz_svm import LovaszSVM
-    from segstruct.learn.ssvm import StructuredSVM
+    from segstruct.learn.solvers.lovasz_hinge import fit_sgd
+    from segstruct.learn.estimators.lovasz_svm import LovaszSVM
+    from segstruct.learn.estimators.structured_svm import StructuredSVM
     model = tmp_path / "lov"
     assert main(["train", "--data", str(data_root), "--class", "car", "--method", "lovasz",
                  "--solver", "sgd", "--scope", "image", "--C", "5", "--max-iter", "30",

@@ -135,7 +135,7 @@ def test_features_on_the_cluster_equal_local_ones(cluster, data_root, tmp_path):
 
 def test_cross_validation_on_the_cluster_equals_local(cluster, data_root, tmp_path):
     from segstruct.learn.selection import cross_validate_C
-    from segstruct.learn.ssvm import StructuredSVM
+    from segstruct.learn.estimators.structured_svm import StructuredSVM
     config = FeatureConfig(n_words=16, codebook_descriptors=2000, detector=None)
     ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path), progress=False)
     train = ex.examples("train", "car")

@@ -16,7 +16,7 @@ FUNCTION_LINES = 80
 
 #: "path:function" -> why it stays one function.
 LONG_FUNCTIONS = {
-    "segstruct/learn/_cutting_planes.py:cutting_planes":
+    "segstruct/learn/solvers/cutting_planes.py:cutting_planes":
         "one loop whose evaluation closure updates the best point that the "
         "1-slack line search, the convergence test and the OCAS cut all read "
         "within one iteration; split, each part would take and return that state",

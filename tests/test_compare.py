@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from segstruct.cli import main
-from segstruct.learn.ssvm import DEFAULT_C
+from segstruct.learn.estimators.structured_svm import DEFAULT_C
 from segstruct.datasets import VOCDataset
 
 # the top-down block (on by default) costs a detector per class; these tests are
@@ -101,7 +101,7 @@ def test_second_run_trains_nothing(finished, monkeypatch):
 
     def no_training(self, X, Y, callbacks=None):
         raise AssertionError("a finished pair was trained again")
-    monkeypatch.setattr("segstruct.learn.ssvm.StructuredSVM.fit", no_training)
+    monkeypatch.setattr("segstruct.learn.estimators.structured_svm.StructuredSVM.fit", no_training)
     assert main(args + ["--no-figures"]) == 0
     after = json.loads((out / "results.json").read_text())
     assert after["results"] == json.loads(before)["results"]
@@ -114,13 +114,13 @@ def test_resume_finishes_only_the_missing_pair(finished, tmp_path, monkeypatch):
     shutil.copytree(out, copy)
     (copy / "runs" / "car-bl2.json").unlink()       # as if interrupted before it
     trained = []
-    from segstruct.learn.ssvm import StructuredSVM
+    from segstruct.learn.estimators.structured_svm import StructuredSVM
     real_fit = StructuredSVM.fit
 
     def counting_fit(self, X, Y, callbacks=None):
         trained.append(self.pairwise)   # False: bl2 only
         return real_fit(self, X, Y, callbacks)
-    monkeypatch.setattr("segstruct.learn.ssvm.StructuredSVM.fit", counting_fit)
+    monkeypatch.setattr("segstruct.learn.estimators.structured_svm.StructuredSVM.fit", counting_fit)
     new_args = [a if a != str(out) else str(copy) for a in args]
     assert main(new_args + ["--no-figures"]) == 0
     assert trained == [False]
@@ -279,7 +279,7 @@ def test_an_interruption_after_training_keeps_the_trained_model(data_root, tmp_p
                                                                  monkeypatch):
     """Killed while the eval split is scored, a pair's converged training is not
     lost: the rerun restores it from the checkpoint without iterating."""
-    from segstruct.learn import ssvm
+    from segstruct.learn.estimators import structured_svm as ssvm
     args = ["compare", "--data", str(data_root), "--classes", "car", "--methods", "bl1",
             "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c"), "--no-figures",
             *SMALL]

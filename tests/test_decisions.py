@@ -11,7 +11,7 @@ import pytest
 from segstruct.cli import main
 from segstruct.decisions import decide, fit_temperature, node_areas
 from segstruct.inference.decisions import expected_measure
-from segstruct.learn.crf import CRF
+from segstruct.learn.estimators.crf import CRF
 from segstruct.model import Graph
 from segstruct.toy import chain_problem
 

@@ -12,12 +12,12 @@ import pytest
 
 MODULES = (
     "segstruct.io.text",
-    "segstruct.learn.ssvm",
-    "segstruct.learn.first_order",
-    "segstruct.learn.lovasz_svm",
-    "segstruct.learn.projection_svm",
+    "segstruct.learn.estimators.structured_svm",
+    "segstruct.learn.estimators.first_order_svm",
+    "segstruct.learn.estimators.lovasz_svm",
+    "segstruct.learn.estimators.projection_svm",
     "segstruct.learn.methods",
-    "segstruct.learn.selection",
+    "segstruct.learn.selection.choice",
     "segstruct.toy",
 )
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from segstruct.datasets import make_synthetic_voc
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.estimators.structured_svm import StructuredSVM
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def test_every_learner_stays_above_the_lower_bound(curves, chain_graphs):
 
 
 def test_weighted_average_is_what_sgd_returns(curves, chain_graphs):
-    from segstruct.learn.stochastic import ImageScopeProblem, stochastic_subgradient
+    from segstruct.learn.solvers.first_order import ImageScopeProblem, stochastic_subgradient
     X, Y = chain_graphs(seed=3, n_graphs=5, n=6)
     average = curves.WeightedAverage(ImageScopeProblem.from_data(X, Y).dim)
     result = stochastic_subgradient(X, Y, C=2.0, max_epochs=3, callback=average.update)

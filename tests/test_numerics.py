@@ -11,7 +11,7 @@ import pytest
 
 from segstruct.inference import maximize
 from segstruct.learn.methods import make_oracle
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.estimators.structured_svm import StructuredSVM
 from segstruct.model import Graph
 
 

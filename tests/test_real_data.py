@@ -36,7 +36,7 @@ def test_inspect_horse_val(horse_root, tmp_path):
 @pytest.mark.slow
 def test_bl1_gap_shrinks_monotonically_on_horse(horse_root, tmp_path):
     from segstruct.features.config import FeatureConfig
-    from segstruct.learn.ssvm import StructuredSVM
+    from segstruct.learn.estimators.structured_svm import StructuredSVM
     config = FeatureConfig(n_words=50, codebook_descriptors=5000, codebook_images=20,
                            kmeans_iterations=5)
     ds = VOCDataset(horse_root)

@@ -130,7 +130,7 @@ def _fit(X, Y, method: str, scale: float) -> dict:
 
     from segstruct.evaluate.diagnosis import diagnose
     from segstruct.learn.methods import TrainingSettings
-    from segstruct.learn.ssvm import DEFAULT_C
+    from segstruct.learn.estimators.structured_svm import DEFAULT_C
 
     X = [replace(g, unary=g.unary * scale) for g in X]
     estimator = TrainingSettings(C=DEFAULT_C).estimator(method)

@@ -101,7 +101,7 @@ def _loaded(name, class_name, dataset, cache, settings, model_path) -> Source:
 def _trained(name, class_name, dataset, cache, settings) -> Source:
     from segstruct.features.config import FeatureConfig
     from segstruct.features.extraction import FeatureExtractor
-    from segstruct.learn.ssvm import StructuredSVM
+    from segstruct.learn.estimators.structured_svm import StructuredSVM
 
     extractor = FeatureExtractor(dataset, FeatureConfig(), cache, n_jobs=settings.n_jobs,
                                  progress=settings.progress)

@@ -43,7 +43,7 @@ def _group(name: str) -> dict:
         from segstruct import DetectorParams, FeatureConfig
         return {"FeatureConfig": FeatureConfig(), "DetectorParams": DetectorParams()}
     if name == "training":
-        from segstruct.learn import cross_validation
+        from segstruct.learn.selection import cross_validation
         from segstruct.learn.methods import DEFAULTS, METHODS
         return {"TrainingSettings": DEFAULTS, "METHODS": METHODS,
                 "C_grid": cross_validation.DEFAULT_GRID,

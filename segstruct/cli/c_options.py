@@ -7,10 +7,10 @@ import sys
 
 from segstruct.cli.common import UsageError
 from segstruct.io.text import count
-from segstruct.learn.base import POSITIVE, Options, check_param
+from segstruct.learn.estimators.base import POSITIVE, Options, check_param
 from segstruct.learn.methods import DEFAULTS
 from segstruct.learn.selection import DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID
-from segstruct.learn.ssvm import C_UNITS, DEFAULT_C
+from segstruct.learn.estimators.structured_svm import C_UNITS, DEFAULT_C
 
 __all__ = ["add_C_options", "check_C_options", "check_cv_size", "fold_tol"]
 

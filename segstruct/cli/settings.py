@@ -17,11 +17,11 @@ from segstruct.features.scale import MIN_LONG_SIDE, UPSAMPLINGS
 from segstruct.features.superpixels import SuperpixelParams
 from segstruct.features.topdown.detector import DetectorParams
 from segstruct.inference.proposed import INFERENCE_CHOICES
-from segstruct.learn.fenchel_young import SETS
-from segstruct.learn.likelihood import LIKELIHOODS
+from segstruct.learn.solvers.fenchel_young import SETS
+from segstruct.learn.solvers.likelihood import LIKELIHOODS
 from segstruct.learn.methods import (DEFAULTS, METHODS, SINGLE_RUN_METHODS, SINGLE_RUN_SOLVERS,
                                      with_workers)
-from segstruct.learn.ssvm import NODE_WEIGHT_MODES, SCOPES, SOLVERS
+from segstruct.learn.estimators.structured_svm import NODE_WEIGHT_MODES, SCOPES, SOLVERS
 
 
 def add_feature_options(p: argparse.ArgumentParser) -> None:

@@ -25,7 +25,7 @@ from segstruct.io.files import write_json, write_text
 from segstruct.io.persistence import checkpoint_path, log_path, model_paths
 from segstruct.io.provenance import code_version, machine
 from segstruct.learn.methods import METHODS, TrainingSettings, with_workers
-from segstruct.learn.ssvm import oracle_name
+from segstruct.learn.estimators.structured_svm import oracle_name
 from segstruct.report.tables import fmt, table_csv, table_markdown
 from segstruct.workflow import curve_path, refit_chosen_C, resumable_curve, train_model
 

@@ -171,8 +171,8 @@ def load_model(path):
     codebook : (n_words, 384) float32 array or None
     doc : dict, the whole JSON document.
     """
-    from segstruct.learn.first_order import FirstOrderSVM
-    from segstruct.learn.ssvm import STOCHASTIC_SOLVERS, StructuredSVM
+    from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
+    from segstruct.learn.estimators.structured_svm import STOCHASTIC_SOLVERS, StructuredSVM
 
     if Path(path).is_dir():
         # models are path prefixes (PATH.json + PATH.npz); a folder of one model is it

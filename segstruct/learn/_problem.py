@@ -5,7 +5,7 @@ training set, the C of the objective, and the run a fit hands its callbacks.
 A private module: the estimators, the cutting-plane loop, the first-order
 learners and the callbacks import it, and it imports none of them (so the
 learners and their callbacks form no import circle). Its public names are
-re-exported by :mod:`segstruct.learn.ssvm`.
+re-exported by :mod:`segstruct.learn.estimators.structured_svm`.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
 from segstruct.learn._params import SCOPES  # noqa: F401  (the learners import it from here)
-from segstruct.learn.qp import WorkingSetQP
+from segstruct.learn.solvers.qp import WorkingSetQP
 from segstruct.model import MRFModel
 
 @dataclass(kw_only=True)

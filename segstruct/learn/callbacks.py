@@ -1,6 +1,6 @@
 """What a training run shows and keeps: callbacks of ``StructuredSVM.fit``.
 
-The cutting-plane loop of :class:`segstruct.learn.ssvm.StructuredSVM` reads and
+The cutting-plane loop of :class:`segstruct.learn.estimators.structured_svm.StructuredSVM` reads and
 writes no file and prints nothing. ``fit(X, Y, callbacks=[...])`` hangs the
 I/O on it:
 

@@ -19,14 +19,14 @@ from segstruct.inference.milp import milp_oracle
 from segstruct.inference.proposed import DEFAULT_INFERENCE, ProposedOracle
 from segstruct.inference.triangulation import N_TRIANGLES
 
-from segstruct.learn.lovasz_svm import LovaszSVM
-from segstruct.learn.projection_svm import ProjectionSVM
-from segstruct.learn.crf import CRF
+from segstruct.learn.estimators.lovasz_svm import LovaszSVM
+from segstruct.learn.estimators.projection_svm import ProjectionSVM
+from segstruct.learn.estimators.crf import CRF
 from segstruct.learn.selection import (DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID,
                                        check_fold_tol, check_folds, check_grid)
-from segstruct.learn.base import BaseSSVM
-from segstruct.learn.first_order import FirstOrderSVM
-from segstruct.learn.ssvm import STOCHASTIC_SOLVERS, StructuredSVM
+from segstruct.learn.estimators.base import BaseSSVM
+from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
+from segstruct.learn.estimators.structured_svm import STOCHASTIC_SOLVERS, StructuredSVM
 
 # loss None = the loss asked for (IoU by default).
 METHODS: dict[str, dict[str, Any]] = {
@@ -84,7 +84,7 @@ class TrainingSettings:
     ``loss`` / ``beta`` only bl2, proposed and exact; they are recorded for
     every pair all the same, so a record says in full how it was made.
 
-    ``solver`` is one of ``segstruct.learn.ssvm.SOLVERS``: the cutting-plane
+    ``solver`` is one of ``segstruct.learn.estimators.structured_svm.SOLVERS``: the cutting-plane
     "oneslack" (default) or "nslack", or the first-order "subgradient",
     "sgd" or "bcfw", which need ``scope="image"``. The lovasz method takes
     "oneslack" (its cutting planes) or "sgd"; projection ignores it.
@@ -123,7 +123,7 @@ class TrainingSettings:
     C_grid: tuple | None = None
     folds: int | None = None
     # the folds only rank the values of C: their fits stop at cv_tol x C, between
-    # tol and cv_tol (why: segstruct.learn.cross_validation.DEFAULT_FOLD_TOL)
+    # tol and cv_tol (why: segstruct.learn.selection.cross_validation.DEFAULT_FOLD_TOL)
     cv_tol: float = DEFAULT_FOLD_TOL
     projection_set: str = "cube"
     likelihood: str = "pseudo"
@@ -270,10 +270,10 @@ def estimator_for(method: str, *, loss: str = DEFAULTS.loss, beta: float = DEFAU
                   projection_set: str = DEFAULTS.projection_set,
                   likelihood: str = DEFAULTS.likelihood, **params) -> BaseSSVM:
     """The learner of ``method``: a ``StructuredSVM`` (a
-    :class:`~segstruct.learn.first_order.FirstOrderSVM` for the solvers
+    :class:`~segstruct.learn.estimators.first_order_svm.FirstOrderSVM` for the solvers
     subgradient, sgd and bcfw), for "lovasz" a
-    :class:`~segstruct.learn.lovasz_svm.LovaszSVM`, for "projection" a
-    :class:`~segstruct.learn.projection_svm.ProjectionSVM`, which ignores
+    :class:`~segstruct.learn.estimators.lovasz_svm.LovaszSVM`, for "projection" a
+    :class:`~segstruct.learn.estimators.projection_svm.ProjectionSVM`, which ignores
     ``solver``; lovasz takes "sgd" and trains by its cutting planes for any
     other solver.
 

@@ -69,7 +69,7 @@ def training_figure(logs, caption: str = "", scopes=None) -> Figure:
     Parameters
     ----------
     logs : dict of str -> list of dict
-        Method name -> :attr:`segstruct.learn.ssvm.StructuredSVM.log_` (or the
+        Method name -> :attr:`segstruct.learn.estimators.structured_svm.StructuredSVM.log_` (or the
         ``MODEL.log.json`` file read back): entries with keys
         ``"iteration"``, ``"primal"``, ``"best_primal"``, ``"dual"``,
         ``"gap"``, ``"n_violated"``, ``"n_constraints"``, ... (any may be

@@ -8,7 +8,7 @@ import pytest
 from segstruct.cli import main, show_progress
 from segstruct.evaluate.diagnosis import diagnose, foreground_share
 from segstruct.inference import bl2
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.estimators.structured_svm import StructuredSVM
 from segstruct.model import Graph
 
 # the top-down block (on by default) costs a detector per class; these tests are

@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent('''
     from segstruct.inference.lp import lp_oracle
     from segstruct.inference.milp import milp_oracle
     from segstruct.learn.methods import estimator_for
-    from segstruct.learn.qp import WorkingSetQP
+    from segstruct.learn.solvers.qp import WorkingSetQP
     from segstruct.model import Graph
 
     rng = np.random.default_rng(3)
@@ -179,7 +179,7 @@ def test_a_solver_failure_names_the_iteration_and_loses_nothing(tmp_path):
     import numpy as np
 
     from segstruct.learn.callbacks import Checkpoint
-    from segstruct.learn.ssvm import StructuredSVM, TrainingError
+    from segstruct.learn.estimators.structured_svm import StructuredSVM, TrainingError
     from segstruct.model import Graph
     rng = np.random.default_rng(5)
     X, Y = [], []
@@ -207,7 +207,7 @@ def test_a_solver_failure_names_the_iteration_and_loses_nothing(tmp_path):
 def test_the_qp_is_solved_without_highs_when_every_highs_route_fails(monkeypatch):
     import numpy as np
 
-    from segstruct.learn.qp import WorkingSetQP
+    from segstruct.learn.solvers.qp import WorkingSetQP
     rng = np.random.default_rng(2)
 
     def working_set():

@@ -16,7 +16,7 @@ from segstruct.inference import loss_augmented
 from segstruct.inference.proposed import ProposedOracle
 from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from segstruct.learn.callbacks import Checkpoint
-from segstruct.learn.ssvm import StructuredSVM, oracle_name
+from segstruct.learn.estimators.structured_svm import StructuredSVM, oracle_name
 from segstruct.model import Graph
 
 
@@ -129,7 +129,7 @@ def test_restored_state_is_the_saved_state(tmp_path):
     svm.max_iter = 5
     svm.fit(X, Y)
     arrays, _ = load_checkpoint(tmp_path / "run.ckpt.npz")
-    from segstruct.learn.qp import WorkingSetQP
+    from segstruct.learn.solvers.qp import WorkingSetQP
     qp = WorkingSetQP(arrays["qp_G"].shape[1], [1.0])
     qp.set_state({k[3:]: v for k, v in arrays.items() if k.startswith("qp_")})
     for name, value in qp.get_state().items():

@@ -7,7 +7,7 @@ import pytest
 from segstruct.learn.callbacks import (Callback, Checkpoint, JSONLog, ProgressBar, TrainingState,
                                  training_callbacks)
 from segstruct.learn.methods import estimator_for
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.estimators.structured_svm import StructuredSVM
 
 
 def problem(chain_graphs, seed):

@@ -8,9 +8,9 @@ from scipy.optimize import minimize
 
 from segstruct.inference import score
 from segstruct.inference.marginals import enumerate_marginals, loopy_bp
-from segstruct.learn.crf import CRF, LIKELIHOOD_SCALE
-from segstruct.learn.fenchel_young import fit_lbfgs
-from segstruct.learn.likelihood import LikelihoodProblem
+from segstruct.learn.estimators.crf import CRF, LIKELIHOOD_SCALE
+from segstruct.learn.solvers.fenchel_young import fit_lbfgs
+from segstruct.learn.solvers.likelihood import LikelihoodProblem
 from segstruct.learn.methods import estimator_for
 from segstruct.model import MRFModel
 from segstruct.toy import chain_problem
@@ -173,7 +173,7 @@ def test_estimator_for_crf_and_its_settings():
 
 
 def test_marginals_need_a_temperature():
-    from segstruct.learn.base import NotFittedError
+    from segstruct.learn.estimators.base import NotFittedError
     X, Y = chain_problem()
     svm = estimator_for("bl1", C=1.0).fit(X, Y)
     with pytest.raises(NotFittedError, match="calibrate"):

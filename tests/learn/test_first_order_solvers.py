@@ -1,5 +1,5 @@
 """FirstOrderSVM(solver="subgradient" | "sgd" | "bcfw"): the learners of
-segstruct.learn.stochastic behind the estimator's interface, a sibling of the
+segstruct.learn.solvers.first_order behind the estimator's interface, a sibling of the
 cutting-plane StructuredSVM."""
 import json
 
@@ -8,10 +8,10 @@ import pytest
 
 from segstruct.io.checkpoint import CheckpointError
 from segstruct.learn.callbacks import Checkpoint, JSONLog, ProgressBar
-from segstruct.learn.first_order import FirstOrderSVM
+from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
 from segstruct.learn.methods import estimator_for
-from segstruct.learn.ssvm import STOCHASTIC_SOLVERS, StructuredSVM
-from segstruct.learn.stochastic import ImageScopeProblem
+from segstruct.learn.estimators.structured_svm import STOCHASTIC_SOLVERS, StructuredSVM
+from segstruct.learn.solvers.first_order import ImageScopeProblem
 from segstruct.report.figures import training_figure
 
 C, TOL = 2.0, 1e-3
@@ -76,7 +76,7 @@ def test_first_order_solvers_refuse_the_dataset_scope(solver, problem):
         FirstOrderSVM(solver=solver, scope="dataset").fit(X, Y)
     FirstOrderSVM(solver=solver).check_params()
     # StructuredSVM trains by cutting planes only, and says who trains the others
-    with pytest.raises(ValueError, match="FirstOrderSVM trains it"):
+    with pytest.raises(ValueError, match=r"FirstOrderSVM \(segstruct.learn.estimators.first_order_svm\) trains it"):
         StructuredSVM(solver=solver, scope="image").check_params()
     # the methods give the right learner for each solver
     assert type(estimator_for("bl1", solver=solver, scope="image")) is FirstOrderSVM

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from segstruct.learn.linesearch import minimize_model
+from segstruct.learn.solvers.linesearch import minimize_model
 
 
 def brute(a, b, c, s, C, t_max, n=200001):

@@ -1,4 +1,4 @@
-"""Tests of segstruct.learn.lovasz: zero training loss on separable data, the
+"""Tests of segstruct.learn.solvers.lovasz_hinge: zero training loss on separable data, the
 cutting-plane optimum against an exact reference QP solved by scipy, the
 certificate, and SGD against the cutting-plane optimum."""
 import itertools
@@ -9,7 +9,7 @@ from scipy.optimize import minimize
 
 from segstruct.inference.losses import IoULoss, counts, totals
 from segstruct.inference.lovasz import jaccard_increments, lovasz_hinge_per_image
-from segstruct.learn.lovasz import fit_cutting_plane, fit_sgd, lovasz_objective
+from segstruct.learn.solvers.lovasz_hinge import fit_cutting_plane, fit_sgd, lovasz_objective
 
 
 def separable_images(seed, n_images=4, n_nodes=10, gap=0.3):

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from segstruct.io.checkpoint import CheckpointError
-from segstruct.learn.base import BaseSSVM
+from segstruct.learn.estimators.base import BaseSSVM
 from segstruct.learn.callbacks import Checkpoint, JSONLog, ProgressBar
-from segstruct.learn.lovasz import fit_cutting_plane, fit_sgd
-from segstruct.learn.lovasz_svm import LovaszSVM
+from segstruct.learn.solvers.lovasz_hinge import fit_cutting_plane, fit_sgd
+from segstruct.learn.estimators.lovasz_svm import LovaszSVM
 from segstruct.learn.methods import METHODS, estimator_for
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.estimators.structured_svm import StructuredSVM
 from segstruct.model import Graph, MRFModel
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from segstruct import MultivariateSVM
-from segstruct.learn.qp import WorkingSetQP
+from segstruct.learn.solvers.qp import WorkingSetQP
 
 
 # References written from the table of docs/design.md ("Counts and losses"),
@@ -216,7 +216,7 @@ def test_w_zero_is_an_optimum_it_says_so():
     warns instead of returning it without a word."""
     import warnings
 
-    from segstruct.learn.multivariate import MultivariateSVM
+    from segstruct.learn.estimators.multivariate_svm import MultivariateSVM
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 5))
     y = (rng.random(200) < 0.3).astype(int)

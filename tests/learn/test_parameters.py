@@ -11,14 +11,14 @@ import inspect
 import pytest
 
 from segstruct.learn._params import ParamsMixin
-from segstruct.learn.base import BaseSSVM, LossAugmentedSSVM
-from segstruct.learn.crf import CRF
-from segstruct.learn.first_order import FirstOrderSVM
-from segstruct.learn.lovasz_svm import LovaszSVM
+from segstruct.learn.estimators.base import BaseSSVM, LossAugmentedSSVM
+from segstruct.learn.estimators.crf import CRF
+from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
+from segstruct.learn.estimators.lovasz_svm import LovaszSVM
 from segstruct.learn.methods import DEFAULTS
-from segstruct.learn.multivariate import MultivariateSVM
-from segstruct.learn.projection_svm import ProjectionSVM
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.estimators.multivariate_svm import MultivariateSVM
+from segstruct.learn.estimators.projection_svm import ProjectionSVM
+from segstruct.learn.estimators.structured_svm import StructuredSVM
 
 SIBLINGS = (StructuredSVM, FirstOrderSVM, LovaszSVM, ProjectionSVM, CRF)
 

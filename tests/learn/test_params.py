@@ -4,11 +4,11 @@ from numbers import Integral, Real
 import numpy as np
 import pytest
 
-from segstruct.learn.base import POSITIVE, Interval, Options, check_param
-from segstruct.learn.lovasz_svm import LovaszSVM
-from segstruct.learn.multivariate import MultivariateSVM
-from segstruct.learn.projection_svm import ProjectionSVM
-from segstruct.learn.ssvm import SOLVERS, StructuredSVM
+from segstruct.learn.estimators.base import POSITIVE, Interval, Options, check_param
+from segstruct.learn.estimators.lovasz_svm import LovaszSVM
+from segstruct.learn.estimators.multivariate_svm import MultivariateSVM
+from segstruct.learn.estimators.projection_svm import ProjectionSVM
+from segstruct.learn.estimators.structured_svm import SOLVERS, StructuredSVM
 
 
 def test_an_interval_holds_finite_numbers_between_its_bounds():
@@ -68,7 +68,7 @@ def test_the_command_line_offers_the_declared_choices():
     train = parser._subparsers._group_actions[0].choices["train"]
     choices = {a.dest: a.choices for a in train._actions if a.choices}
     declared = StructuredSVM._parameter_constraints
-    from segstruct.learn.first_order import FirstOrderSVM
+    from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
     first_order = FirstOrderSVM._parameter_constraints["solver"][0].options
     assert tuple(choices["solver"]) == SOLVERS == declared["solver"][0].options + first_order
     assert tuple(choices["C_units"]) == declared["C_units"][0].options

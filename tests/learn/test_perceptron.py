@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from segstruct.inference import brute_force
-from segstruct.learn.first_order import FirstOrderSVM
+from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
 from segstruct.learn.methods import estimator_for
-from segstruct.learn.stochastic import solve_perceptron, structured_perceptron
-from segstruct.learn._image_scope import image_scope_problem
+from segstruct.learn.solvers.first_order import solve_perceptron, structured_perceptron
+from segstruct.learn.solvers._image_scope import image_scope_problem
 from segstruct.model import MRFModel
 
 

@@ -6,8 +6,8 @@ import pytest
 from scipy.optimize import minimize
 from types import SimpleNamespace
 
-from segstruct.learn.fenchel_young import ProjectionProblem, fit_lbfgs
-from segstruct.learn.projection_svm import ProjectionSVM
+from segstruct.learn.solvers.fenchel_young import ProjectionProblem, fit_lbfgs
+from segstruct.learn.estimators.projection_svm import ProjectionSVM
 
 
 def _problem(kind, seed=0, C=5.0, **options):

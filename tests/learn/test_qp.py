@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from segstruct.learn.qp import WorkingSetQP
+from segstruct.learn.solvers.qp import WorkingSetQP
 
 
 def random_qp(rng, d=None, k=None):
@@ -138,7 +138,7 @@ def test_the_route_that_met_the_tolerance_goes_first(monkeypatch):
 def test_gap_test_is_relative_without_a_floor():
     """An objective of 1e-9 with a gap of half of it is not solved (a floor of 1
     on the relative test would accept it); the caller's absolute tolerance is."""
-    from segstruct.learn.qp import QPSolution
+    from segstruct.learn.solvers.qp import QPSolution
     qp = WorkingSetQP(2, [1e-8])
     sol = QPSolution(np.zeros(2), np.zeros(0), np.zeros(0), np.zeros(1), 1e-9, 0.5e-9, 0.0)
     assert not qp.converged(sol)
@@ -155,7 +155,7 @@ def test_a_route_that_gave_no_answer_waits_behind_the_active_set_finish(monkeypa
     finish the regularised answer by the active-set method instead, to the
     same optimum; it is tried again only when that does not reach the
     tolerance, and the waiting is kept with the working set."""
-    from segstruct.learn import qp as qp_module
+    from segstruct.learn.solvers import qp as qp_module
     calls = []
     original = WorkingSetQP._run_dual
 

@@ -17,7 +17,7 @@ from segstruct.learn.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_dat
                                  edge_warning,
                                  format_curve, image_strata, make_folds, next_C_after_refit,
                                  preference_order, select_C)
-from segstruct.learn.ssvm import DEFAULT_C, StructuredSVM
+from segstruct.learn.estimators.structured_svm import DEFAULT_C, StructuredSVM
 from segstruct.model import Graph, MRFModel
 
 # the top-down block (on by default) costs a detector per class; these tests are
@@ -236,7 +236,7 @@ def test_several_problems_cross_validated_together_give_each_its_own_curve(n_job
 def test_costliest_problems_folds_are_dealt_first_on_workers(n_jobs, monkeypatch):
     # longest first keeps the workers busy to the end; the curves and the
     # index given to on_curve do not depend on the order
-    from segstruct.learn import cross_validation
+    from segstruct.learn.selection import cross_validation
     problems = [(functools.partial(estimator_for, "bl1"), *chain_problem(5), None),
                 (functools.partial(estimator_for, "bl2"), *chain_problem(6, n_images=9),
                  None)]
@@ -527,7 +527,7 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
 
     def no_training(self, X, Y, callbacks=None):
         raise AssertionError("a finished pair was trained again")
-    monkeypatch.setattr("segstruct.learn.ssvm.StructuredSVM.fit", no_training)
+    monkeypatch.setattr("segstruct.learn.estimators.structured_svm.StructuredSVM.fit", no_training)
     assert main(args + ["--no-figures"]) == 0
     assert main(common + ["--C", "1", "--no-figures"]) == 2
     assert "settings differ" in capsys.readouterr().err
@@ -642,7 +642,7 @@ def _refit_learns_nothing_at(C_bad, grid, monkeypatch):
     """--C auto where cross-validation prefers ``C_bad`` (then the next C of
     ``grid``) and the fit at ``C_bad`` converges to w = 0, which labels no
     pixel: the refit collapse of COCO's dining table, made certain."""
-    import segstruct.learn.selection as selection
+    import segstruct.learn.selection.choice as selection
     real_fit = StructuredSVM.fit
 
     def fit(self, X, Y, callbacks=None):
@@ -804,7 +804,7 @@ def test_fold_tasks_send_the_features_without_the_superpixel_maps(monkeypatch):
     # a fold is pickled whole to its worker: the superpixel maps, which no fit
     # reads, stay behind, and the curve is the one of the full graphs in process
     import pickle
-    from segstruct.learn import cross_validation
+    from segstruct.learn.selection import cross_validation
     X, Y = chain_problem(3, n_images=9)
     graphs = _as_superpixel_graphs(X)
     sizes, real_map = [], cross_validation.parallel_map
@@ -837,7 +837,7 @@ def test_folds_on_every_core_are_bounded_by_the_memory(monkeypatch):
     # each busy worker holds one fold: where their memory would not fit,
     # fewer workers (here one: this process) with a warning, the same curve
     from segstruct import cluster
-    from segstruct.learn import cross_validation
+    from segstruct.learn.selection import cross_validation
     X, Y = chain_problem(3, n_images=9)
     make = functools.partial(estimator_for, "bl1")
     given, real_map = [], cross_validation.parallel_map

@@ -17,10 +17,10 @@ from sklearn.model_selection import (GridSearchCV, KFold, StratifiedKFold,  # no
                                      cross_val_score)
 
 from segstruct import MultivariateSVM, StructuredSVM  # noqa: E402
-from segstruct.learn.base import ParamsMixin  # noqa: E402
-from segstruct.learn.crf import CRF  # noqa: E402
-from segstruct.learn.first_order import FirstOrderSVM  # noqa: E402
-from segstruct.learn.lovasz_svm import LovaszSVM  # noqa: E402
+from segstruct.learn.estimators.base import ParamsMixin  # noqa: E402
+from segstruct.learn.estimators.crf import CRF  # noqa: E402
+from segstruct.learn.estimators.first_order_svm import FirstOrderSVM  # noqa: E402
+from segstruct.learn.estimators.lovasz_svm import LovaszSVM  # noqa: E402
 from segstruct.learn.methods import estimator_for  # noqa: E402
 
 
@@ -123,7 +123,7 @@ def test_clone_is_unfitted_and_refits_to_the_same_model(kind, chain_graphs):
 #: such a check is an expected failure (xfail) when it fails in any way.
 EXPECTED_FAILURES = {
     "check_estimators_unfitted": (
-        "predict before fit raises segstruct.learn.base.NotFittedError, a ValueError and an "
+        "predict before fit raises segstruct.learn.estimators.base.NotFittedError, a ValueError and an "
         "AttributeError like sklearn.exceptions.NotFittedError, but the check wants that "
         "very class, and the library does not import scikit-learn. "
         "sklearn.utils.validation.check_is_fitted works on the estimator "

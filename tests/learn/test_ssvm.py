@@ -3,10 +3,10 @@ import itertools
 import numpy as np
 import pytest
 
-import segstruct.learn.qp as qp_module
+import segstruct.learn.solvers.qp as qp_module
 from segstruct.inference.losses import AdjustedHammingLoss, HammingLoss, IoULoss, counts, totals
-from segstruct.learn.qp import WorkingSetQP
-from segstruct.learn.ssvm import StructuredSVM, targets_and_node_weights
+from segstruct.learn.solvers.qp import WorkingSetQP
+from segstruct.learn.estimators.structured_svm import StructuredSVM, targets_and_node_weights
 from segstruct.model import MRFModel, disjoint_union
 
 
@@ -242,7 +242,7 @@ def test_line_search_never_leaves_the_pairwise_bound():
     # of the hinge falls steeply along the ray, so its minimum lies far past
     # t = 2, where the pairwise weight (index 1) reaches 0: the search must
     # stop there.
-    from segstruct.learn._cutting_planes import Point, line_search
+    from segstruct.learn.solvers.cutting_planes import Point, line_search
     g = np.array([10.0, 0.0])
     best = Point(np.array([0.0, -1.0]), g, 5.0, None, 3.0)
     at = Point(np.array([1.0, -0.5]), g, 5.0, None, 2.0)
@@ -313,7 +313,7 @@ def test_paper_units_are_the_same_problem_at_the_mapped_C(random_problem):
 
 def test_superpixel_units_without_a_missed_superpixel_count_a_false_one(random_problem):
     from segstruct.inference.losses import CallableLoss
-    from segstruct.learn.ssvm import superpixel_loss
+    from segstruct.learn.estimators.structured_svm import superpixel_loss
     X, Y = random_problem(np.random.default_rng(24), n_graphs=2, n=4)
     ones = [np.ones(t.size) for t in Y]
     # a loss blind to false negatives: one false positive's loss

@@ -11,9 +11,9 @@ import pytest
 
 from segstruct.inference import brute_force, maximize
 from segstruct.inference.losses import counts, get_loss, totals
-from segstruct.learn.qp import WorkingSetQP
-from segstruct.learn.ssvm import StructuredSVM
-from segstruct.learn.stochastic import (ImageScopeProblem, bcfw, bcfw_line_search,
+from segstruct.learn.solvers.qp import WorkingSetQP
+from segstruct.learn.estimators.structured_svm import StructuredSVM
+from segstruct.learn.solvers.first_order import (ImageScopeProblem, bcfw, bcfw_line_search,
                                         stochastic_subgradient, subgradient_descent)
 from segstruct.model import MRFModel
 

@@ -1,4 +1,4 @@
-"""Loss-augmented inference on worker processes (segstruct.learn.workers).
+"""Loss-augmented inference on worker processes (segstruct.learn.solvers.workers).
 
 What must hold: the pool returns what the oracle returns when called on the
 problems one after another here, the oracle's warm-start state afterwards is
@@ -13,8 +13,8 @@ import pytest
 from segstruct.inference import loss_augmented, score
 from segstruct.inference.losses import AdjustedHammingLoss, counts, get_loss, totals
 from segstruct.inference.proposed import ProposedOracle
-from segstruct.learn.ssvm import StructuredSVM
-from segstruct.learn.workers import InferencePool, blocks, split_union
+from segstruct.learn.estimators.structured_svm import StructuredSVM
+from segstruct.learn.solvers.workers import InferencePool, blocks, split_union
 from segstruct.model import Graph, MRFModel, disjoint_union
 
 
@@ -171,7 +171,7 @@ def test_fit_with_workers_equals_the_fit_without(scope, loss, oracle):
 def test_the_command_line_gives_workers_only_where_they_paid():
     """-j reaches the inference of the image scope; at the data-set scope the
     union's cut is faster in one process (scripts/parallel_inference.py)."""
-    from segstruct.learn.lovasz_svm import LovaszSVM
+    from segstruct.learn.estimators.lovasz_svm import LovaszSVM
     from segstruct.learn.methods import with_workers
     assert with_workers(StructuredSVM(scope="image"), 3).n_jobs == 3
     assert with_workers(StructuredSVM(scope="dataset"), 3).n_jobs == 1

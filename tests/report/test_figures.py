@@ -4,7 +4,7 @@ import pytest
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.estimators.structured_svm import StructuredSVM
 from segstruct.report.figures import (BOUNDARY_COLOUR, OUTLINE_INNER, OUTLINE_OUTER, TINT_COLOURS,
                                       VOID_COLOUR, contrasting_colour, image_iou,
                                       loss_surface_figure, outline_width, overlay,

@@ -1,4 +1,4 @@
-"""The cutting-plane loop of :class:`~segstruct.learn.ssvm.StructuredSVM`
+"""The cutting-plane loop of :class:`~segstruct.learn.estimators.structured_svm.StructuredSVM`
 (n-slack and 1-slack), with the 1-slack stabilised step (OCAS: Franc &
 Sonnenburg, JMLR 2009): it keeps the best point evaluated, searches the
 objective on the line from it to the working-set QP's solution, and takes
@@ -28,8 +28,8 @@ import numpy as np
 from segstruct.inference.losses import Loss, counts, totals
 from segstruct.learn._problem import TrainingRun
 from segstruct.learn.callbacks import TrainingState
-from segstruct.learn.linesearch import minimize_model
-from segstruct.learn.workers import InferencePool, split_union
+from segstruct.learn.solvers.linesearch import minimize_model
+from segstruct.learn.solvers.workers import InferencePool, split_union
 
 # OCAS's cut placement (Franc & Sonnenburg 2009): a tenth of the way from
 # the best point towards the QP's solution. The line search evaluates the
@@ -213,7 +213,7 @@ def line_search(best: Point, at: Point, evaluate, dual: float, nonpositive, C: f
 
     Both ends are evaluated already; each further call of ``evaluate``
     (which keeps the best point it sees) adds a line to the 1-D model of
-    the hinge (``segstruct.learn.linesearch``). The search stops when the best
+    the hinge (``segstruct.learn.solvers.linesearch``). The search stops when the best
     value found is within a tenth of the remaining gap (best objective
     minus ``dual``, the QP's lower bound) or of C tol of the model's
     minimum, which bounds the objective on the whole ray.

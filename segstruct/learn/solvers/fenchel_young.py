@@ -44,7 +44,7 @@ bound and the gradient pushes past it), and training stops once that bound is
 at most ``tol``.
 
 Only numpy, scipy, ``segstruct.inference`` and the parameter check of
-``segstruct.learn.base`` are used (plain arrays in and out), so this solver
+``segstruct.learn.estimators.base`` are used (plain arrays in and out), so this solver
 is tested alone.
 """
 from __future__ import annotations
@@ -244,7 +244,7 @@ class ProjectionProblem(BoundedObjective):
 
 class Objective(Protocol):
     """What :func:`fit_lbfgs` needs of a problem (``ProjectionProblem``,
-    ``segstruct.learn.likelihood.LikelihoodProblem``)."""
+    ``segstruct.learn.solvers.likelihood.LikelihoodProblem``)."""
 
     @property
     def dim(self) -> int: ...

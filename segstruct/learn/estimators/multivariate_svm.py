@@ -7,10 +7,10 @@ labels ``y in {0,1}^n`` of all points at once, the joint feature map
 
 and a loss of the contingency table (F1, IoU, ...) of the whole labelling.
 That is exactly the unary-only model of docs/design.md ("The model") at the
-data-set scope, with one node per point and no edges, so :class:`MultivariateSVM` is a thin
-scikit-learn-style front end to :class:`segstruct.learn.ssvm.StructuredSVM` with
-the BL2 oracle (:func:`segstruct.inference.bl2`): no cutting-plane loop of
-its own.
+data-set scope, with one node per point and no edges, so :class:`MultivariateSVM`
+is a thin scikit-learn-style front end to
+:class:`segstruct.learn.estimators.structured_svm.StructuredSVM` with the BL2
+oracle (:func:`segstruct.inference.bl2`): no cutting-plane loop of its own.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from segstruct.inference.losses import FBetaLoss, IoULoss, Loss, get_loss
 
 from segstruct.learn._params import (POSITIVE, DataConversionWarning, NotFittedError, ParamsMixin,
                                   check_param)
-from segstruct.learn.ssvm import StructuredSVM
+from segstruct.learn.estimators.structured_svm import StructuredSVM
 from segstruct.model import Graph
 
 __all__ = ["MultivariateSVM"]

@@ -1,7 +1,7 @@
 """Block-coordinate Frank-Wolfe for the margin-rescaled structural SVM at the
 per-image loss scope (Lacoste-Julien, Jaggi, Schmidt & Pletscher, ICML 2013,
 Algorithm 4), with the bound w_p <= 0; the objective, notation and problem
-are those of :mod:`segstruct.learn.stochastic`.
+are those of :mod:`segstruct.learn.solvers.first_order`.
 
 BCFW with the constraint w_p <= 0
 ---------------------------------
@@ -60,7 +60,7 @@ import time
 import numpy as np
 
 from segstruct.io.threads import thread_limits
-from segstruct.learn._image_scope import (
+from segstruct.learn.solvers._image_scope import (
     SAMPLING, ImageScopeProblem, IterateCallback, LearnerResult, TraceCallback, check_epochs,
     image_scope_problem)
 

@@ -16,7 +16,7 @@ point:
 
 (``grad_j`` the subgradient with respect to image j's scores). That is a
 1-slack structural SVM constraint ``w . G >= l - xi``, so the cutting-plane
-solver reuses the project's working-set QP (``segstruct.learn.qp``) with one
+solver reuses the project's working-set QP (``segstruct.learn.solvers.qp``) with one
 slack group capped at C.
 
 Two solvers:
@@ -35,7 +35,7 @@ import numpy as np
 
 from segstruct.inference.lovasz import lovasz_hinge_dataset, lovasz_hinge_per_image
 from segstruct.learn._params import POSITIVE, SCOPES, check_param
-from segstruct.learn.qp import WorkingSetQP
+from segstruct.learn.solvers.qp import WorkingSetQP
 
 __all__ = ["LovaszFit", "lovasz_objective", "fit_cutting_plane", "fit_sgd", "SCOPES"]
 
@@ -144,7 +144,7 @@ def fit_cutting_plane(X, targets, weights=None, C=1.0, scope="dataset",
 
     Each iteration evaluates H and its supporting plane at the QP's solution,
     adds the plane to the working set and re-solves the QP (its dual, with
-    HiGHS; ``segstruct.learn.qp``). The QP's dual objective lower-bounds min F
+    HiGHS; ``segstruct.learn.solvers.qp``). The QP's dual objective lower-bounds min F
     because every plane lies below H.
 
     Parameters

@@ -2,10 +2,10 @@
 descent, SGD over images and block-coordinate Frank-Wolfe, as an estimator;
 and the averaged structured perceptron beside them.
 
-:class:`FirstOrderSVM` minimises :class:`~segstruct.learn.ssvm.StructuredSVM`'s
+:class:`FirstOrderSVM` minimises :class:`~segstruct.learn.estimators.structured_svm.StructuredSVM`'s
 per-image objective (the same loss, C, oracle and bound w_p <= 0) with the
-learners of :mod:`segstruct.learn.stochastic`, a sibling of the cutting-plane
-estimator on :class:`~segstruct.learn.base.BaseSSVM`. An iteration
+learners of :mod:`segstruct.learn.solvers.first_order`, a sibling of the cutting-plane
+estimator on :class:`~segstruct.learn.estimators.base.BaseSSVM`. An iteration
 (``max_iter``, ``log_``) is an epoch: n oracle calls, plus n more to evaluate
 the objective. The image sampling is seeded, so a fit is repeatable. Only
 BCFW has a stopping test (its duality gap <= svm_C_ tol); subgradient
@@ -28,10 +28,10 @@ from segstruct.inference.highs import SolverError
 from segstruct.learn._params import Options
 from segstruct.learn._problem import (CUTTING_PLANE_SOLVERS, STOCHASTIC_SOLVERS,
                                       TrainingError, TrainingRun, svm_C)
-from segstruct.learn.base import LossAugmentedSSVM
+from segstruct.learn.estimators.base import LossAugmentedSSVM
 from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoints
-from segstruct.learn.qp import QPError
-from segstruct.learn.stochastic import (ImageScopeProblem, solve_bcfw, solve_perceptron,
+from segstruct.learn.solvers.qp import QPError
+from segstruct.learn.solvers.first_order import (ImageScopeProblem, solve_bcfw, solve_perceptron,
                                         solve_sgd, solve_subgradient)
 from segstruct.model import MRFModel
 
@@ -45,9 +45,9 @@ class FirstOrderSVM(LossAugmentedSSVM):
     Parameters
     ----------
     loss, kappa, oracle
-        As :class:`~segstruct.learn.base.LossAugmentedSSVM`'s.
+        As :class:`~segstruct.learn.estimators.base.LossAugmentedSSVM`'s.
     C, C_units, node_weights, pairwise, tol, max_iter
-        As :class:`~segstruct.learn.base.BaseSSVM`'s; ``max_iter`` counts
+        As :class:`~segstruct.learn.estimators.base.BaseSSVM`'s; ``max_iter`` counts
         epochs, and ``tol`` is BCFW's (its duality gap <= svm_C_ tol).
     solver : {"subgradient", "sgd", "bcfw", "perceptron"}, default "bcfw"
         Projected subgradient descent (step 1/t, the best iterate kept),
@@ -114,7 +114,7 @@ class FirstOrderSVM(LossAugmentedSSVM):
 
     def fit(self, X, Y, callbacks: Sequence[Callback] | None = None) -> "FirstOrderSVM":
         """Train on inputs X (graphs) and labels Y (targets or pixel counts),
-        as :meth:`StructuredSVM.fit <segstruct.learn.ssvm.StructuredSVM.fit>`.
+        as :meth:`StructuredSVM.fit <segstruct.learn.estimators.structured_svm.StructuredSVM.fit>`.
 
         The callbacks see one ``on_iteration`` per epoch (the log so far,
         the current iterate as ``w``; the JSON log and the progress bar

@@ -1,7 +1,7 @@
 """The ``lovasz`` method: unary weights learnt on the Lovász hinge of the IoU
 loss, then a pairwise (smoothing) weight chosen on the training split.
 
-:func:`segstruct.learn.lovasz.fit_cutting_plane` minimises
+:func:`segstruct.learn.solvers.lovasz_hinge.fit_cutting_plane` minimises
 
     1/2 ||w_u||^2 + C H(w_u),    theta = Phi_u w_u,
 
@@ -47,7 +47,7 @@ and the r with the highest training VOC IoU wins (ties: the smaller r).
 is unary only, as bl2's.
 
 The fitted estimator predicts as every learner on
-:class:`~segstruct.learn.base.BaseSSVM` does, by graph cut with ``w_``, and
+:class:`~segstruct.learn.estimators.base.BaseSSVM` does, by graph cut with ``w_``, and
 its saved hyper-parameters are StructuredSVM's (``margin_scale`` aside), so
 ``load_model`` gives back a StructuredSVM that predicts the same.
 """
@@ -62,8 +62,8 @@ from segstruct.inference.losses import IoULoss, get_loss
 
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.learn._params import Options
-from segstruct.learn.lovasz import fit_cutting_plane, fit_sgd
-from segstruct.learn.single_run import SingleRun, SingleRunSVM
+from segstruct.learn.solvers.lovasz_hinge import fit_cutting_plane, fit_sgd
+from segstruct.learn.estimators.single_run import SingleRun, SingleRunSVM
 from segstruct.learn._problem import label_counts
 from segstruct.model import MRFModel
 
@@ -79,7 +79,7 @@ class LovaszSVM(SingleRunSVM):
     loss : "iou" or an IoULoss, default "iou"
         The Lovász hinge here is that of the (weighted) Jaccard loss only.
     C, C_units, scope, node_weights, pairwise
-        As :class:`~segstruct.learn.base.BaseSSVM`'s: the objective is
+        As :class:`~segstruct.learn.estimators.base.BaseSSVM`'s: the objective is
         1/2 ||w_u||^2 + svm_C_ H(w_u), with ``svm_C_`` that of the IoU SSVMs
         at the same C (the margins are on their scale); the scope's Jaccard
         loss is one over the training set, or the mean of per-image ones;

@@ -1,9 +1,9 @@
 """The base every segmentation learner of segstruct stands on.
 
-:class:`BaseSSVM` holds what :class:`~segstruct.learn.ssvm.StructuredSVM`
-(cutting planes), :class:`~segstruct.learn.first_order.FirstOrderSVM`,
-:class:`~segstruct.learn.lovasz_svm.LovaszSVM` and
-:class:`~segstruct.learn.projection_svm.ProjectionSVM` share: the joint
+:class:`BaseSSVM` holds what :class:`~segstruct.learn.estimators.structured_svm.StructuredSVM`
+(cutting planes), :class:`~segstruct.learn.estimators.first_order_svm.FirstOrderSVM`,
+:class:`~segstruct.learn.estimators.lovasz_svm.LovaszSVM` and
+:class:`~segstruct.learn.estimators.projection_svm.ProjectionSVM` share: the joint
 feature map's prediction (one graph cut per input), max-marginal scores, the
 VOC measure, restoring a model from its weights, the examples of a loss
 scope and the C of the objective; each sibling adds its ``__init__``
@@ -313,9 +313,9 @@ class BaseSSVM(ParamsMixin):
 
 class LossAugmentedSSVM(BaseSSVM):
     """The learners whose step is loss-augmented inference by an oracle
-    (the cutting planes of :class:`~segstruct.learn.ssvm.StructuredSVM`
+    (the cutting planes of :class:`~segstruct.learn.estimators.structured_svm.StructuredSVM`
     and the first-order loops of
-    :class:`~segstruct.learn.first_order.FirstOrderSVM`): the loss, its
+    :class:`~segstruct.learn.estimators.first_order_svm.FirstOrderSVM`): the loss, its
     adjustment and the oracle, declared here once.
 
     Parameters

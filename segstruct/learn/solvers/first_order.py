@@ -1,7 +1,7 @@
 """Subgradient, stochastic subgradient and block-coordinate Frank-Wolfe learners
 for the margin-rescaled structural SVM at the per-image (n-slack) loss scope.
 
-The objective is exactly the one :class:`segstruct.learn.ssvm.StructuredSVM`
+The objective is exactly the one :class:`segstruct.learn.estimators.structured_svm.StructuredSVM`
 minimises with ``scope="image"`` (either solver), so the optima are the same:
 
     F(w) = 1/2 ||w||^2 + (C / n) sum_{i=1..n} H_i(w),    subject to  w_p <= 0,
@@ -30,7 +30,7 @@ Learners
     2 / (t + 1) and the t-weighted average of Lacoste-Julien, Schmidt & Bach
     (2012), whose expected error is O(1/t) (no log t); ``averaging="uniform"``
     gives the lecture's step 1 / t with the plain average.
-:func:`segstruct.learn.bcfw.bcfw`
+:func:`segstruct.learn.solvers.bcfw.bcfw`
     Block-coordinate Frank-Wolfe on the dual (Lacoste-Julien, Jaggi, Schmidt
     & Pletscher, ICML 2013, Algorithm 4), with the bound w_p <= 0 (below),
     stopped by its duality gap.
@@ -54,11 +54,11 @@ import numpy as np
 from segstruct.io.threads import thread_limits
 from segstruct.inference import maximize
 
-from segstruct.learn._image_scope import (
+from segstruct.learn.solvers._image_scope import (
     AVERAGING, SAMPLING, ImageScopeProblem, IterateCallback, LearnerResult, TraceCallback,
     check_epochs, image_scope_problem)
 # BCFW lives in its own module; its names stay importable from here
-from segstruct.learn.bcfw import bcfw, bcfw_line_search, solve_bcfw
+from segstruct.learn.solvers.bcfw import bcfw, bcfw_line_search, solve_bcfw
 
 __all__ = ["AVERAGING", "SAMPLING", "ImageScopeProblem", "LearnerResult", "IterateCallback",
            "TraceCallback", "subgradient_descent", "solve_subgradient",

@@ -1,5 +1,5 @@
 """The fit of a method that trains in one call of its own solver (lovasz,
-projection) and still speaks :class:`~segstruct.learn.ssvm.StructuredSVM`'s
+projection) and still speaks :class:`~segstruct.learn.estimators.structured_svm.StructuredSVM`'s
 callback protocol, so ``train`` and ``compare`` handle it as any other.
 
 Such a run keeps no resumable state: its callbacks see it once it has ended
@@ -20,7 +20,7 @@ from segstruct.io.threads import thread_limits
 from segstruct.inference.losses import get_loss
 from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoints
 from segstruct.learn._problem import FitRun, svm_C
-from segstruct.learn.base import BaseSSVM
+from segstruct.learn.estimators.base import BaseSSVM
 from segstruct.model import MRFModel
 
 __all__ = ["SingleRun", "SingleRunSVM", "lbfgs_run"]
@@ -56,8 +56,8 @@ class SingleRunSVM(BaseSSVM):
 
     Parameters
     ----------
-    The subclass's (:class:`~segstruct.learn.lovasz_svm.LovaszSVM`,
-    :class:`~segstruct.learn.projection_svm.ProjectionSVM`).
+    The subclass's (:class:`~segstruct.learn.estimators.lovasz_svm.LovaszSVM`,
+    :class:`~segstruct.learn.estimators.projection_svm.ProjectionSVM`).
     """
 
     method = "?"
@@ -113,7 +113,7 @@ class SingleRunSVM(BaseSSVM):
 
     def _objective_C(self, targets, weights) -> dict:
         """The C of the objective the solver minimises, in the SSVM's way
-        (:func:`~segstruct.learn.ssvm.svm_C`: one example at the data-set
+        (:func:`~segstruct.learn.estimators.structured_svm.svm_C`: one example at the data-set
         scope, the images at the image scope), as the fitted attributes
         ``svm_C_`` and ``superpixel_loss_``."""
         n = 1 if self.scope == "dataset" else len(targets)
@@ -122,7 +122,7 @@ class SingleRunSVM(BaseSSVM):
 
 
 def lbfgs_run(fit, solver: str, start: float, attributes: dict) -> SingleRun:
-    """A :class:`SingleRun` from a :func:`segstruct.learn.fenchel_young.fit_lbfgs`
+    """A :class:`SingleRun` from a :func:`segstruct.learn.solvers.fenchel_young.fit_lbfgs`
     result: one log entry per objective evaluation, the last with the
     certified bound as ``gap`` (``start``: ``time.perf_counter()`` at the
     fit's start)."""

@@ -1,7 +1,7 @@
 """The ``projection`` method: a pairwise MRF trained on the Fenchel-Young
 (projection) loss of Blondel et al., decoded by its graph cut MAP.
 
-:mod:`segstruct.learn.fenchel_young` minimises
+:mod:`segstruct.learn.solvers.fenchel_young` minimises
 
     1/2 ||w||^2 + C * (projection loss of the training set),    w_p <= 0,
 
@@ -28,7 +28,7 @@ uses the learnt pairwise terms, and leaves a plain StructuredSVM that
 other method's.
 
 The fitted estimator predicts as every learner on
-:class:`~segstruct.learn.base.BaseSSVM` does; its ``loss_`` is the Hamming
+:class:`~segstruct.learn.estimators.base.BaseSSVM` does; its ``loss_`` is the Hamming
 loss (the error count that its decoding targets), and ``load_model`` gives
 back a StructuredSVM that predicts the same.
 """
@@ -37,8 +37,8 @@ from __future__ import annotations
 import time
 
 
-from segstruct.learn.fenchel_young import SETS, ProjectionProblem, fit_lbfgs
-from segstruct.learn.single_run import SingleRun, SingleRunSVM, lbfgs_run
+from segstruct.learn.solvers.fenchel_young import SETS, ProjectionProblem, fit_lbfgs
+from segstruct.learn.estimators.single_run import SingleRun, SingleRunSVM, lbfgs_run
 from segstruct.learn._params import Options
 
 __all__ = ["ProjectionSVM", "SETS"]
@@ -51,7 +51,7 @@ class ProjectionSVM(SingleRunSVM):
     Parameters
     ----------
     C, C_units, scope, node_weights, pairwise, tol, max_iter
-        As :class:`~segstruct.learn.base.BaseSSVM`'s. C weighs the loss, a
+        As :class:`~segstruct.learn.estimators.base.BaseSSVM`'s. C weighs the loss, a
         sum over parts (superpixels and edges) that scales as the Hamming
         loss does (the objective weighs it by ``svm_C_``); the scope sums
         it over the training set or takes the mean of the images' (the
@@ -59,7 +59,7 @@ class ProjectionSVM(SingleRunSVM):
         the cube (with the other sets every superpixel counts once, a
         void-only one as background); the fit stops once
         ``F(w) - min F <= C tol``, certified by the gradient
-        (``segstruct.learn.fenchel_young``), after ``max_iter`` objective
+        (``segstruct.learn.solvers.fenchel_young``), after ``max_iter`` objective
         evaluations at most.
     projection_set : {"cube", "budget", "marginal"}, default "cube"
 

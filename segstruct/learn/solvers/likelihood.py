@@ -19,7 +19,7 @@ graph cut, as for every learner here. Two likelihoods:
     of ``l_i = 2 u_i + sum_{j ~ i} p_ij (1 - 2 t_j)``. Exact and cheap,
     convex, and it takes node weights a_i (pixels). Its gradient is exact,
     so F is 1-strongly convex and ``||G||^2 / 2`` certifies ``F - min F``
-    (as in :mod:`segstruct.learn.fenchel_young`).
+    (as in :mod:`segstruct.learn.solvers.fenchel_young`).
 ``"bethe"`` (the likelihood with log Z by belief propagation)
     ``R = log Z_w - score_w(t)``, log Z and the expected features
     ``E_p[Psi] = (U^T (2 q - 1); P^T c)`` (q node, c edge-cut marginals)
@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse
 
 from segstruct.inference.marginals import loopy_bp
-from segstruct.learn.fenchel_young import BoundedObjective
+from segstruct.learn.solvers.fenchel_young import BoundedObjective
 from segstruct.learn._params import POSITIVE, SCOPES, check_param
 
 __all__ = ["LIKELIHOODS", "LikelihoodProblem"]
@@ -57,7 +57,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 class LikelihoodProblem(BoundedObjective):
     """``F`` and its gradient on a list of images (module docstring); the
-    interface of :func:`segstruct.learn.fenchel_young.fit_lbfgs` (its
+    interface of :func:`segstruct.learn.solvers.fenchel_young.fit_lbfgs` (its
     certificate and bounds are :class:`BoundedObjective`'s).
 
     Parameters

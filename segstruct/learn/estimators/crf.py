@@ -1,11 +1,11 @@
 """The ``crf`` method: a pairwise binary CRF trained by the regularised
 conditional log-likelihood (the lectures' probabilistic model).
 
-:mod:`segstruct.learn.likelihood` minimises
+:mod:`segstruct.learn.solvers.likelihood` minimises
 
     1/2 ||w||^2 + C * (negative log-likelihood of the training targets),  w_p <= 0,
 
-by L-BFGS-B (:func:`segstruct.learn.fenchel_young.fit_lbfgs`), with the
+by L-BFGS-B (:func:`segstruct.learn.solvers.fenchel_young.fit_lbfgs`), with the
 pseudo-likelihood (``likelihood="pseudo"``, the default: exact, convex,
 seconds) or the likelihood whose log Z and marginals come from loopy belief
 propagation (``"bethe"``). The loss enters at prediction time only: the
@@ -39,9 +39,9 @@ from __future__ import annotations
 import time
 
 
-from segstruct.learn.fenchel_young import fit_lbfgs
-from segstruct.learn.likelihood import LIKELIHOODS, LikelihoodProblem
-from segstruct.learn.single_run import SingleRun, SingleRunSVM, lbfgs_run
+from segstruct.learn.solvers.fenchel_young import fit_lbfgs
+from segstruct.learn.solvers.likelihood import LIKELIHOODS, LikelihoodProblem
+from segstruct.learn.estimators.single_run import SingleRun, SingleRunSVM, lbfgs_run
 from segstruct.learn._params import Options
 
 __all__ = ["CRF", "LIKELIHOODS", "LIKELIHOOD_SCALE"]
@@ -58,7 +58,7 @@ class CRF(SingleRunSVM):
     Parameters
     ----------
     C, C_units, scope, node_weights, pairwise, tol, max_iter
-        As :class:`~segstruct.learn.base.BaseSSVM`'s. C weighs the negative
+        As :class:`~segstruct.learn.estimators.base.BaseSSVM`'s. C weighs the negative
         log-likelihood, which counts as the Hamming loss does, times
         ``LIKELIHOOD_SCALE`` (module docstring; ``svm_C_`` is the result);
         the scope sums it over the training set or takes its mean over

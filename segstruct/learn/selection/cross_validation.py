@@ -23,7 +23,7 @@ from segstruct.datasets.folds import group_folds
 from segstruct.datasets.folds import make_folds as deal_folds
 from segstruct.evaluate.scoring import iou
 from segstruct.learn._params import POSITIVE, check_param
-from segstruct.learn.ssvm import StructuredSVM, label_counts
+from segstruct.learn.estimators.structured_svm import StructuredSVM, label_counts
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "CrossValidationError", "check_grid",
            "check_folds", "check_cv_data", "image_strata", "make_folds", "cross_validate_C",

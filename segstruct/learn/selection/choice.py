@@ -34,11 +34,10 @@ from typing import Callable, Sequence
 
 from segstruct.io.text import fmt
 # the running half (folds, checks, the curve); its names stay importable from here
-from segstruct.learn.cross_validation import (DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID,
-                                              CrossValidationError, check_cv_data,
-                                              check_fold_tol, check_folds, check_grid,
-                                              cross_validate_C, cross_validate_many,
-                                              image_strata, make_folds)
+from segstruct.learn.selection.cross_validation import (
+    DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID, CrossValidationError, check_cv_data,
+    check_fold_tol, check_folds, check_grid, cross_validate_C, cross_validate_many,
+    image_strata, make_folds)
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "DEFAULT_FOLD_TOL", "CrossValidationError",
            "check_grid", "check_folds", "check_fold_tol", "check_cv_data", "image_strata",

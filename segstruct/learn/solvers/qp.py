@@ -28,7 +28,7 @@ import numpy as np
 
 from segstruct.inference.highs import SolverError, new_highs, run
 
-from segstruct.learn.active_set import refine
+from segstruct.learn.solvers.active_set import refine
 from segstruct.learn._params import POSITIVE, check_param
 
 

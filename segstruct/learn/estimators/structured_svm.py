@@ -9,7 +9,7 @@ in superpixel units, or the paper's C / 2):
 * n-slack: one slack per training example, each weighted C_svm / n;
 * 1-slack (Joachims, Finley & Yu 2009): one slack for the mean of the
   examples' constraints; at its optimum it equals the n-slack problem. It
-  is stabilised as OCAS is (``segstruct.learn._cutting_planes``).
+  is stabilised as OCAS is (``segstruct.learn.solvers.cutting_planes``).
 
 The "examples" depend on the loss scope: per image, each image is one
 example; for the data-set scope, all training images form one example (the
@@ -19,10 +19,10 @@ set, as in the paper and the VOC measure), so n = 1.
 The learner sees inference only through an oracle with the plain-array
 signature of ``segstruct.inference.loss_augmented``:
 ``oracle(u, edges, p, t, a, loss) -> InferenceResult``. Its siblings on
-:class:`~segstruct.learn.base.BaseSSVM` are the first-order learners
-(:mod:`segstruct.learn.first_order`), the Lovász hinge
-(:mod:`segstruct.learn.lovasz_svm`) and the projection loss
-(:mod:`segstruct.learn.projection_svm`).
+:class:`~segstruct.learn.estimators.base.BaseSSVM` are the first-order learners
+(:mod:`segstruct.learn.estimators.first_order_svm`), the Lovász hinge
+(:mod:`segstruct.learn.estimators.lovasz_svm`) and the projection loss
+(:mod:`segstruct.learn.estimators.projection_svm`).
 """
 from __future__ import annotations
 
@@ -44,12 +44,12 @@ from segstruct.learn._problem import (C_UNITS, CUTTING_PLANE_SOLVERS, DEFAULT_C,
                                       STOCHASTIC_SOLVERS, TrainingError, TrainingRun,
                                       label_counts, oracle_name, resolve_loss,
                                       superpixel_loss, svm_C, targets_and_node_weights)
-from segstruct.learn._cutting_planes import cutting_planes
+from segstruct.learn.solvers.cutting_planes import cutting_planes
 from segstruct.learn._params import Interval, Options
-from segstruct.learn.base import LossAugmentedSSVM
+from segstruct.learn.estimators.base import LossAugmentedSSVM
 from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
-from segstruct.learn.qp import QPError, WorkingSetQP
-from segstruct.learn.workers import InferencePool
+from segstruct.learn.solvers.qp import QPError, WorkingSetQP
+from segstruct.learn.solvers.workers import InferencePool
 from segstruct.model import MRFModel
 
 
@@ -72,9 +72,9 @@ class StructuredSVM(LossAugmentedSSVM):
     Parameters
     ----------
     loss, kappa, oracle
-        As :class:`~segstruct.learn.base.LossAugmentedSSVM`'s.
+        As :class:`~segstruct.learn.estimators.base.LossAugmentedSSVM`'s.
     C, C_units, scope, node_weights, pairwise, max_iter
-        As :class:`~segstruct.learn.base.BaseSSVM`'s; ``max_iter`` counts
+        As :class:`~segstruct.learn.estimators.base.BaseSSVM`'s; ``max_iter`` counts
         cutting-plane iterations.
     tol : float, default 1e-3
         In loss units. 1-slack: stop when the best objective evaluated is
@@ -83,10 +83,10 @@ class StructuredSVM(LossAugmentedSSVM):
         more than tol); n-slack: when no example's constraint is violated by
         more than tol beyond its slack.
     solver : {"oneslack", "nslack"}, default "oneslack"
-        The cutting-plane loops (``segstruct.learn._cutting_planes``):
+        The cutting-plane loops (``segstruct.learn.solvers.cutting_planes``):
         1-slack, stabilised as OCAS, or n-slack. The first-order learners of
         the same objective (subgradient, sgd, bcfw) are
-        :class:`~segstruct.learn.first_order.FirstOrderSVM`.
+        :class:`~segstruct.learn.estimators.first_order_svm.FirstOrderSVM`.
     inactive_limit : int, default 50
         Drop a constraint after this many QP solves with zero dual weight.
     warm_start : bool, default False
@@ -101,7 +101,7 @@ class StructuredSVM(LossAugmentedSSVM):
         inference (joblib convention, -1 = every core): the examples of the
         image scope, or at the data-set scope the images of the union when
         the loss is linear in (FP, FN) and the oracle is the default graph
-        cut (``segstruct.learn.workers``). The workers persist for the fit.
+        cut (``segstruct.learn.solvers.workers``). The workers persist for the fit.
         It changes no result, only the time; the data-set scope's IoU and
         F-beta losses (which couple the images) run in this process.
 
@@ -173,8 +173,9 @@ class StructuredSVM(LossAugmentedSSVM):
         """
         if self.solver in STOCHASTIC_SOLVERS:
             raise ValueError(f"solver {self.solver!r} is a first-order learner: "
-                             "segstruct.learn.first_order.FirstOrderSVM trains it (at the "
-                             "per-image scope); StructuredSVM's cutting planes are "
+                             "FirstOrderSVM (segstruct.learn.estimators.first_order_svm) "
+                             "trains it (at the per-image scope); "
+                             "StructuredSVM's cutting planes are "
                              f"{CUTTING_PLANE_SOLVERS}")
         self.validate_params()
 

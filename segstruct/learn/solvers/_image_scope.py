@@ -1,5 +1,5 @@
 """The per-image (n-slack) structural SVM problem the first-order learners
-share (:mod:`segstruct.learn.stochastic`, :mod:`segstruct.learn.bcfw`), and
+share (:mod:`segstruct.learn.solvers.first_order`, :mod:`segstruct.learn.solvers.bcfw`), and
 what they return.
 """
 from __future__ import annotations

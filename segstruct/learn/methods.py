@@ -2,7 +2,9 @@
 the training settings with their defaults.
 
 A method fixes the loss (or takes the one asked for), whether the model has
-a pairwise block, and the loss-augmented inference oracle. ``train`` and
+a pairwise block, the loss-augmented inference oracle, the learner, and
+names its step: the function where the work of an iteration is done (the
+most violated constraint, or the gradient). ``train`` and
 ``compare`` both build their estimators here, so the two commands cannot
 disagree about what "bl2" means; :data:`DEFAULTS` (a :class:`TrainingSettings`)
 holds the default of every training option, which the command line shows.
@@ -15,34 +17,57 @@ from dataclasses import asdict, dataclass
 
 from segstruct.inference import bl2, loss_augmented
 from segstruct.inference.losses import get_loss
+from segstruct.inference.lovasz import lovasz_hinge
 from segstruct.inference.milp import milp_oracle
 from segstruct.inference.proposed import DEFAULT_INFERENCE, ProposedOracle
 from segstruct.inference.triangulation import N_TRIANGLES
 
+from segstruct.learn.estimators.base import BaseSSVM
+from segstruct.learn.estimators.crf import CRF
+from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
 from segstruct.learn.estimators.lovasz_svm import LovaszSVM
 from segstruct.learn.estimators.projection_svm import ProjectionSVM
-from segstruct.learn.estimators.crf import CRF
+from segstruct.learn.estimators.structured_svm import STOCHASTIC_SOLVERS, StructuredSVM
 from segstruct.learn.selection import (DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID,
                                        check_fold_tol, check_folds, check_grid)
-from segstruct.learn.estimators.base import BaseSSVM
-from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
-from segstruct.learn.estimators.structured_svm import STOCHASTIC_SOLVERS, StructuredSVM
+from segstruct.learn.solvers.fenchel_young import ProjectionProblem
+from segstruct.learn.solvers.likelihood import LikelihoodProblem
 
-# loss None = the loss asked for (IoU by default).
+# Each method: the loss it trains with (None: the loss asked for, IoU by
+# default), whether the model has a pairwise block, the oracle
+# (:func:`make_oracle`'s name; None where the learner needs none), the
+# learner that fits it, and its step: the function that finds the most
+# violated constraint (an oracle, called once per example and iteration) or
+# the objective's gradient (a method trained by L-BFGS-B or the Lovász
+# hinge's cutting planes). One hop from ``--method X`` to the work.
 METHODS: dict[str, dict[str, Any]] = {
-    "bl1": {"loss": "adjusted_hamming", "pairwise": True, "oracle": "graphcut"},  # Eq. 28
-    "hamming": {"loss": "hamming", "pairwise": True, "oracle": "graphcut"},  # kappa = 1
-    "bl2": {"loss": None, "pairwise": False, "oracle": "bl2"},       # Joachims 2005
-    "proposed": {"loss": None, "pairwise": True, "oracle": "proposed"},  # Sec. 4
-    "exact": {"loss": None, "pairwise": True, "oracle": "exact"},    # MILP, small data only
-    # Lovász hinge of IoU for the unaries, pairwise weight chosen (lovasz_svm)
-    "lovasz": {"loss": None, "pairwise": True, "oracle": None},
-    # Fenchel-Young loss of the cube projection, L-BFGS (projection_svm); its
-    # MAP decoding is calibrated for an error count, hence "hamming"
-    "projection": {"loss": "hamming", "pairwise": True, "oracle": None},
-    # a CRF trained by (pseudo- or Bethe) likelihood, L-BFGS (crf); no training
-    # loss: its MAP is calibrated for an error count, hence "hamming"
-    "crf": {"loss": "hamming", "pairwise": True, "oracle": None},
+    # Eq. 28: kappa FP + FN folded into the unaries, one graph cut
+    "bl1": {"loss": "adjusted_hamming", "pairwise": True, "oracle": "graphcut",
+            "learner": StructuredSVM, "step": loss_augmented},
+    # kappa = 1
+    "hamming": {"loss": "hamming", "pairwise": True, "oracle": "graphcut",
+                "learner": StructuredSVM, "step": loss_augmented},
+    # Joachims 2005: exact enumeration of the unary-only model
+    "bl2": {"loss": None, "pairwise": False, "oracle": "bl2",
+            "learner": StructuredSVM, "step": bl2},
+    # Sec. 4: the exact envelope or the paper's triangle LPs
+    "proposed": {"loss": None, "pairwise": True, "oracle": "proposed",
+                 "learner": StructuredSVM, "step": ProposedOracle.__call__},
+    # MILP, small data only
+    "exact": {"loss": None, "pairwise": True, "oracle": "exact",
+              "learner": StructuredSVM, "step": milp_oracle},
+    # Lovász hinge of IoU for the unaries (its value and subgradient), the
+    # pairwise weight chosen
+    "lovasz": {"loss": None, "pairwise": True, "oracle": None,
+               "learner": LovaszSVM, "step": lovasz_hinge},
+    # Fenchel-Young loss of the cube projection, L-BFGS; its MAP decoding is
+    # calibrated for an error count, hence "hamming"
+    "projection": {"loss": "hamming", "pairwise": True, "oracle": None,
+                   "learner": ProjectionSVM, "step": ProjectionProblem.value_and_grad},
+    # a CRF trained by (pseudo- or Bethe) likelihood, L-BFGS; no training loss:
+    # its MAP is calibrated for an error count, hence "hamming"
+    "crf": {"loss": "hamming", "pairwise": True, "oracle": None,
+            "learner": CRF, "step": LikelihoodProblem.value_and_grad},
 }
 
 #: The methods trained by one call of their own solver (nothing to resume from).

@@ -112,3 +112,34 @@ def test_multivariate_svm_states_its_other_defaults():
     for name in set(params) & set(base):
         if params[name] != base[name]:
             assert f"{name} " in doc and "family" in doc, name
+
+
+# ---------------------------------------------------------------------------
+# the method registry names each method's learner and step
+
+
+def test_every_method_names_its_learner_and_its_step():
+    """``--method X`` -> METHODS[X]["step"] is the function that does an
+    iteration's work, and it is the one the method's learner calls: an
+    oracle method's oracle is that very function (bound), the others' step
+    sits in the solver module their learner fits with."""
+    from segstruct.inference import loss_augmented
+    from segstruct.learn.methods import METHODS, estimator_for
+    for name, spec in METHODS.items():
+        step = spec["step"]
+        assert callable(step), name
+        assert step.__module__.startswith(("segstruct.inference", "segstruct.learn.solvers")), \
+            (name, step.__module__)
+        est = estimator_for(name, C=1.0, n_triangles=4)
+        assert type(est) is spec["learner"], name
+        if spec["oracle"] is not None:
+            oracle = est.oracle or loss_augmented
+            called = oracle if inspect.isfunction(oracle) else type(oracle).__call__
+            assert called is step, name
+
+
+def test_a_wrong_step_would_be_caught():
+    from segstruct.inference import bl2, loss_augmented
+    from segstruct.learn.methods import estimator_for
+    assert (estimator_for("bl2", C=1.0).oracle or loss_augmented) is bl2
+    assert (estimator_for("bl1", C=1.0).oracle or loss_augmented) is not bl2

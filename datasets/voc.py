@@ -16,12 +16,18 @@ apart so that every later stage can ignore them.  Bad input is refused with a
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import ImageOps
+
+# the image files and the label values have modules of their own; their
+# public names are this module's, as before the split
+from ._imagefiles import (DatasetError, check_rgb, exif_orientation, open_image, orientation,
+                          oriented_size)
+from ._labels import (VOC_CLASSES, VOID_LABEL, labels_of_voc_colours, VALID_LABEL, class_index,
+                      voc_class_name, voc_colormap, void_message)
 
 __all__ = [
     "VOC_CLASSES",
@@ -37,12 +43,6 @@ __all__ = [
     "void_message",
 ]
 
-VOC_CLASSES: tuple[str, ...] = (
-    "background", "aeroplane", "bicycle", "bird", "boat", "bottle", "bus",
-    "car", "cat", "chair", "cow", "diningtable", "dog", "horse", "motorbike",
-    "person", "pottedplant", "sheep", "sofa", "train", "tvmonitor",
-)
-VOID_LABEL = 255
 
 IMAGE_DIR = "JPEGImages"
 #: Image file suffixes, VOC's first: a data set's ``JPEGImages/<id>.jpg``, or
@@ -52,79 +52,6 @@ IMAGE_DIR = "JPEGImages"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 MASK_DIR = "SegmentationClass"
 SPLIT_DIR = Path("ImageSets") / "Segmentation"
-
-# Every label value a valid mask may hold (lookup table indexed by value).
-_VALID_LABEL = np.zeros(256, dtype=bool)
-_VALID_LABEL[: len(VOC_CLASSES)] = True
-_VALID_LABEL[VOID_LABEL] = True
-
-# Pillow raises several unrelated types for unreadable or broken files.
-_PIL_ERRORS = (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError)
-
-
-class DatasetError(ValueError):
-    """A data set file or argument is missing, malformed or inconsistent.
-
-    The message names the offending file (or value) and what is wrong.
-    """
-
-
-def class_index(name: str) -> int:
-    """Return the VOC label value of a class name.
-
-    Parameters
-    ----------
-    name : str
-        One of :data:`VOC_CLASSES` (exact match, case-insensitive).
-
-    Returns
-    -------
-    int
-        Index in 0..20, the pixel value of that class in the masks.
-
-    Raises
-    ------
-    DatasetError
-        If the name is not a VOC class; the message lists the valid names.
-    """
-    if isinstance(name, str):
-        key = name.lower()
-        if key in VOC_CLASSES:
-            return VOC_CLASSES.index(key)
-    raise DatasetError(
-        f"unknown class name {name!r}; expected one of: {', '.join(VOC_CLASSES)}"
-    )
-
-
-def voc_class_name(name: str) -> str:
-    """A class name in VOC's spelling ("Horse" -> "horse").
-
-    Raises
-    ------
-    DatasetError
-        If the name is not a VOC class (as :func:`class_index`).
-    """
-    return VOC_CLASSES[class_index(name)]
-
-
-def voc_colormap() -> np.ndarray:
-    """Return the standard PASCAL VOC colour map.
-
-    Returns
-    -------
-    ndarray, shape (256, 3), dtype uint8
-        RGB colour of each label value (0 black, 15 person pink, 255 cream...),
-        as used by the VOC development kit for palette masks.
-    """
-    # Bit interleaving of the devkit's labelcolormap.m: bit k of the label goes
-    # to bit 7 - k // 3 of channel k % 3.
-    labels = np.arange(256)
-    cmap = np.zeros((256, 3), dtype=np.uint8)
-    for shift in range(8):
-        for channel in range(3):
-            bit = (labels >> (3 * shift + channel)) & 1
-            cmap[:, channel] |= (bit << (7 - shift)).astype(np.uint8)
-    return cmap
 
 
 @dataclass(frozen=True, eq=False)
@@ -309,7 +236,7 @@ class VOCDataset:
         """
         path = self._existing_image(id)
         with open_image(path, "image") as im:
-            _check_rgb(path, im.mode)
+            check_rgb(path, im.mode)
             # as viewers (and annotation tools) show it, as segstruct predict does
             shown = ImageOps.exif_transpose(im) if orientation(im) != 1 else im
             return np.array(shown, dtype=np.uint8)
@@ -334,7 +261,7 @@ class VOCDataset:
         """
         path = self._existing_image(id)
         with open_image(path, "image", decode=False) as im:
-            _check_rgb(path, im.mode)
+            check_rgb(path, im.mode)
             return oriented_size(im)
 
     def _existing_image(self, id: str) -> Path:
@@ -386,7 +313,7 @@ class VOCDataset:
             # No .convert(): for a palette image the array holds the palette
             # indices, which are the labels; converting would give colours.
             if im.mode in ("RGB", "RGBA"):
-                labels = _labels_of_voc_colours(path, np.array(im.convert("RGB")))
+                labels = labels_of_voc_colours(path, np.array(im.convert("RGB")))
             elif im.mode not in ("P", "L"):
                 raise DatasetError(
                     f"mask {path} has mode {im.mode!r}; expected an index mask "
@@ -396,7 +323,7 @@ class VOCDataset:
             else:
                 labels = np.array(im, dtype=np.uint8)
         present = np.flatnonzero(np.bincount(labels.ravel(), minlength=256))
-        bad = present[~_VALID_LABEL[present]]
+        bad = present[~VALID_LABEL[present]]
         if bad.size:
             shown = ", ".join(str(v) for v in bad[:5]) + (", ..." if bad.size > 5 else "")
             raise DatasetError(
@@ -488,95 +415,3 @@ class VOCDataset:
             if class_name is not None and cls != 0 and not any(seen[i] for i in ids):
                 problems.append(f"split {name!r}: no mask contains class {class_name!r}")
         return problems
-
-
-def void_message(mask_path: Path) -> str:
-    """Problem message of a mask that is void (255) everywhere.
-
-    Such an image is no error (its superpixels all get weight 0, and the
-    losses and scores ignore it), but it contributes nothing, which usually
-    means a broken mask, so :meth:`VOCDataset.check` and ``inspect`` report it.
-    """
-    return (f"mask {mask_path} is void ({VOID_LABEL}) everywhere: its image has no "
-            "pixel to learn from or to score")
-
-
-def _labels_of_voc_colours(path: Path, rgb: np.ndarray) -> np.ndarray:
-    """The labels of a colour-coded mask whose colours are all VOC's
-    (:func:`voc_colormap` of 0..20 and 255), else DatasetError naming some
-    of the others."""
-    valid = np.flatnonzero(_VALID_LABEL)
-    colours = voc_colormap()[valid].astype(np.int64)
-    packed_table = (colours[:, 0] << 16) | (colours[:, 1] << 8) | colours[:, 2]
-    order = np.argsort(packed_table)
-    table, labels_of = packed_table[order], valid[order].astype(np.uint8)
-    rgb = rgb.astype(np.int64)
-    packed = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
-    at = np.minimum(np.searchsorted(table, packed), table.size - 1)
-    known = table[at] == packed
-    if not known.all():
-        others = np.unique(packed[~known])
-        shown = ", ".join(f"({v >> 16}, {(v >> 8) & 255}, {v & 255})" for v in others[:3])
-        raise DatasetError(
-            f"mask {path} is a colour image whose colours are not all VOC's ({shown}"
-            f"{', ...' if others.size > 3 else ''}); expected an index mask (mode 'P' or "
-            "'L') whose pixel values are class indices, or VOC's colours in RGB")
-    return labels_of[at]
-
-
-def orientation(im: Image.Image) -> int:
-    """The EXIF orientation tag (1 to 8; 1, as stored, when absent or bad)."""
-    try:
-        value = im.getexif().get(0x0112, 1)
-    except Exception:          # a malformed EXIF block: show the image as stored
-        return 1
-    return value if isinstance(value, int) and 1 <= value <= 8 else 1
-
-
-def oriented_size(im: Image.Image) -> tuple[int, int]:
-    """(height, width) of an image as viewers show it."""
-    swap = orientation(im) in (5, 6, 7, 8)     # the turns by a quarter
-    return (im.width, im.height) if swap else (im.height, im.width)
-
-
-def exif_orientation(path: str | os.PathLike) -> int:
-    """The EXIF orientation tag of an image file, from its header (1 to 8; 1,
-    as stored, when absent, bad or the file is not an image)."""
-    try:
-        with Image.open(path) as im:
-            return orientation(im)
-    except _PIL_ERRORS:
-        return 1
-
-
-def _check_rgb(path: Path, mode: str) -> None:
-    if mode != "RGB":
-        raise DatasetError(
-            f"image {path} has mode {mode!r}; expected an 'RGB' colour image: convert "
-            "the training and val images to RGB (Pillow's Image.convert('RGB')); "
-            "segstruct predict takes any mode"
-        )
-
-
-def open_image(path: Path, what: str = "file", decode: bool = True) -> Image.Image:
-    """Open (and by default fully decode) an image file, turning every
-    failure into DatasetError.
-
-    Decoding here (``load()``) makes truncated or corrupt files fail at read
-    time, naming the file, rather than later inside some array operation.
-    ``what`` ("image", "mask") starts the message of a missing file. The
-    caller must close the returned image (use it in a ``with`` block).
-    """
-    if not path.is_file():
-        raise DatasetError(f"{what} {path} not found")
-    try:
-        im = Image.open(path)
-    except _PIL_ERRORS as err:
-        raise DatasetError(f"cannot read {path}: not a readable image ({err})") from err
-    if decode:
-        try:
-            im.load()
-        except _PIL_ERRORS as err:
-            im.close()
-            raise DatasetError(f"cannot decode {path}: truncated or corrupt ({err})") from err
-    return im

@@ -60,19 +60,7 @@ def main(argv=None) -> int:
     from segstruct.datasets import VOCDataset
     from segstruct.features.config import FeatureConfig
     from segstruct.io.provenance import code_version, machine
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True, help="a VOC-style data set")
-    p.add_argument("--class", dest="class_name", required=True)
-    p.add_argument("--image", help="the val image to up-sample (default: the first)")
-    p.add_argument("--size", default="4000x3000", help="WxH of the photo")
-    p.add_argument("--model", action="append",
-                   help="a model to use (repeat for several; default: train them)")
-    p.add_argument("--out", default="out/large_photo")
-    p.add_argument("--n-jobs", type=int, default=1)
-    p.add_argument("--ensemble", type=int, nargs="+", default=[1], metavar="K",
-                   help="predict --ensemble values to measure (default 1)")
-    p.add_argument("--photos", type=int, nargs="*", default=[], metavar="N",
-                   help="also label folders of N photos in one run each")
+    p = _parser()
     args = p.parse_args(argv)
     if any(n < 1 for n in args.photos):
         p.error("--photos: each N must be at least 1")
@@ -101,19 +89,7 @@ def main(argv=None) -> int:
             for i in val[:n]:
                 os.link(work / f"{i}.jpg", folders[n] / f"{i}.jpg")
 
-    models = {}
-    if args.model:
-        # named by file, or by path where two files share a name
-        names = [Path(m).name for m in args.model]
-        models = {(n if names.count(n) == 1 else str(m)): m
-                  for n, m in zip(names, args.model)}
-    else:
-        for name, extra in (("working resolution", []), ("as given", ["--long-side", "none"])):
-            path = work / name.replace(" ", "_")
-            subprocess.run(_segstruct("train", "--data", args.data, "--class", args.class_name,
-                                      "--method", "bl1", "--C", "1", "--out", str(path),
-                                      "-j", str(args.n_jobs), "-q", *extra), check=True)
-            models[name] = str(path)
+    models = _models(args, work)
     rows = []
     runs = [(n, m, e) for n, m in models.items() for e in args.ensemble]
     for k, (name, model, ensemble) in enumerate(runs):
@@ -145,9 +121,57 @@ def main(argv=None) -> int:
               "photo": f"{width}x{height}",
               "code_version": code_version(), "machine": machine(), "rows": rows}
     (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = _table_lines(args, result, width, height)
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+    _figure(rows, out / "figure.png", lines[2])
+    print("\n".join(lines))
+    return 0
+
+
+def _models(args, work: Path) -> dict:
+    """Name -> model file: those given (``--model``), else two trained here, at
+    the working resolution and on images as given."""
+    models = {}
+    if args.model:
+        # named by file, or by path where two files share a name
+        names = [Path(m).name for m in args.model]
+        models = {(n if names.count(n) == 1 else str(m)): m
+                  for n, m in zip(names, args.model)}
+    else:
+        for name, extra in (("working resolution", []), ("as given", ["--long-side", "none"])):
+            path = work / name.replace(" ", "_")
+            subprocess.run(_segstruct("train", "--data", args.data, "--class", args.class_name,
+                                      "--method", "bl1", "--C", "1", "--out", str(path),
+                                      "-j", str(args.n_jobs), "-q", *extra), check=True)
+            models[name] = str(path)
+    return models
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, help="a VOC-style data set")
+    p.add_argument("--class", dest="class_name", required=True)
+    p.add_argument("--image", help="the val image to up-sample (default: the first)")
+    p.add_argument("--size", default="4000x3000", help="WxH of the photo")
+    p.add_argument("--model", action="append",
+                   help="a model to use (repeat for several; default: train them)")
+    p.add_argument("--out", default="out/large_photo")
+    p.add_argument("--n-jobs", type=int, default=1)
+    p.add_argument("--ensemble", type=int, nargs="+", default=[1], metavar="K",
+                   help="predict --ensemble values to measure (default 1)")
+    p.add_argument("--photos", type=int, nargs="*", default=[], metavar="N",
+                   help="also label folders of N photos in one run each")
+    return p
+
+
+def _table_lines(args, result: dict, width: int, height: int) -> list[str]:
+    """The Markdown table of the runs of ``result`` (its third line, the caption,
+    goes on the figure too)."""
+    rows = result["rows"]
     lines = [f"# A {width}x{height} photo labelled by `segstruct predict`",
-             "", f"Data {Path(args.data).name}, class {args.class_name}, val image {image_id} "
-             f"up-sampled (bicubic); models: "
+             "", f"Data {Path(args.data).name}, class {args.class_name}, val image "
+             f"{result['image']} up-sampled (bicubic); models: "
              + "; ".join(sorted({f"{r['model']} ({r['method']}, C {r['C']:g}, top-down "
                                  f"{'on' if r['top_down'] else 'off'})" for r in rows}))
              + f"; code {result['code_version']}; "
@@ -162,10 +186,7 @@ def main(argv=None) -> int:
         lines.append(f"| {r['model']}{ensemble} | {r.get('superpixels', '')} | {r['long_side']} | "
                      f"{r['input']} | {r['size'][0]}x{r['size'][1]} | {r['seconds']:.1f} | "
                      f"{r['peak_mib']:.0f} | {agreement} |")
-    (out / "table.md").write_text("\n".join(lines) + "\n")
-    _figure(rows, out / "figure.png", lines[2])
-    print("\n".join(lines))
-    return 0
+    return lines
 
 
 def _figure(rows, path: Path, caption: str) -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from methods_table import not_converged_note  # noqa: E402
 from topdown_table import (dataset_names, finished_runs, plan,  # noqa: E402
                            run_and_tabulate, segstruct, table_parser)
 
@@ -101,6 +102,27 @@ def _perceptron_cell(record) -> str:
             f"({fmt(record['train_score']['voc_iou_percent'], '.1f')})")
 
 
+def _footnote(settings, features, sides: dict, versions: set) -> list[str]:
+    """What the cells are, the settings and the features, and the code."""
+    s = settings or {}
+    return [f"VOC IoU % on val (train in brackets; pixels, void excluded), one training run "
+            "each (one seed), trained on train; * = not converged (see the notes). map: the "
+            "model's graph cut; marginal: superpixels with marginal above 1/2; "
+            "expected-iou / expected-fbeta (beta 1): the labelling of the whole val split "
+            "that maximises the measure of the expected counts (exact, one threshold of the "
+            "marginals). The crf's marginals are its own (loopy belief propagation on its "
+            "scores); the SSVMs' are an approximation: their scores divided by a "
+            "temperature fitted by held-out likelihood on 3 folds of train. "
+            f"Settings: the defaults (scope {s.get('scope')}, C {s.get('C')} over "
+            f"{s.get('C_grid')}, loss of bl2/proposed {s.get('loss')}, crf likelihood "
+            f"{s.get('likelihood', 'pseudo')}, tol {s.get('tol')}, max_iter "
+            f"{s.get('max_iter')}). perceptron: the averaged structured perceptron "
+            f"(--solver perceptron --scope image), decided by its MAP, {PERCEPTRON_EPOCHS} "
+            "epochs at most; * = some training image still mislabelled in its last epoch "
+            f"(the data are not separable). {_features(features, sides)}.",
+            f"Code {', '.join(sorted(versions)) or code_version()}."]
+
+
 def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     """(Markdown, JSON document) from the folders ``run_dataset`` wrote."""
     columns = [(m, d) for m in METHODS for d in DECISIONS]
@@ -146,14 +168,8 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             if a is not None and b is not None:
                 route_wins["tie" if abs(a[0] - b[0]) < 0.5 else
                            "training" if a[0] > b[0] else "decision"] += 1
-            for m in METHODS:
-                r = records.get((c, m))
-                if r is not None and not r["training"]["converged"]:
-                    d = r.get("diagnosis", {})
-                    notes.append(f"{name}/{c}/{m}: not converged after "
-                                 f"{r['training']['n_iter']} iterations, the objective "
-                                 f"{100 * d.get('relative_gap', np.nan):.3g} % above its "
-                                 "certified lower bound")
+            notes += [note for m in METHODS if (note := not_converged_note(
+                f"{name}/{c}/{m}", records.get((c, m)))) is not None]
     columns.append(("perceptron", "map"))
     full = [k for k, v in values.items() if len(v) == len(rows) and rows]
     means = {k: (float(np.mean([v for v, _ in values[k]])),
@@ -163,23 +179,7 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     mean_row = ("| **all** | **mean** | " + " | ".join(
         f"**{fmt(means[k][0])}** ({fmt(means[k][1], '.1f')})" if k in means else fmt(None)
         for k in columns) + " |")
-    s = settings or {}
-    foot = [f"VOC IoU % on val (train in brackets; pixels, void excluded), one training run "
-            "each (one seed), trained on train; * = not converged (see the notes). map: the "
-            "model's graph cut; marginal: superpixels with marginal above 1/2; "
-            "expected-iou / expected-fbeta (beta 1): the labelling of the whole val split "
-            "that maximises the measure of the expected counts (exact, one threshold of the "
-            "marginals). The crf's marginals are its own (loopy belief propagation on its "
-            "scores); the SSVMs' are an approximation: their scores divided by a "
-            "temperature fitted by held-out likelihood on 3 folds of train. "
-            f"Settings: the defaults (scope {s.get('scope')}, C {s.get('C')} over "
-            f"{s.get('C_grid')}, loss of bl2/proposed {s.get('loss')}, crf likelihood "
-            f"{s.get('likelihood', 'pseudo')}, tol {s.get('tol')}, max_iter "
-            f"{s.get('max_iter')}). perceptron: the averaged structured perceptron "
-            f"(--solver perceptron --scope image), decided by its MAP, {PERCEPTRON_EPOCHS} "
-            "epochs at most; * = some training image still mislabelled in its last epoch "
-            f"(the data are not separable). {_features(features, sides)}.",
-            f"Code {', '.join(sorted(versions)) or code_version()}."]
+    foot = _footnote(settings, features, sides, versions)
     answer = (f"Loss in training ({' '.join(TRAINING_ROUTE)}) against loss in the decision "
               f"({' '.join(DECISION_ROUTE)}), per class (a difference under 0.5 points is a "
               f"tie): training better on {route_wins['training']}, decision better on "

@@ -71,6 +71,18 @@ def _cell(record) -> str:
     return f"{fmt(record['eval_score']['voc_iou_percent'])}{star}{mark}"
 
 
+def not_converged_note(where: str, r: dict | None) -> str | None:
+    """The note on a fit (``where``: data set/class/method) that stopped before
+    it converged: its iterations and its certified gap; None for one that
+    converged or was not made."""
+    if r is None or r["training"]["converged"]:
+        return None
+    d = r.get("diagnosis", {})
+    return (f"{where}: not converged after {r['training']['n_iter']} iterations, the "
+            f"objective {100 * d.get('relative_gap', np.nan):.3g} % above its certified "
+            "lower bound")
+
+
 def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     """(Markdown, JSON document) from the folders ``run_dataset`` wrote."""
     rows, time_rows, doc_rows, notes, versions = [], [], [], [], set()
@@ -103,13 +115,8 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
                 "relative_gap": r.get("diagnosis", {}).get("relative_gap"),
                 "collapse": r.get("diagnosis", {}).get("collapse"),
                 "code_version": r["code_version"]} for m, r in got.items()}})
-            for m, r in got.items():
-                if r is not None and not r["training"]["converged"]:
-                    d = r.get("diagnosis", {})
-                    notes.append(f"{name}/{c}/{m}: not converged after "
-                                 f"{r['training']['n_iter']} iterations, the objective "
-                                 f"{100 * d.get('relative_gap', np.nan):.3g} % above its "
-                                 "certified lower bound")
+            notes += [note for m, r in got.items()
+                      if (note := not_converged_note(f"{name}/{c}/{m}", r)) is not None]
         blind = sorted(results.get("detector_warnings", {}))
         if blind:
             notes.append(f"{name}: the detectors of {', '.join(blind)} have all-zero average "

@@ -197,36 +197,11 @@ def main(argv=None) -> int:
     from segstruct.datasets import VOCDataset
     from segstruct.ensemble import default_runs
     from segstruct.features.cache import ArrayCache
-    from segstruct.features.config import FeatureConfig
-    from segstruct.features.scale import UPSAMPLINGS
     from segstruct.features.superpixels import SuperpixelParams
     from segstruct.io.files import write_json, write_text
     from segstruct.io.provenance import code_version, machine
     from segstruct.report.tables import blocks_text
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True, type=Path, help="a VOC-style data set")
-    what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--model", nargs="+", type=Path, help="model paths (without .json)")
-    what.add_argument("--superpixels", nargs="+", type=superpixel_setting,
-                      metavar="METHOD[:NAME=VALUE,...]",
-                      help="superpixel settings to compare without a model, e.g. "
-                           "felzenszwalb:sigma=0.8,scale=100 or slic:n_segments=50")
-    p.add_argument("--long-side", type=_long_side, default="auto",
-                   help="with --superpixels: the working long side in pixels, auto (the "
-                        "training split's largest) or none (default auto)")
-    p.add_argument("--upsampling", choices=UPSAMPLINGS, default=FeatureConfig().upsampling,
-                   help="with --superpixels: how images smaller than the working long side "
-                        "are enlarged to it (default %(default)s, the models' default)")
-    p.add_argument("--train-split", default="train",
-                   help="with --superpixels and --long-side auto: the split whose largest "
-                        "long side is taken (default train)")
-    p.add_argument("--split", default="val", help="split whose images are used (default val)")
-    p.add_argument("--images", type=int, default=20,
-                   help="the split's first N images (default 20)")
-    p.add_argument("--ensemble", type=int, default=None, metavar="K",
-                   help="with --model: label with predict --ensemble K (default: the "
-                        "library's, 5 runs for a SLIC model, 1 for a Felzenszwalb one)")
-    p.add_argument("--out", type=Path, required=True, help="output folder")
+    p = _parser()
     args = p.parse_args(argv)
     dataset = VOCDataset(args.data)
     ids = dataset.ids(args.split)[:args.images]
@@ -286,6 +261,37 @@ def main(argv=None) -> int:
     _figure(results, args.out / "figure.png", caption)
     print((args.out / "table.md").read_text())
     return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line."""
+    from segstruct.features.config import FeatureConfig
+    from segstruct.features.scale import UPSAMPLINGS
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, type=Path, help="a VOC-style data set")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--model", nargs="+", type=Path, help="model paths (without .json)")
+    what.add_argument("--superpixels", nargs="+", type=superpixel_setting,
+                      metavar="METHOD[:NAME=VALUE,...]",
+                      help="superpixel settings to compare without a model, e.g. "
+                           "felzenszwalb:sigma=0.8,scale=100 or slic:n_segments=50")
+    p.add_argument("--long-side", type=_long_side, default="auto",
+                   help="with --superpixels: the working long side in pixels, auto (the "
+                        "training split's largest) or none (default auto)")
+    p.add_argument("--upsampling", choices=UPSAMPLINGS, default=FeatureConfig().upsampling,
+                   help="with --superpixels: how images smaller than the working long side "
+                        "are enlarged to it (default %(default)s, the models' default)")
+    p.add_argument("--train-split", default="train",
+                   help="with --superpixels and --long-side auto: the split whose largest "
+                        "long side is taken (default train)")
+    p.add_argument("--split", default="val", help="split whose images are used (default val)")
+    p.add_argument("--images", type=int, default=20,
+                   help="the split's first N images (default 20)")
+    p.add_argument("--ensemble", type=int, default=None, metavar="K",
+                   help="with --model: label with predict --ensemble K (default: the "
+                        "library's, 5 runs for a SLIC model, 1 for a Felzenszwalb one)")
+    p.add_argument("--out", type=Path, required=True, help="output folder")
+    return p
 
 
 def _model_name(path: str) -> str:

@@ -81,6 +81,37 @@ def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
 
+def _markdown(rows, lodo_rows, datasets, names, seconds: dict, ran, features: dict,
+              versions: set) -> str:
+    """The table's Markdown: the per-class rows, the leave-one-out rows, the
+    fits' seconds and the settings."""
+    cost = ["| data set | " + " | ".join(f"{s}: fit seconds" for s in names) + " |",
+            "|---|" + "---|" * len(names)]
+    cost += [f"| {d} | " + " | ".join(f"{seconds[(d, s)]:.0f}" if (d, s) in ran else fmt(None)
+                                      for s in names) + " |"
+             for d in datasets]
+    settings_text = "; ".join(
+        f"{s}: " + SuperpixelParams(**features[s]["superpixels"]).describe()
+        + f", images enlarged by {FeatureConfig.from_dict(features[s]).upsampling}"
+        for s in names)
+    blocks = next((blocks_text(f) for f in features.values()), "features not recorded")
+    md = "\n".join(
+        ["# Superpixels: Felzenszwalb or SLIC, and SLIC's compactness", "",
+         "VOC IoU % on val (train in brackets), one training run each, at the defaults "
+         "otherwise (C chosen by 3-fold cross-validation, the cross-fitted top-down block, "
+         "the working resolution); * = not converged.", ""] + rows
+        + ["", "## Leaving one data set out", "",
+           "Each data set's score: the mean val IoU over its classes and the three methods. "
+           "For each held-out data set, the over-segmentation with the best mean score on "
+           "the other three, and each scored on it.", ""] + lodo_rows
+        + ["", "Training seconds (the three methods' fits, cross-validation included):", ""]
+        + cost + ["", f"Superpixels: {settings_text}. The same {blocks}, each data set "
+                  "at its working long side.",
+                  f"Code {', '.join(sorted(versions)) or code_version()}. Made by "
+                  "`python scripts/superpixel_table.py`."]) + "\n"
+    return md
+
+
 def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     """(Markdown, JSON document) from the folders ``run_dataset`` wrote."""
     names = list(SETTINGS)
@@ -156,30 +187,7 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
         lodo_rows.append(f"| {d} | {chosen} | " + " | ".join(
             f"{fmt(score[(d, s)])} ({fmt(train[(d, s)], '.1f')})" for s in names)
             + f" | {fmt(score[(d, chosen)] - best)} |")
-    cost = ["| data set | " + " | ".join(f"{s}: fit seconds" for s in names) + " |",
-            "|---|" + "---|" * len(names)]
-    cost += [f"| {d} | " + " | ".join(f"{seconds[(d, s)]:.0f}" if (d, s) in ran else fmt(None)
-                                      for s in names) + " |"
-             for d in datasets]
-    settings_text = "; ".join(
-        f"{s}: " + SuperpixelParams(**features[s]["superpixels"]).describe()
-        + f", images enlarged by {FeatureConfig.from_dict(features[s]).upsampling}"
-        for s in names)
-    blocks = next((blocks_text(f) for f in features.values()), "features not recorded")
-    md = "\n".join(
-        ["# Superpixels: Felzenszwalb or SLIC, and SLIC's compactness", "",
-         "VOC IoU % on val (train in brackets), one training run each, at the defaults "
-         "otherwise (C chosen by 3-fold cross-validation, the cross-fitted top-down block, "
-         "the working resolution); * = not converged.", ""] + rows
-        + ["", "## Leaving one data set out", "",
-           "Each data set's score: the mean val IoU over its classes and the three methods. "
-           "For each held-out data set, the over-segmentation with the best mean score on "
-           "the other three, and each scored on it.", ""] + lodo_rows
-        + ["", "Training seconds (the three methods' fits, cross-validation included):", ""]
-        + cost + ["", f"Superpixels: {settings_text}. The same {blocks}, each data set "
-                  "at its working long side.",
-                  f"Code {', '.join(sorted(versions)) or code_version()}. Made by "
-                  "`python scripts/superpixel_table.py`."]) + "\n"
+    md = _markdown(rows, lodo_rows, datasets, names, seconds, ran, features, versions)
     doc = {"format": "segstruct-superpixel-table", "settings": SETTINGS, "classes": classes,
            "rows": [{"dataset": d, "class": c, "method": m, "superpixels": s,
                      "val_iou_percent": v[0], "train_iou_percent": v[1], "seconds": v[2],

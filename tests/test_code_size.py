@@ -1,9 +1,10 @@
 """Small modules and functions: a reader can hold one in mind.
 
-- No module of ``segstruct/`` is over ``MODULE_LINES`` lines.
-- No function of the three packages has over ``FUNCTION_LINES`` lines of
-  code (its docstring, comments and blank lines not counted: they help the
-  reader), except those of ``LONG_FUNCTIONS``, each with its reason.
+- No module of ``FOLDERS`` (the three packages and the scripts, with their
+  parts) is over ``MODULE_LINES`` lines.
+- No function there has over ``FUNCTION_LINES`` lines of code (its
+  docstring, comments and blank lines not counted: they help the reader),
+  except those of ``LONG_FUNCTIONS``, each with its reason.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MODULE_LINES = 500
 FUNCTION_LINES = 80
+#: The folders whose every *.py (recursively) keeps both limits.
+FOLDERS = ("segstruct", "inference", "datasets", "scripts")
 
 #: "path:function" -> why it stays one function.
 LONG_FUNCTIONS = {
@@ -25,6 +28,9 @@ LONG_FUNCTIONS = {
         "edge, the loss's epigraph) whose column indices the constraints share; "
         "the exact reference the other oracles are tested against stays one "
         "straight read",
+    "scripts/topdown_table.py:table":
+        "being reworked on another branch at the time of the size rules; split it "
+        "there (its per-class cells and its notes apart), not in a copy that conflicts",
 }
 
 
@@ -47,16 +53,31 @@ def long_functions(path: Path, source: str) -> list[tuple[str, int]]:
             and (n := code_lines(node, lines)) > FUNCTION_LINES]
 
 
-def _files():
-    for folder in ("segstruct", "inference", "datasets"):
-        yield from sorted((ROOT / folder).rglob("*.py"))
+def _files(root: Path = ROOT):
+    for folder in FOLDERS:
+        yield from sorted((root / folder).rglob("*.py"))
 
 
-def test_no_segstruct_module_is_over_the_limit():
-    over = [f"{p.relative_to(ROOT)}: {n} lines"
-            for p in sorted((ROOT / "segstruct").rglob("*.py"))
+def long_modules(root: Path) -> list[str]:
+    """"path: lines" of the modules of ``FOLDERS`` under ``root`` over MODULE_LINES."""
+    return [f"{p.relative_to(root).as_posix()}: {n} lines" for p in _files(root)
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LINES]
+
+
+def test_no_module_is_over_the_limit():
+    over = long_modules(ROOT)
     assert not over, f"modules over {MODULE_LINES} lines: split them\n" + "\n".join(over)
+
+
+def test_the_module_check_can_fail(tmp_path):
+    """A module one line over the limit, deep in a scripts' part, is found; one
+    at the limit, and a long file that is no Python, are not."""
+    (tmp_path / "scripts" / "parts").mkdir(parents=True)
+    (tmp_path / "inference").mkdir()
+    (tmp_path / "scripts" / "parts" / "big.py").write_text("x = 1\n" * (MODULE_LINES + 1))
+    (tmp_path / "inference" / "full.py").write_text("x = 1\n" * MODULE_LINES)
+    (tmp_path / "scripts" / "notes.txt").write_text("x\n" * (2 * MODULE_LINES))
+    assert long_modules(tmp_path) == [f"scripts/parts/big.py: {MODULE_LINES + 1} lines"]
 
 
 def test_no_function_is_over_the_limit_without_a_reason():

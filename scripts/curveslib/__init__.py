@@ -1,0 +1,1 @@
+"""The parts of scripts/learner_curves.py (the script re-exports their names)."""

@@ -1,0 +1,79 @@
+"""Cross-validation of C at chosen settings (``lodo.py cv``)."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from segstruct.cluster import parallel_map
+from segstruct.io.provenance import code_version, machine
+from segstruct.learn.methods import DEFAULTS, estimator_for
+from segstruct.learn.selection import DEFAULT_FOLD_TOL, select_C
+
+from lodolib.choice import _cv_setting, _records
+from lodolib.examples import _examples
+from lodolib.settings import GRID, METHODS, planned_features
+
+
+def cv_task(root: Path, class_name: str, method: str, setting, grid, folds,
+            groups=None, features: str = "as-given",
+            fold_tol: float = DEFAULT_FOLD_TOL) -> dict:
+    td, norm, scope = setting
+    Xt, Yt = _examples(root, td, norm, class_name, "train", features=features)
+    start = time.perf_counter()
+    C, curve = select_C(lambda: estimator_for(method, scope=scope), Xt, Yt, grid, folds,
+                        groups=groups, fold_tol=fold_tol)
+    return {"dataset": root.name, "class": class_name, "method": method, "top_down": td,
+            "sift_norm": norm, "scope": scope, "chosen_C": C, "curve": curve,
+            "fold_tol": fold_tol, "seconds": time.perf_counter() - start,
+            "code_version": code_version(), "machine": machine(),
+            **({"fold_groups": "id-prefix"} if groups is not None else {})}
+
+
+def cv_file(out: Path, grouped: bool, fold_tol: float) -> Path:
+    """Where ``cv`` writes: cv.jsonl (cv_grouped.jsonl) for folds at the
+    library's tol at every C, as every cross-validation before ``--cv-tol``
+    existed; cv_tol-TOL.jsonl (cv_grouped_tol-TOL.jsonl) for another."""
+    name = "cv_grouped" if grouped else "cv"
+    return out / (f"{name}.jsonl" if fold_tol == DEFAULTS.tol else f"{name}_tol-{fold_tol:g}.jsonl")
+
+
+def id_prefix_groups(data: Path, dataset: str, folds: int) -> list[str] | None:
+    """The training images' ids up to their first "_" (a CamVid id names its
+    video sequence so), or None where that gives fewer groups than folds."""
+    ids = (data / dataset / "ImageSets" / "Segmentation" / "train.txt").read_text().split()
+    groups = [i.split("_")[0] for i in ids]
+    return groups if len(set(groups)) >= folds else None
+
+
+def cv(args) -> None:
+    """3-fold cross-validation of C (``--C auto``) at each of ``--cv-settings``
+    for bl1, bl2 and proposed on every class; with ``--fold-groups
+    id-prefix``, folds that keep each id prefix together (into
+    cv_grouped.jsonl), on the data sets where that makes enough groups."""
+    out = Path(args.out)
+    records = _records(out)
+    classes = json.loads((out / "plan.json").read_text())["classes"]
+    args.features = planned_features(out)
+    grouped = args.fold_groups == "id-prefix"
+    path = cv_file(out, grouped, args.cv_tol)
+    done = set()
+    if path.exists():
+        done = {(r["dataset"], r["class"], r["method"], _cv_setting(r)) for r in
+                map(json.loads, path.read_text().splitlines())}
+    settings = [tuple(x.split("/")) for x in args.cv_settings]
+    tasks = []
+    for d, names in classes.items():
+        groups = id_prefix_groups(Path(args.data), d, 3) if grouped else None
+        if grouped and groups is None:
+            continue
+        tasks += [(Path(args.export_root or args.data) / d, c, m, s, list(GRID), 3, groups,
+                   args.features, args.cv_tol)
+                  for c in names for m in METHODS[:3] for s in settings
+                  if (d, c, m, s) not in done
+                  and any(r["dataset"] == d and r["class"] == c for r in records)]
+    print(f"{len(tasks)} cross-validations to run", flush=True)
+    with path.open("a") as f:
+        for r in parallel_map(cv_task, tasks, args.n_jobs):
+            f.write(json.dumps(r) + "\n")
+            f.flush()

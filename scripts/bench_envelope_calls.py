@@ -3,11 +3,13 @@ training run, for this checkout and, with ``--before``, another one, run in
 turn, with a digest of every result: equal digests mean that both computed
 the same labellings, objectives, bounds and search counts.
 
-Recording runs ``segstruct compare --methods proposed --classes CLASS -j 1
---no-figures`` at ``--C`` on ``--data`` (default: the generated data set)
-in this process and keeps every ``--every``-th call the oracle gets (its
-potentials, targets, weights, loss and warm-start labellings), so the
-calls are those of a real fit at the data-set scope. Each replay runs in a
+Recording runs what ``segstruct compare --methods proposed --classes CLASS
+-j 1 --no-figures`` runs at ``--C`` on ``--data`` (default: the generated data
+set), the library's ``Comparison`` at the command's default settings, in this
+process (the oracle is replaced there by one that records) and keeps every
+``--every``-th call the oracle gets (its potentials, targets, weights, loss
+and warm-start labellings), so the calls are those of a real fit at the
+data-set scope. Each replay runs in a
 fresh process on one core (``OMP_NUM_THREADS=1``); the other checkout runs
 from a copy of its packages (``segstruct`` with its ``inference`` and
 ``datasets`` inside), so that the installed ``segstruct`` lends it none of
@@ -44,7 +46,6 @@ def record(data: Path | None, class_name: str, C: str, every: int, cache: Path,
     import numpy as np
 
     import segstruct.inference.proposed as proposed
-    from segstruct.cli.main import main as cli
     calls, seen = [], [0]
     oracle = proposed.envelope_oracle
 
@@ -60,16 +61,37 @@ def record(data: Path | None, class_name: str, C: str, every: int, cache: Path,
     proposed.envelope_oracle = recording
     try:
         with tempfile.TemporaryDirectory() as out:
-            argv = ["compare", "--methods", "proposed", "--classes", class_name, "--C", C,
-                    "-j", "1", "-q", "--no-figures", "--cache", str(cache), "--out", out]
-            if data is not None:
-                argv += ["--data", str(data)]
-            if cli(argv) != 0:
-                raise SystemExit("the recording run failed")
+            comparison(data, class_name, C, cache, Path(out)).run(figures=False)
     finally:
         proposed.envelope_oracle = oracle
     path.write_bytes(pickle.dumps(calls))
     return len(calls)
+
+
+def comparison(data: Path | None, class_name: str, C: str, cache: Path, out: Path):
+    """The ``Comparison`` of ``segstruct compare --methods proposed --classes
+    CLASS --C C -j 1 -q --cache CACHE --out OUT [--data DATA]``: the command's
+    default features (the top-down block on, as the command has it) and
+    training settings, with ``C`` a number or "auto" (the default grid and
+    folds)."""
+    from segstruct.compare import Comparison
+    from segstruct.datasets import VOCDataset, default_synthetic_root, make_synthetic_voc
+    from segstruct.features.cache import ArrayCache
+    from segstruct.features.config import FeatureConfig
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.features.topdown.detector import DetectorParams
+    from segstruct.learn.cross_validation import DEFAULT_FOLDS, DEFAULT_GRID
+    from segstruct.learn.methods import TrainingSettings
+    if data is None:                   # the command's generated data set, made once
+        data = default_synthetic_root()
+        make_synthetic_voc(data)
+    config = FeatureConfig(detector=DetectorParams(seed=FeatureConfig().seed))
+    extractor = FeatureExtractor(VOCDataset(data), config, ArrayCache(cache), n_jobs=1,
+                                 progress=False)
+    settings = (TrainingSettings(C="auto", C_grid=DEFAULT_GRID, folds=DEFAULT_FOLDS)
+                if C == "auto" else TrainingSettings(C=float(C)))
+    return Comparison(extractor, [class_name], ["proposed"], settings, out,
+                      seed=config.seed, progress=False, n_jobs=1)
 
 
 def digest_of(results) -> str:

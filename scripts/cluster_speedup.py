@@ -7,6 +7,12 @@ with their features cached (new output folders). Checks that all four wrote
 the same table, and writes ``OUT/cluster.json`` and ``OUT/cluster.md`` with
 the times and their ratios. Needs the dask extra.
 
+Each comparison is the ``segstruct compare`` command run as a user runs it,
+``python -m segstruct compare ...`` in a process of its own, timed whole:
+what is measured is the command, its start-up and its handing of work to the
+cluster included (the same start-up in both, so the ratio is the command's),
+not a part of it that a script assembles from the library.
+
     python scripts/cluster_speedup.py --out out/parallel
     python scripts/cluster_speedup.py --data ../shared/data/weizmann_horse_voc --out ...
 """
@@ -16,15 +22,18 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 
 def run_compare(args_list) -> float:
-    from segstruct.cli import main
+    """Seconds of one ``segstruct`` command (``args_list``: its arguments), run
+    in a process of its own with this one's environment."""
     start = time.perf_counter()
-    code = main(args_list)
+    code = subprocess.run([sys.executable, "-m", "segstruct", *args_list]).returncode
     if code != 0:
         raise SystemExit(f"segstruct {' '.join(args_list)} exited with {code}")
     return time.perf_counter() - start

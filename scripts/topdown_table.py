@@ -19,17 +19,23 @@ listed with their counts), it runs the commands a user would, at the defaults:
 
 then writes OUT/table.md and OUT/table.json. Everything resumes: compare keeps
 finished pairs and detectors are cached, so a second run trains nothing.
+
+Each command runs as a user runs it, ``python -m segstruct ...`` in a process
+of its own (:func:`segstruct`; ``methods_table.py``, ``decisions_table.py``
+and ``superpixel_table.py`` run theirs through it too): the table is of what
+the command line makes from its defaults, its option checks and its
+fallbacks included (e.g. a fixed C where the training split is too small for
+the folds of ``--C auto``), which a script building the library's objects
+itself would have to repeat, and could miss.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 
-from segstruct.cli import main as segstruct_main
 from segstruct.io.files import write_json, write_text
 from segstruct.io.provenance import code_version
 from segstruct.report.tables import features_text, fmt
@@ -38,27 +44,28 @@ METHODS = ("bl1", "bl2", "proposed")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-class _Tee(io.TextIOBase):
-    """Writes to a stream and keeps a copy (the reason a command failed)."""
-
-    def __init__(self, stream):
-        self.stream, self.copy = stream, io.StringIO()
-
-    def write(self, text):
-        self.copy.write(text)
-        return self.stream.write(text)
-
-
 def segstruct(*argv) -> tuple[int, str]:
-    """Run one ``segstruct`` command in this process: (exit code, its stderr)."""
-    tee = _Tee(sys.stderr)
+    """Run one ``segstruct`` command in a process of its own, as a user does.
+
+    Its output goes to this process's (its stderr line by line, as it comes),
+    and its stderr is also kept: why a command failed (e.g. a class with too
+    few objects for a detector).
+
+    Returns
+    -------
+    (int, str)
+        The command's exit status (2: a usage error; 130: interrupted) and
+        everything it wrote to stderr.
+    """
     print("$ segstruct " + " ".join(argv), flush=True)
-    with contextlib.redirect_stderr(tee):
-        try:
-            rc = segstruct_main(list(argv))
-        except SystemExit as exit_:        # usage errors
-            rc = exit_.code
-    return rc, tee.copy.getvalue()
+    proc = subprocess.Popen([sys.executable, "-m", "segstruct", *argv],
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    copy = []
+    for line in proc.stderr:
+        sys.stderr.write(line)
+        copy.append(line)
+    return proc.wait(), "".join(copy)
 
 
 def plan(root: Path, min_images: int, n_jobs: int = 1) -> dict:

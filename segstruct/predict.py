@@ -33,12 +33,19 @@ from segstruct.io.files import atomic_write_bytes
 from segstruct.io.provenance import code_version
 from segstruct.segmentation_model import SegmentationModel
 
-__all__ = ["CHUNK", "COMBINATION", "check_models", "label_images", "label_superpixels",
-           "multiclass_confusion", "predict_to_folder", "prediction_index", "write_label_png",
-           "write_overlay"]
+__all__ = ["BETA", "CHUNK", "COMBINATION", "DECISION", "SAMPLES", "check_models",
+           "label_images", "label_superpixels", "multiclass_confusion", "predict_to_folder",
+           "prediction_index", "write_label_png", "write_overlay"]
 
 #: Images whose features are held in memory at once.
 CHUNK = 32
+
+#: The defaults of a prediction (and of ``segstruct predict``'s options):
+#: each model's own graph cut, the F-beta of "expected-fbeta", and no Gibbs
+#: samples (the expected measure from the marginals' expected counts).
+DECISION = "map"
+BETA = 1.0
+SAMPLES = 0
 
 #: How several class models label an image together (said in every output).
 COMBINATION = ("per superpixel, the class with the largest positive max-marginal "
@@ -78,8 +85,8 @@ def check_models(models: Sequence[SegmentationModel]) -> None:
 
 
 def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence,
-                      decision: str = "map", beta: float = 1.0,
-                      samples: int = 0) -> np.ndarray:
+                      decision: str = DECISION, beta: float = BETA,
+                      samples: int = SAMPLES) -> np.ndarray:
     """VOC class index per superpixel of one image.
 
     Parameters
@@ -112,8 +119,9 @@ def label_superpixels(models: Sequence[SegmentationModel], graphs: Sequence,
 
 
 def label_images(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
-                 chunk: int = CHUNK, decision: str = "map", beta: float = 1.0,
-                 samples: int = 0, variants: Sequence = ()) -> Iterator[tuple[str, np.ndarray]]:
+                 chunk: int = CHUNK, decision: str = DECISION, beta: float = BETA,
+                 samples: int = SAMPLES,
+                 variants: Sequence = ()) -> Iterator[tuple[str, np.ndarray]]:
     """Yield (image id, (H, W) uint8 label image) for every id, in order.
 
     ``extractor`` is a FeatureExtractor of the models' features (built with
@@ -164,8 +172,9 @@ def write_overlay(path: Path, rgb: np.ndarray, labels: np.ndarray, alpha: float 
 
 def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Sequence[str],
                       out_dir: Path, overlay: bool = False,
-                      bar: Callable[[int], Any] | None = None, decision: str = "map",
-                      beta: float = 1.0, samples: int = 0, variants: Sequence = ()) -> list[dict]:
+                      bar: Callable[[int], Any] | None = None, decision: str = DECISION,
+                      beta: float = BETA, samples: int = SAMPLES,
+                      variants: Sequence = ()) -> list[dict]:
     """Label every image, write ``OUT/<id>.png`` (and ``<id>.jpg`` with
     ``overlay``); return one index entry per image. ``decision``, ``beta``
     and ``samples`` as for :func:`label_superpixels`, ``variants`` as for
@@ -203,8 +212,8 @@ def predict_to_folder(models: Sequence[SegmentationModel], extractor, ids: Seque
 
 
 def prediction_index(models: Sequence[SegmentationModel], source: dict, entries: list[dict],
-                     seconds: float, decision: str = "map", beta: float = 1.0,
-                     samples: int = 0, superpixels: Sequence | None = None) -> dict:
+                     seconds: float, decision: str = DECISION, beta: float = BETA,
+                     samples: int = SAMPLES, superpixels: Sequence | None = None) -> dict:
     """``index.json`` of a folder of predictions.
 
     Parameters

@@ -13,7 +13,13 @@ the file and line:
   one (``LAYERS``, lowest first): data flows up from solvers and data sets to
   features, learning, storage and reports, and the command line sits on top;
 - no modules import each other in a circle, not even inside one layer or
-  through an import inside a function.
+  through an import inside a function;
+- the parsed options of the command line stay in it: no module outside
+  ``segstruct/cli/`` imports argparse or has a function reading the
+  attributes of a parameter named ``args`` (the mark of an argparse
+  namespace; ``*args`` is fine), so that the library takes plain values;
+- scripts (``scripts/`` and its packages) use the library, never the command
+  line: none imports ``segstruct.cli``, at the top or inside a function.
 """
 from __future__ import annotations
 
@@ -298,3 +304,109 @@ def test_every_package_folder_is_installed():
             parts = init.parent.relative_to(ROOT / top).parts
             found.add(".".join((name, *parts)))
     assert found == listed
+
+
+# ------------------------------------------------- the command line's own values
+def namespace_uses(name: str, source: str) -> list[str]:
+    """Where module ``name`` (outside ``segstruct.cli``) takes parsed options:
+    an import of argparse, or a function with a parameter named ``args``
+    whose attributes it reads (``args.x``). ``*args`` is no namespace."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "argparse"
+                                                for a in node.names):
+            found.append(f"{name}:{node.lineno} imports argparse")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == \
+                "argparse" and not node.level:
+            found.append(f"{name}:{node.lineno} imports from argparse")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            if "args" not in {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}:
+                continue
+            body = node.body if isinstance(node.body, list) else [node.body]
+            reads = sorted({f"args.{n.attr}" for stmt in body for n in ast.walk(stmt)
+                            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                            and n.value.id == "args"})
+            if reads:
+                what = getattr(node, "name", "a lambda")
+                found.append(f"{name}:{node.lineno} {what}(args) reads {', '.join(reads)}: "
+                             "a parsed namespace outside segstruct.cli; take plain values")
+    return found
+
+
+def test_parsed_options_stay_in_the_command_line():
+    found = []
+    for name, _, path in module_files():
+        if name == "segstruct.cli" or name.startswith("segstruct.cli."):
+            continue
+        found += namespace_uses(name, path.read_text(encoding="utf-8"))
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("source, rule", [
+    ("import argparse\n", "imports argparse"),
+    ("from argparse import Namespace\n", "from argparse"),
+    ("def report(args):\n    return args.split\n", "reads args.split"),
+    ("def run(x, *, args=None):\n    return [args.out, args.n_jobs]\n",
+     "reads args.n_jobs, args.out"),
+    ("class C:\n    def go(self, args):\n        def f():\n            return args.data\n"
+     "        return f\n", "go(args) reads args.data"),
+])
+def test_the_checker_finds_a_parsed_namespace_outside_the_command_line(source, rule):
+    found = namespace_uses("segstruct.evaluate.inspection", source)
+    assert len(found) == 1 and rule in found[0], found
+
+
+def test_star_args_and_unread_args_are_no_namespace():
+    assert namespace_uses("segstruct.cluster",
+                          "def f(*args, **kwargs):\n    return args.count(1)\n"
+                          "def g(args):\n    return list(args)\n") == []
+
+
+# ------------------------------------------------------- scripts and the command line
+def cli_imports(name: str, source: str) -> list[str]:
+    """Every import of ``segstruct.cli`` in ``source`` (a script, ``name``):
+    ``import segstruct.cli...``, ``from segstruct.cli... import``, ``from
+    segstruct import cli``, at the top or inside a function."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        modules = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            modules = [node.module]
+            if node.module == "segstruct":
+                modules += [f"segstruct.{a.name}" for a in node.names]
+        for module in modules:
+            if module == "segstruct.cli" or module.startswith("segstruct.cli."):
+                found.append(f"{name}:{node.lineno} imports {module}: scripts use the "
+                             "library (the objects the command builds from its options), "
+                             "or run the command as a user does "
+                             "([sys.executable, '-m', 'segstruct', ...])")
+    return found
+
+
+def test_no_script_imports_the_command_line():
+    found = []
+    for path in sorted((ROOT / "scripts").rglob("*.py")):
+        found += cli_imports(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("source", [
+    "import segstruct.cli\n",
+    "import segstruct.cli.main as m\n",
+    "from segstruct.cli import main\n",
+    "from segstruct.cli.inspect import run\n",
+    "from segstruct import cli\n",
+    "from segstruct import io, cli as command_line\n",
+    "def f():\n    from segstruct.cli.main import main\n    return main([])\n",
+])
+def test_the_checker_finds_a_script_importing_the_command_line(source):
+    assert len(cli_imports("scripts/x.py", source)) == 1
+
+
+def test_a_script_may_import_the_library_and_its_own_packages():
+    assert cli_imports("scripts/x.py", "import segstruct.compare\nfrom segstruct import io\n"
+                       "from .cli import main\nimport cli\nfrom segstruct.client import x\n"
+                       ) == []

@@ -38,3 +38,32 @@ def test_a_replay_is_the_oracle_on_every_call_and_its_digest_sees_a_change(load_
     direct[1].labels = 1 - direct[1].labels
     direct[2].info["graph_cuts"] += 1
     assert script.digest_of(direct) != row["digest"]
+
+
+def test_the_recording_run_is_the_commands_comparison(load_script, data_root, tmp_path):
+    """The recording trains the Comparison that ``segstruct compare --methods
+    proposed --classes CLASS --C C -j 1`` trains: the same features, training
+    settings, class, method and splits (the script uses the library, so this
+    pins it to the command's defaults)."""
+    from segstruct.cli import build_parser
+    from segstruct.cli.c_options import check_C_options
+    from segstruct.cli.settings import check_loss_options, feature_config, training_settings
+    from segstruct.datasets import VOCDataset
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.learn.methods import DEFAULTS
+    script = load_script("bench_envelope_calls")
+    for C in ("1", "0.25", "auto"):
+        made = script.comparison(data_root, "horse", C, tmp_path / "cache", tmp_path / "out")
+        args = build_parser().parse_args(["compare", "--methods", "proposed", "--classes",
+                                          "horse", "--C", C, "-j", "1", "--data",
+                                          str(data_root)])
+        args.loss_given, args.loss = False, DEFAULTS.loss      # as main() fills them in
+        check_loss_options(args, args.methods)
+        check_C_options(args)
+        assert made.settings == training_settings(args)
+        # the config as an extractor reads it ("auto" long side made a number)
+        assert made.extractor.config == FeatureExtractor(VOCDataset(data_root),
+                                                         feature_config(args)).config
+        assert (made.classes, made.methods) == (["horse"], ["proposed"])
+        assert (made.train_split, made.eval_split) == (args.train_split, args.eval_split)
+        assert made.seed == args.seed and made.extractor.dataset.root == data_root.resolve()

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from segstruct.cli import build_parser, inspect_report, main
+from segstruct.cli import build_parser, main
 from segstruct.cli.common import EarlierName
 from segstruct.datasets import VOCDataset
 
@@ -95,13 +95,23 @@ def test_inspect_counts_and_oracle(data_root, tmp_path, capsys):
     assert "oracle IoU" in printed and "no problems found" in printed
 
 
-def test_inspect_report_is_what_the_command_writes(data_root, tmp_path, capsys):
-    options = ["--data", str(data_root), "--class", "car", "--split", "val",
-               "--cache", str(tmp_path / "c"), *SMALL]
+def test_inspection_report_is_what_the_command_writes(data_root, tmp_path, capsys):
+    """The library's inspection_report, on the values the options stand for,
+    is the report ``inspect --json`` writes."""
+    from segstruct.evaluate.inspection import inspection_report
+    from segstruct.features.cache import ArrayCache
+    from segstruct.features.config import FeatureConfig
+    from segstruct.features.extraction import FeatureExtractor
+    from segstruct.features.superpixels import SuperpixelParams
     out = tmp_path / "report.json"
-    assert main(["inspect", *options, "--json", str(out)]) == 0
+    assert main(["inspect", "--data", str(data_root), "--class", "car", "--split", "val",
+                 "--cache", str(tmp_path / "c"), "--json", str(out), *SMALL]) == 0
     capsys.readouterr()
-    report = inspect_report(build_parser().parse_args(["inspect", *options]))
+    config = FeatureConfig(superpixels=SuperpixelParams(method="felzenszwalb", min_size=400),
+                           n_words=16, codebook_descriptors=2000)
+    extractor = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(tmp_path / "c"),
+                                 progress=False)
+    report = inspection_report(extractor, ["val"], ["car"])
     assert json.loads(json.dumps(report)) == json.loads(out.read_text())
     assert capsys.readouterr().out == ""          # the workflow prints nothing
 

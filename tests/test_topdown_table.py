@@ -91,3 +91,11 @@ def test_plan_follows_the_soaks_rule(tmp_path, topdown_table):
     p = topdown_table.plan(make_synthetic_voc(tmp_path / "tiny", n_train=6, n_val=2,
                                               area_range=(0.001, 0.002)), 1)
     assert p["refused"] and not set(p["refused"]) & set(p["classes"])
+
+
+def test_a_command_runs_in_its_own_process_and_its_stderr_is_kept(topdown_table, capsys):
+    rc, err = topdown_table.segstruct("compare", "--classes", "unicorn")
+    assert rc == 2 and "unicorn" in err               # a usage error, kept for the reason
+    captured = capsys.readouterr()
+    assert captured.out.startswith("$ segstruct compare --classes unicorn")
+    assert "unicorn" in captured.err                  # and shown as it came

@@ -23,15 +23,82 @@ from pathlib import Path
 #: The groups of defaults a benchmark may depend on.
 GROUPS = ("data", "features", "training", "prediction")
 
-# options that say where or how a command runs, not what it computes
-_RUNNING_OPTIONS = {"help", "data", "cache", "no_cache", "n_jobs", "quiet", "progress",
-                    "scheduler", "out", "model", "images", "force", "resume"}
+def _feature_options() -> dict:
+    """The feature options of ``train`` and ``compare`` (by their argparse
+    names) at their defaults, read from ``FeatureConfig``: each option's
+    default is the setting it sets, or its negation for a ``--no-BLOCK``
+    switch."""
+    from segstruct.features.config import FeatureConfig
+    d = FeatureConfig()
+    s = d.superpixels
+    return {"superpixels": s.method, "fz_scale": s.scale, "fz_sigma": s.sigma,
+            "fz_min_size": s.min_size, "slic_segments": s.n_segments,
+            "slic_compactness": s.compactness, "slic_sigma": s.sigma, "words": d.n_words,
+            "codebook_descriptors": d.codebook_descriptors,
+            # None: the training split (the command's own)
+            "codebook_split": None,
+            "no_sift": not d.sift, "no_colour": not d.colour, "no_position": not d.position,
+            "no_bias": not d.bias,
+            # the commands switch the top-down block on (DetectorParams, recorded in the
+            # features group); "top_down" is the switch's earlier name, off
+            "no_top_down": False, "top_down": False,
+            "top_down_folds": d.top_down_folds, "top_down_detector": d.top_down_detector,
+            "sift_norm": d.sift_norm, "long_side": d.long_side, "upsampling": d.upsampling,
+            "seed": d.seed}
+
+
+def _training_options() -> dict:
+    """The training options of ``train`` and ``compare`` at their defaults.
+
+    None stands for an option left unset, whose value the library's
+    ``TrainingSettings`` defaults (``DEFAULTS``, recorded beside) supply: the
+    loss, C and its cross-validation, the proposed method's triangles and
+    inference. "node_weights" is None too, as every record has held it: the
+    option's earlier name ``--weights`` (default None) shares its
+    destination, and the record kept the last one's default.
+    """
+    from segstruct.learn.methods import DEFAULTS
+    unset = ("loss", "beta", "triangles", "inference", "C", "C_grid", "folds", "cv_tol",
+             "node_weights")
+    return {**dict.fromkeys(unset), "no_polish": not DEFAULTS.polish,
+            "C_units": DEFAULTS.C_units, "solver": DEFAULTS.solver,
+            "projection_set": DEFAULTS.projection_set, "likelihood": DEFAULTS.likelihood,
+            "scope": DEFAULTS.scope, "tol": DEFAULTS.tol, "max_iter": DEFAULTS.max_iter}
 
 
 def _command_defaults(name: str) -> dict:
-    from segstruct.cli.main import _parsers
-    parser = _parsers()[1][name]
-    return {a.dest: a.default for a in parser._actions if a.dest not in _RUNNING_OPTIONS}
+    """The defaults of a ``segstruct`` command's options that say what it
+    computes (not where or how it runs: data, cache, workers, output), by
+    their argparse names, from the library objects that hold them.
+
+    Read from the library, not the command line's parsers (scripts use the
+    library only): the command line takes each of these defaults from the
+    same objects, except ``train --method``'s "bl1" and the plain switches
+    (off), which only its parser states; ``tests/test_results.py`` checks
+    that this record and the parsers agree.
+    """
+    from segstruct.compare import EVAL_SPLIT, FIGURE_IMAGES, METHODS_COMPARED, TRAIN_SPLIT
+    if name == "train":
+        return {**_feature_options(), **_training_options(), "class_name": None,
+                "method": "bl1", "split": TRAIN_SPLIT,
+                # None: the evaluation split when the data set has one
+                "split_val": None, "calibrate": False}
+    if name == "compare":
+        from segstruct.learn.methods import DEFAULTS
+        return {**_feature_options(), **_training_options(), "classes": None,
+                "methods": METHODS_COMPARED, "decisions": DEFAULTS.decisions,
+                "train_split": TRAIN_SPLIT, "eval_split": EVAL_SPLIT,
+                "figure_images": FIGURE_IMAGES, "figure_ids": None, "no_figures": False,
+                "multiclass": False}
+    if name == "predict":
+        from segstruct import predict
+        # split None: the data set's evaluation split; ensemble None:
+        # ensemble.default_runs of the model's features
+        return {"decision": predict.DECISION, "beta": predict.BETA,
+                "samples": predict.SAMPLES, "split": None, "ensemble": None,
+                "overlay": False, "recursive": False, "skip_bad": False}
+    raise ValueError(f"no recorded defaults of command {name!r}; one of train, compare, "
+                     "predict")
 
 
 def _group(name: str) -> dict:

@@ -7,7 +7,6 @@ maps their options to ``FeatureConfig`` and ``TrainingSettings``; ``main``
 holds the parser and the entry point.
 """
 from segstruct.cli.common import UsageError, show_progress
-from segstruct.cli.inspect import inspect_report
 from segstruct.cli.main import build_parser, main
 
-__all__ = ["UsageError", "build_parser", "inspect_report", "main", "show_progress"]
+__all__ = ["UsageError", "build_parser", "main", "show_progress"]

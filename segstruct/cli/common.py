@@ -8,7 +8,6 @@ import warnings
 from pathlib import Path
 
 from segstruct.datasets import VOCDataset, default_synthetic_root, make_synthetic_voc
-from segstruct.io.provenance import code_version
 
 
 class UsageError(Exception):
@@ -148,13 +147,6 @@ def check_model_data(args, dataset: VOCDataset, paths, docs) -> None:
         raise UsageError(f"{path} was trained on {doc.get('dataset')} ({root}), but {given} "
                          f"is another data set: give --data {root}, or add --other-data to "
                          "use these data all the same")
-
-
-def provenance(dataset: VOCDataset, extractor) -> dict:
-    """The data set, features and code version a command's record names."""
-    return {"dataset": dataset.name, "data_root": str(dataset.root),
-            "features": extractor.config.to_dict(), "code_version": code_version()}
-
 
 
 def add_other_data_option(p) -> None:

@@ -11,8 +11,10 @@ from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset
 from segstruct.cli.settings import (add_training_options, check_loss_options,
                                     check_solver_options, checked, codebook_split,
                                     make_extractor, training_settings)
+from segstruct.compare.figures import FIGURE_IMAGES
+from segstruct.compare.planner import EVAL_SPLIT, METHODS_COMPARED, TRAIN_SPLIT
 from segstruct.decisions import DECISIONS
-from segstruct.learn.methods import METHOD_HELP, METHODS
+from segstruct.learn.methods import DEFAULTS, METHOD_HELP, METHODS
 
 HELP = ("train several methods for several classes and compare them by VOC IoU (Table 1 "
         "of the paper), with figures")
@@ -28,10 +30,11 @@ def add_arguments(p) -> None:
                         "the reason, those it cannot teach, e.g. too few objects for a "
                         "detector)")
     g.add_argument("--methods", nargs="+", choices=sorted(METHODS), metavar="METHOD",
-                   default=["bl1", "bl2", "proposed"],
-                   help=f"methods to train (default: bl1 bl2 proposed). {METHOD_HELP}")
+                   default=list(METHODS_COMPARED),
+                   help=f"methods to train (default: {' '.join(METHODS_COMPARED)}). "
+                        f"{METHOD_HELP}")
     add_training_options(g)
-    g.add_argument("--decisions", nargs="+", choices=DECISIONS, default=["map"],
+    g.add_argument("--decisions", nargs="+", choices=DECISIONS, default=list(DEFAULTS.decisions),
                    metavar="DECISION",
                    help="also score these decisions from each model's marginals (map, "
                         "the graph cut, is always scored): marginal (q > 1/2), "
@@ -39,14 +42,14 @@ def add_arguments(p) -> None:
                         "over the whole evaluation split; the SSVMs' marginals need a "
                         "temperature, fitted by held-out likelihood on --folds folds of "
                         "the training split: that many more fits per pair (default: map)")
-    g.add_argument("--split-train", dest="train_split", default="train",
+    g.add_argument("--split-train", dest="train_split", default=TRAIN_SPLIT,
                    help="training split (default %(default)s)")
-    g.add_argument("--split-eval", dest="eval_split", default="val",
+    g.add_argument("--split-eval", dest="eval_split", default=EVAL_SPLIT,
                    help="split the table scores (default %(default)s)")
     g.add_argument("--out", type=Path, default=Path("segstruct-compare"), metavar="DIR",
                    help="output folder; a second run resumes there (default: "
                         "./%(default)s)")
-    g.add_argument("--figure-images", type=int, default=4, metavar="N",
+    g.add_argument("--figure-images", type=int, default=FIGURE_IMAGES, metavar="N",
                    help="images per qualitative figure, drawn with --seed from the "
                         "evaluation split, preferring ones that show the class (default "
                         "%(default)s)")

@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from segstruct.cli.common import UsageError, open_dataset, provenance, show_progress, voc_class
+from segstruct.cli.common import UsageError, open_dataset, show_progress, voc_class
 from segstruct.cli.settings import codebook_split, make_extractor
 from segstruct.datasets import DatasetError
 from segstruct.io.files import write_json
-from segstruct.io.provenance import code_version
+from segstruct.io.provenance import code_version, data_provenance
 from segstruct.io.text import count
 from segstruct.report.tables import fmt
 
@@ -80,7 +80,7 @@ def run(args) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     sd = detectors[0]
     record = {**{key: v for key, v in report.items() if key != "per_image"},
-              **provenance(dataset, extractor), "train_split": trained_on,
+              **data_provenance(extractor), "train_split": trained_on,
               "shape_counts": sd.shapes.counts.tolist()}
     json_path = args.out / f"detector-{args.class_name}.json"
     write_json(json_path, record)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from segstruct.cli.common import open_dataset, provenance, voc_class
+from segstruct.cli.common import open_dataset, voc_class
 from segstruct.cli.settings import make_extractor
 from segstruct.io.files import write_json
 from segstruct.report.tables import inspection_text
@@ -22,24 +22,10 @@ def add_arguments(p) -> None:
                    help="also write the report as JSON here (default: not written)")
 
 
-def inspect_report(args) -> dict:
-    """The inspect workflow on parsed ``segstruct inspect`` options: the data
-    root and features they name, checked and summarised per split and class.
-
-    Returns the report ``--json`` writes: provenance (data set, features, code
-    version), then ``inspect_dataset``'s "splits" and "problems". Scripts that
-    inspect several data sets call this with ``build_parser().parse_args(
-    ["inspect", ...])``, so they and the command share one workflow.
-    """
-    from segstruct.evaluate.inspection import inspect_dataset
-    dataset = open_dataset(args)
-    extractor = make_extractor(args, dataset)
-    return {**provenance(dataset, extractor),
-            **inspect_dataset(extractor, args.split, args.class_names)}
-
-
 def run(args) -> int:
-    report = inspect_report(args)
+    from segstruct.evaluate.inspection import inspection_report
+    dataset = open_dataset(args)
+    report = inspection_report(make_extractor(args, dataset), args.split, args.class_names)
     print(inspection_text(report))
     if args.json:
         write_json(args.json, report)

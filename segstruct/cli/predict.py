@@ -13,6 +13,7 @@ from segstruct.datasets import DatasetError, ImageFiles, VOCDataset
 from segstruct.decisions import DECISIONS
 from segstruct.io.files import write_json
 from segstruct.io.text import count
+from segstruct.predict import BETA, DECISION, SAMPLES
 
 HELP = ("label new images with trained models: one VOC palette PNG per image (class index "
         "per pixel), optional overlays, and an index")
@@ -35,16 +36,16 @@ def add_arguments(p) -> None:
     p.add_argument("--out", required=True, type=Path, metavar="DIR",
                    help="writes DIR/<id>.png (VOC palette: class index per pixel, the "
                         "image's size) and DIR/index.json")
-    p.add_argument("--decision", choices=DECISIONS, default="map",
+    p.add_argument("--decision", choices=DECISIONS, default=DECISION,
                    help="how a model's labels are chosen: map (its graph cut), marginal "
                         "(superpixels whose marginal is above 1/2) or the labelling of "
                         "largest expected IoU / F-beta (--beta) under the marginals, each "
                         "image on its own; other than map, one model, which needs a "
                         "temperature: a crf model, or one trained with --calibrate "
                         "(default %(default)s)")
-    p.add_argument("--beta", type=float, default=1.0,
+    p.add_argument("--beta", type=float, default=BETA,
                    help="beta of --decision expected-fbeta (default %(default)s)")
-    p.add_argument("--samples", type=int, default=0, metavar="S",
+    p.add_argument("--samples", type=int, default=SAMPLES, metavar="S",
                    help="with --decision expected-iou or expected-fbeta: estimate each "
                         "image's expected measure from S Gibbs samples of the model "
                         "(candidates: the thresholds of the marginals and the samples), "

@@ -35,7 +35,8 @@ Modules: ``store`` (the records and models of the folder), ``planner``
 ``figures`` and ``multiclass`` (what is drawn and scored from the models).
 """
 from segstruct.compare.comparison import RESULTS_FORMAT, Comparison
-from segstruct.compare.figures import pick_images, save_qualitative
-from segstruct.compare.planner import classes_in
+from segstruct.compare.figures import FIGURE_IMAGES, pick_images, save_qualitative
+from segstruct.compare.planner import EVAL_SPLIT, METHODS_COMPARED, TRAIN_SPLIT, classes_in
 
-__all__ = ["RESULTS_FORMAT", "Comparison", "classes_in", "pick_images", "save_qualitative"]
+__all__ = ["EVAL_SPLIT", "FIGURE_IMAGES", "METHODS_COMPARED", "RESULTS_FORMAT", "TRAIN_SPLIT",
+           "Comparison", "classes_in", "pick_images", "save_qualitative"]

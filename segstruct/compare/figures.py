@@ -22,9 +22,12 @@ __all__ = ["FIGURE_KINDS", "comparison_figures", "figure_task", "loss_lattice", 
 #: The kinds of figure a class gets, slowest first (they are drawn as tasks
 #: of their own on the workers: the slowest first leave no core idle at the end).
 FIGURE_KINDS = ("qualitative", "loss-surface", "training", "cv")
+#: Images per qualitative figure unless told otherwise: four rows keep a grid
+#: of every method readable on one page.
+FIGURE_IMAGES = 4
 
 
-def comparison_figures(comparison, n_images: int = 4, ids=None) -> list[Path]:
+def comparison_figures(comparison, n_images: int = FIGURE_IMAGES, ids=None) -> list[Path]:
     """Every figure of a :class:`~segstruct.compare.Comparison`'s finished pairs,
     written under ``DIR/figures``; their paths.
 
@@ -51,7 +54,7 @@ def comparison_figures(comparison, n_images: int = 4, ids=None) -> list[Path]:
             ("training", "cv", "qualitative", "loss-surface") if order[(name, kind)] is not None]
 
 
-def figure_task(comparison, kind: str, class_name: str, n_images: int = 4,
+def figure_task(comparison, kind: str, class_name: str, n_images: int = FIGURE_IMAGES,
                 ids=None) -> Path | None:
     """One figure of one class of a comparison (``kind``, one of
     :data:`FIGURE_KINDS`), written under ``DIR/figures``; its path, or None

@@ -12,7 +12,16 @@ from segstruct.features.extraction import FeatureExtractor
 from segstruct.features.topdown.training import TooFewObjects
 from segstruct.workflow import check_training_set
 
-__all__ = ["BLIND_DETECTOR", "classes_in", "pending", "teachable", "with_detectors"]
+__all__ = ["BLIND_DETECTOR", "EVAL_SPLIT", "METHODS_COMPARED", "TRAIN_SPLIT", "classes_in",
+           "pending", "teachable", "with_detectors"]
+
+#: The methods a comparison trains unless told otherwise (``segstruct compare``'s
+#: default): the paper's two baselines and its proposed method, Table 1's columns.
+METHODS_COMPARED = ("bl1", "bl2", "proposed")
+#: The splits a comparison trains on and scores on unless told otherwise
+#: (VOC's names: the models are scored on data they were not trained on).
+TRAIN_SPLIT = "train"
+EVAL_SPLIT = "val"
 
 #: What the run says of a class whose detectors have no shape to vote for.
 BLIND_DETECTOR = ("its average shapes are all zero (it fired on no training object with a "

@@ -2,6 +2,8 @@
 
 ``inspect_dataset`` reads every image and mask of every split and lists each
 problem with the message training and evaluation would stop with on it;
+``inspection_report`` is that summary with the provenance of its data,
+features and code (what ``segstruct inspect --json`` writes);
 ``training_set_problem`` says why a training split leaves a class nothing
 to learn.
 """
@@ -17,6 +19,7 @@ from segstruct.datasets.voc import (SPLIT_DIR, VOC_CLASSES, VOID_LABEL, DatasetE
 from segstruct.evaluate.scoring import oracle_score
 from segstruct.features.extraction import Example, FeatureExtractor
 from segstruct.features.superpixels import pixel_counts
+from segstruct.io.provenance import data_provenance
 
 
 def readable_ids(dataset, split: str, checked: dict | None = None
@@ -241,3 +244,32 @@ def inspect_dataset(extractor: FeatureExtractor, splits=None, class_names=None) 
         # the classes were named, so the masks were not searched for one above
         problems.append(binary)
     return result
+
+
+def inspection_report(extractor: FeatureExtractor, splits=None, class_names=None) -> dict:
+    """A data set checked and summarised per split and class, with provenance.
+
+    The workflow of ``segstruct inspect`` (which prints it and writes it with
+    ``--json``), on plain values, so that a script inspecting several data
+    sets computes the same report without the command line.
+
+    Parameters
+    ----------
+    extractor : FeatureExtractor
+        The data set (``extractor.dataset``), the superpixel settings the
+        oracle IoU is over (``extractor.config``) and the feature cache.
+    splits : list of str, optional
+        Splits to inspect (default: every split of the data set).
+    class_names : list of str, optional
+        VOC class names, lower case (default: every class found in the
+        masks).
+
+    Returns
+    -------
+    dict
+        ``io.provenance.data_provenance``'s keys ("dataset", "data_root",
+        "features", "code_version"), then :func:`inspect_dataset`'s
+        ("classes", "splits", "problems"). Nothing is printed.
+    """
+    return {**data_provenance(extractor),
+            **inspect_dataset(extractor, splits, class_names)}

@@ -46,6 +46,27 @@ def _checkout_commit() -> str | None:
     return sha + (".dirty" if dirty else "")
 
 
+def data_provenance(extractor) -> dict:
+    """The data set, feature settings and code version a record names.
+
+    Parameters
+    ----------
+    extractor : FeatureExtractor
+        Read for its ``dataset`` (``name`` and ``root``) and its ``config``
+        (``FeatureConfig``, recorded by ``to_dict``).
+
+    Returns
+    -------
+    dict
+        ``{"dataset", "data_root", "features", "code_version"}``: what a
+        report needs so that its numbers can be traced to their data, their
+        features and the code that computed them.
+    """
+    dataset = extractor.dataset
+    return {"dataset": dataset.name, "data_root": str(dataset.root),
+            "features": extractor.config.to_dict(), "code_version": code_version()}
+
+
 #: The distributions whose versions a result or a timing depends on.
 DEPENDENCIES = ("numpy", "scipy", "highspy", "PyMaxflow", "scikit-image",
                 "opencv-python-headless", "threadpoolctl")

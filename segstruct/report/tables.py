@@ -214,7 +214,7 @@ def inspection_text(report: dict) -> str:
     Parameters
     ----------
     report : dict
-        ``segstruct.cli.inspect.inspect_report``'s: provenance ("dataset",
+        ``segstruct.evaluate.inspection.inspection_report``'s: provenance ("dataset",
         "data_root", "code_version"), "splits" ({split: {class: summary}}, as
         ``segstruct.evaluate.inspection.inspect_dataset`` gives) and "problems".
 

@@ -80,7 +80,7 @@ def comparison(data: Path | None, class_name: str, C: str, cache: Path, out: Pat
     from segstruct.features.config import FeatureConfig
     from segstruct.features.extraction import FeatureExtractor
     from segstruct.features.topdown.detector import DetectorParams
-    from segstruct.learn.cross_validation import DEFAULT_FOLDS, DEFAULT_GRID
+    from segstruct.learn.selection.cross_validation import DEFAULT_FOLDS, DEFAULT_GRID
     from segstruct.learn.methods import TrainingSettings
     if data is None:                   # the command's generated data set, made once
         data = default_synthetic_root()

@@ -1,31 +1,45 @@
-"""Training a model for one class of a VOC data set: the steps every command shares.
+"""Training a model for one class of a VOC data set: the one workflow that
+``segstruct train``, ``segstruct compare`` and the scripts share.
 
-``segstruct train`` and ``segstruct compare`` (and the scripts built on
-``compare``) train through :func:`train_model`, so they check the data, fit,
-diagnose and save in one way:
+:func:`train` is the whole of it: it takes a data split (through its
+feature extractor), a class, a method and :class:`TrainingSettings`, and
+does what ``train`` does, in this order:
 
 1. :func:`check_training_set` refuses, before any feature is computed, a split
    that cannot teach the class (too few images, no foreground, too few for
    cross-validation);
-2. :func:`train_model` fits with a training log and a checkpoint beside the
-   model (an interrupted run continues from it), scores the training set,
-   diagnoses a collapse, saves the model and drops the checkpoint once the
-   run converged (one stopped at ``max_iter`` keeps it, so that a higher
-   ``max_iter`` can continue it; ``compare`` keeps it until its record of the
-   pair is written, so that an interruption in between costs no training);
-3. with ``--C auto``, :func:`refit_chosen_C` runs :func:`train_model` at the
+2. with ``C = "auto"``, the cross-validation curve of C: the one an
+   interrupted run saved beside the model (:func:`resumable_curve`; ``compare``
+   saves every pair's as soon as its folds are done), else the folds are run
+   now (:mod:`segstruct.learn.selection`);
+3. the temperature of the marginals, where asked (held-out likelihood on the
+   training folds, :func:`segstruct.decisions.fit_temperature`);
+4. :func:`train_model` fits with a training log and a checkpoint beside the
+   model (an interrupted run continues from it), scores the training set
+   (and a validation split), diagnoses a collapse, saves the model and drops
+   the checkpoint once the run converged (one stopped at ``max_iter`` keeps
+   it, so that a higher ``max_iter`` can continue it; ``compare`` keeps it
+   until its record of the pair is written, so that an interruption in
+   between costs no training);
+5. with ``C = "auto"``, :func:`refit_chosen_C` runs step 4 at the
    cross-validated C and refuses a refit that finds nothing on its own
    training split, refitting at the next C; the curve is kept beside the
    model (:func:`curve_path`) until the model is saved, so that an
-   interrupted refit resumes at its C (:func:`resumable_curve`).
+   interrupted refit resumes at its C.
+
+What the workflow says goes to two callables, ``say`` (progress) and
+``warn`` (warnings), so that the command line prints and a cluster task
+stays quiet; it never reads parsed options.
 """
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Callable
 
 from segstruct.datasets import DatasetError, voc_class_name
+from segstruct.decisions import fit_temperature
 from segstruct.evaluate.diagnosis import diagnose, generalisation
 from segstruct.evaluate.inspection import classes_present, training_set_problem
 from segstruct.features.extraction import FeatureExtractor
@@ -33,12 +47,14 @@ from segstruct.io.files import write_json
 from segstruct.io.persistence import checkpoint_path, log_path, model_paths, save_model
 from segstruct.io.text import fmt
 from segstruct.learn.callbacks import training_callbacks
-from segstruct.learn.selection import check_cv_data, next_C_after_refit
 from segstruct.learn.estimators.structured_svm import oracle_name
+from segstruct.learn.methods import TrainingSettings, with_workers
+from segstruct.learn.selection import (check_cv_data, format_curve, next_C_after_refit,
+                                       select_C)
 from segstruct.segmentation_model import SegmentationModel
 
-__all__ = ["check_training_set", "train_model", "curve_path", "resumable_curve",
-           "refit_chosen_C"]
+__all__ = ["train", "check_training_set", "train_model", "curve_path", "resumable_curve",
+           "refit_chosen_C", "cross_validate", "curve_lines", "fresh_estimator"]
 
 
 def check_training_set(extractor: FeatureExtractor, split: str, class_name: str,
@@ -234,3 +250,152 @@ def refit_chosen_C(refit: Callable[[float], SegmentationModel], curve: dict, out
         say(f"the refit at C {C:g} finds nothing of the class on its own training split "
             f"(IoU {fmt(iou, '.2f')} %): refused; refitting at C {following:g}, the next best "
             "by pooled held-out IoU")
+
+
+def fresh_estimator(settings: TrainingSettings, method: str, C: float, n_jobs: int = 1):
+    """A fresh learner of ``method`` at ``C`` with ``n_jobs`` inference workers
+    (a module-level function, so that ``functools.partial`` of it pickles to
+    the workers of a cross-validation, as a lambda would not)."""
+    return with_workers(settings.estimator(method, C=C), n_jobs)
+
+
+def cross_validate(settings: TrainingSettings, method: str, X, Y, *, seed: int = 0,
+                   n_jobs: int = 1, progress: bool = False) -> dict:
+    """The cross-validation curve of C for one (class, method) on its training
+    examples, with the chosen C (``chosen_C``) and any edge warning.
+
+    The folds' learners are ``method``'s at ``settings``, each on the grid of
+    ``settings.cv()``, stopped at ``settings.cv_tol`` (the folds only rank
+    the values of C)."""
+    grid, folds = settings.cv()
+    make = functools.partial(fresh_estimator, settings, method, grid[0], n_jobs)
+    return select_C(make, X, Y, grid, folds, seed, progress, n_jobs,
+                    fold_tol=settings.cv_tol)[1]
+
+
+def curve_lines(curve: dict, where: str, class_name: str, method: str) -> list[str]:
+    """The curve's lines and the C it chose, as ``train`` and ``compare`` say
+    them; ``where`` names the training split (``data/split``)."""
+    fits = sum(map(sum, curve["fit_seconds"]))
+    return [*format_curve(curve),
+            f"C chosen by {curve['folds']}-fold cross-validation on {where} ({method}, "
+            f"{class_name}): {curve['chosen_C']:g} (pooled held-out VOC IoU; {fits:.1f} s "
+            "of fits)"]
+
+
+def _curve(settings: TrainingSettings, method: str, class_name: str, X, Y, out,
+           extractor: FeatureExtractor, split: str, identity: str | None, seed: int,
+           n_jobs: int, progress: bool, say: Callable[[str], None]) -> dict:
+    """``C = "auto"``: the curve saved beside model ``out`` by an interrupted
+    run (or by ``compare``'s cross-validation of every pair), else one made
+    now and saved there."""
+    grid, folds = settings.cv()
+    curve = resumable_curve(out, grid, folds, identity, fold_tol=settings.cv_tol)
+    if curve is not None and checkpoint_path(out).exists():
+        say(f"resuming the refit at C {curve['chosen_C']:g}, chosen by the cross-validation "
+            f"of the interrupted run ({curve_path(out)})")
+        return curve
+    if curve is None:
+        curve = cross_validate(settings, method, X, Y, seed=seed, n_jobs=n_jobs,
+                               progress=progress)
+        if identity is not None:
+            curve["identity"] = identity
+    for line in curve_lines(curve, f"{extractor.dataset.name}/{split}", class_name, method):
+        say(line)
+    return curve
+
+
+def _temperature(settings: TrainingSettings, method: str, C: float, X, Y, seed: int,
+                 say: Callable[[str], None], warn: Callable[[str], None]) -> tuple[float, dict]:
+    """The temperature of the marginals of ``method`` at ``C``, by held-out
+    likelihood on the folds of the training split."""
+    folds = settings.cv()[1]
+    say(f"fitting the temperature of the marginals on {folds} folds of the training split")
+    T, fit = fit_temperature(functools.partial(fresh_estimator, settings, method, C), X, Y,
+                             folds=folds, seed=seed)
+    say(f"temperature {T:.3g} of the marginals, by held-out likelihood "
+        f"({fit['seconds']:.1f} s)")
+    if fit["at_edge"]:
+        warn("the temperature is at the end of its range: the held-out scores say little "
+             "about the labels")
+    return T, fit
+
+
+def train(extractor: FeatureExtractor, split: str, class_name: str, method: str,
+          settings: TrainingSettings, out, *, val_split: str | None = None,
+          calibrate: bool = False, resume: bool = True, keep_checkpoint: bool = False,
+          curve_identity: str | None = None, seed: int = 0, n_jobs: int = 1,
+          progress: bool = False, say: Callable[[str], None] = print,
+          warn: Callable[[str], None] = print) -> SegmentationModel:
+    """Train ``method`` for ``class_name`` on ``split`` and save it as model ``out``
+    (the module docstring's steps).
+
+    Parameters
+    ----------
+    extractor : FeatureExtractor of the data set (its features, codebook and
+        detectors are saved with the model).
+    split, class_name, method : what is trained (``method`` one of
+        ``segstruct.learn.methods.METHODS``).
+    settings : TrainingSettings; with ``C = "auto"`` the C is
+        cross-validated on ``split``.
+    out : model path (prefix): ``out.json`` and ``out.npz`` are written, the
+        log, the checkpoint and an unfinished run's curve beside them.
+    val_split : a split scored beside the training one and checked for
+        over-fitting, optional.
+    calibrate : also fit the temperature of the marginals (for decisions on
+        them); a CRF has its own.
+    resume : continue from the checkpoint beside ``out`` when there is one.
+    keep_checkpoint : keep the checkpoint of a converged run (the caller drops
+        it once its own records are written).
+    curve_identity : what a saved curve must carry to be reused without a
+        checkpoint (``compare``'s cross-validation of all pairs saves them).
+    seed : the folds' seed (of C and of the temperature).
+    n_jobs : worker processes of the learner's inference and the folds.
+    progress : show progress bars.
+    say, warn : called with each line of progress and each warning.
+
+    Returns
+    -------
+    SegmentationModel, as saved (its ``doc`` holds ``C_selection`` with
+    ``C = "auto"``, ``temperature_fit`` when calibrated); the fitted learner
+    is its ``estimator``.
+
+    Raises
+    ------
+    DatasetError
+        The split cannot teach the class (or hold the folds).
+    """
+    folds = settings.cv()[1] if settings.auto else None
+    check_training_set(extractor, split, class_name, folds)
+    if extractor.config.detector is not None:
+        # a class too small for a detector stops here, before any feature
+        extractor.block_detectors(class_name)
+    examples = extractor.examples(split, class_name)
+    X = [ex.graph for ex in examples]
+    Y = [ex.pixel_counts for ex in examples]
+    val = None
+    if val_split is not None:
+        held = extractor.examples(val_split, class_name)
+        val = (val_split, [ex.graph for ex in held], [ex.pixel_counts for ex in held])
+    curve = None
+    if settings.auto:
+        curve = _curve(settings, method, class_name, X, Y, out, extractor, split,
+                       curve_identity, seed, n_jobs, progress, say)
+
+    def refit(C: float) -> SegmentationModel:
+        extra: dict = {} if curve is None else {"C_selection": curve}
+        temperature = None
+        if calibrate:
+            # before the fit: the fold models' held-out scores, not the final model's
+            temperature, fit = _temperature(settings, method, C, X, Y, seed, say, warn)
+            extra["temperature_fit"] = fit
+        if resume and checkpoint_path(out).exists():
+            say(f"resuming from {checkpoint_path(out)}")
+        return train_model(fresh_estimator(settings, method, C, n_jobs), X, Y, out, extractor,
+                           split=split, class_name=class_name, method=method,
+                           metadata=extra, progress=progress, resume=resume,
+                           keep_checkpoint=keep_checkpoint, val=val, temperature=temperature)
+
+    if curve is None:
+        return refit(float(settings.C))
+    return refit_chosen_C(refit, curve, out, warn)

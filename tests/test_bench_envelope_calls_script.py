@@ -46,8 +46,7 @@ def test_the_recording_run_is_the_commands_comparison(load_script, data_root, tm
     settings, class, method and splits (the script uses the library, so this
     pins it to the command's defaults)."""
     from segstruct.cli import build_parser
-    from segstruct.cli.c_options import check_C_options
-    from segstruct.cli.settings import check_loss_options, feature_config, training_settings
+    from segstruct.cli.settings import feature_config, training_settings
     from segstruct.datasets import VOCDataset
     from segstruct.features.extraction import FeatureExtractor
     from segstruct.learn.methods import DEFAULTS
@@ -57,10 +56,7 @@ def test_the_recording_run_is_the_commands_comparison(load_script, data_root, tm
         args = build_parser().parse_args(["compare", "--methods", "proposed", "--classes",
                                           "horse", "--C", C, "-j", "1", "--data",
                                           str(data_root)])
-        args.loss_given, args.loss = False, DEFAULTS.loss      # as main() fills them in
-        check_loss_options(args, args.methods)
-        check_C_options(args)
-        assert made.settings == training_settings(args)
+        assert made.settings == training_settings(args, args.methods)
         # the config as an extractor reads it ("auto" long side made a number)
         assert made.extractor.config == FeatureExtractor(VOCDataset(data_root),
                                                          feature_config(args)).config

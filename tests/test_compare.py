@@ -176,8 +176,10 @@ def test_bad_options_fail_before_training(data_root, tmp_path, capsys):
             str(tmp_path / "o"), "--cache", str(tmp_path / "c"), *SMALL]
     assert main(base + ["--C", "-1"]) == 2
     assert "C must be a finite number > 0" in capsys.readouterr().err
-    assert main(base + ["--node-weights", "area"]) == 2
-    assert "count" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:        # a usage error, as train's
+        main(base + ["--node-weights", "area"])
+    assert usage.value.code == 2 and \
+        "count node weights" in capsys.readouterr().err
     assert main(base + ["--split-eval", "nosuchsplit"]) == 2
     assert "nosuchsplit" in capsys.readouterr().err
     assert not (tmp_path / "o" / "runs").exists()

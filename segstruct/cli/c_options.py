@@ -4,15 +4,16 @@ their checks before any feature is computed."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 from segstruct.cli.common import UsageError
 from segstruct.io.text import count
 from segstruct.learn.estimators.base import POSITIVE, Options, check_param
-from segstruct.learn.methods import DEFAULTS
+from segstruct.learn.methods import DEFAULTS, TrainingSettings
 from segstruct.learn.selection import DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID
 from segstruct.learn.estimators.structured_svm import C_UNITS, DEFAULT_C
 
-__all__ = ["add_C_options", "check_C_options", "check_cv_size", "fold_tol"]
+__all__ = ["add_C_options", "C_choice", "fit_split", "fold_tol"]
 
 
 def add_C_options(g) -> None:
@@ -44,11 +45,13 @@ def add_C_options(g) -> None:
                         "0.1 and 0.01 from C 1)")
 
 
-def check_C_options(args) -> None:
-    """Read ``--C`` (a number or "auto") and its cross-validation options.
+def C_choice(args) -> tuple[float | str, tuple | None]:
+    """``--C`` (a number or "auto") and its cross-validation options, checked.
 
-    Sets ``args.C`` to a float or "auto" and ``args.cv`` to ``(grid, folds)``
-    with ``--C auto`` (defaults filled in), else None.
+    Returns
+    -------
+    C : float, or "auto".
+    cv : ``(grid, folds)`` with ``--C auto`` (defaults filled in), else None.
 
     Raises
     ------
@@ -60,26 +63,23 @@ def check_C_options(args) -> None:
         check has always done: exit status 2 without the usage text).
     """
     from segstruct.learn.selection import check_fold_tol, check_folds, check_grid
-    # None: not given (the default, which check_cv_size may replace)
-    args.C_default = args.C is None
-    args.C = _parse_C(DEFAULTS.C if args.C is None else args.C)
-    if args.C != "auto":
-        check_param("--C", args.C, [POSITIVE, Options("auto")])
+    C = _parse_C(DEFAULTS.C if args.C is None else args.C)
+    if C != "auto":
+        check_param("--C", C, [POSITIVE, Options("auto")])
         given = [flag for flag, value in (("--C-grid", args.C_grid), ("--folds", args.folds),
                                           ("--cv-tol", args.cv_tol)) if value is not None]
         if given:
             raise UsageError(f"{' and '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
-                             f"only to --C auto (C is {args.C:g}); add --C auto to choose C "
+                             f"only to --C auto (C is {C:g}); add --C auto to choose C "
                              "by cross-validation")
-        args.cv = None
-        return
+        return C, None
     try:
         grid = check_grid(DEFAULT_GRID if args.C_grid is None else args.C_grid)
         folds = check_folds(DEFAULT_FOLDS if args.folds is None else args.folds)
         check_fold_tol(args.cv_tol)
     except ValueError as err:
         raise UsageError(f"--C auto: {err}") from err
-    args.cv = (grid, folds)
+    return C, (grid, folds)
 
 
 def _parse_C(value):
@@ -92,23 +92,23 @@ def _parse_C(value):
         raise UsageError(f"--C must be a positive number or 'auto', got {value!r}") from None
 
 
-def check_cv_size(args, dataset, split) -> bool:
+def fit_split(settings: TrainingSettings, C_given: bool, dataset, split: str) -> TrainingSettings:
     """With --C auto, refuse (before any feature) a split with fewer images
     than folds; the default "auto" (no --C given) falls back to the fixed
-    default C instead, and says so. Returns whether it fell back."""
-    if args.cv is None:
-        return False
+    default C instead, and says so. Returns the settings to train with."""
+    if not settings.auto:
+        return settings
+    folds = settings.cv()[1]
     n_images = len(dataset.ids(split))
-    if n_images < args.cv[1] and getattr(args, "C_default", False):
+    if n_images < folds and not C_given:
         print(f"note: split {split!r} has {count(n_images, 'training image')}, too few for "
-              f"{args.cv[1]}-fold cross-validation of C: training at C {DEFAULT_C:g} "
+              f"{folds}-fold cross-validation of C: training at C {DEFAULT_C:g} "
               "(give --C to set it)", file=sys.stderr)
-        args.C, args.cv = DEFAULT_C, None
-        return True
-    if n_images < args.cv[1]:
+        return replace(settings, C=DEFAULT_C, C_grid=None, folds=None)
+    if n_images < folds:
         raise UsageError(f"--C auto: split {split!r} has {count(n_images, 'training image')}, "
-                         f"fewer than the {args.cv[1]} folds; give fewer --folds or a fixed --C")
-    return False
+                         f"fewer than the {folds} folds; give fewer --folds or a fixed --C")
+    return settings
 
 
 def fold_tol(args) -> float:

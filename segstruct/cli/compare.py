@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from segstruct.cli.c_options import check_C_options, check_cv_size
+from segstruct.cli.c_options import fit_split
 from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset, show_progress,
                                   voc_class)
-from segstruct.cli.settings import (add_training_options, check_loss_options,
-                                    check_solver_options, checked, codebook_split,
+from segstruct.cli.settings import (add_training_options, codebook_split, first_estimator,
                                     make_extractor, training_settings)
 from segstruct.compare.figures import FIGURE_IMAGES
 from segstruct.compare.planner import EVAL_SPLIT, METHODS_COMPARED, TRAIN_SPLIT
@@ -75,20 +74,16 @@ def run(args) -> int:
     if codebook_split(args) == args.eval_split:
         raise UsageError(f"--codebook-split {args.eval_split!r} is the evaluation split: "
                          "the codebook must be learnt on training data only")
-    check_loss_options(args, args.methods)
-    check_solver_options(args, args.methods)
-    check_C_options(args)
-    settings = training_settings(args)
+    settings = training_settings(args, args.methods)
     for method in args.methods:          # each method's own checks, before any feature
-        C = args.cv[0][0] if args.cv is not None else args.C
-        checked(settings.estimator(method, C=C), args)
+        first_estimator(settings, method, args.n_jobs, args)
     dataset = open_dataset(args)
-    check_cv_size(args, dataset, args.train_split)
+    settings = fit_split(settings, args.C is not None, dataset, args.train_split)
     extractor = make_extractor(args, dataset)
     classes = args.classes or classes_in(dataset, args.train_split)
     # "every class" leaves out a class too small for a detector; a class asked
     # for by name stops the run instead
-    comparison = Comparison(extractor, classes, args.methods, training_settings(args), args.out,
+    comparison = Comparison(extractor, classes, args.methods, settings, args.out,
                             train_split=args.train_split, eval_split=args.eval_split,
                             seed=args.seed, progress=show_progress(args),
                             skip_few_objects=args.classes is None, n_jobs=args.n_jobs)

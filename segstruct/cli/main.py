@@ -12,11 +12,10 @@ import sys
 from segstruct.cli import (compare, detector, evaluate, features, inspect, predict, train,
                            visualize)
 from segstruct.cli.common import UsageError, add_data_options
-from segstruct.cli.settings import add_feature_options, make_estimator
+from segstruct.cli.settings import add_feature_options, resumable
 from segstruct.cluster import use_scheduler
 from segstruct.datasets import DatasetError
 from segstruct.io.provenance import code_version
-from segstruct.learn.methods import DEFAULTS
 
 COMMANDS = {"inspect": inspect, "features": features, "train": train, "evaluate": evaluate,
             "compare": compare, "visualize": visualize, "predict": predict,
@@ -52,9 +51,6 @@ def main(argv=None) -> int:
     an interrupt)."""
     parser, commands = _parsers()
     args = parser.parse_args(argv)
-    if hasattr(args, "loss"):
-        args.loss_given = args.loss is not None
-        args.loss = args.loss or DEFAULTS.loss
     try:
         with use_scheduler(getattr(args, "scheduler", None)):
             return args.func(args)
@@ -67,7 +63,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted; finished cache entries are kept"
               + ("; continue training with --resume" if args.command == "train"
-                 and make_estimator(args).resumable else "")
+                 and resumable(args) else "")
               + ("; run the same command again to resume" if args.command == "compare"
                  else ""), file=sys.stderr)
         return 130

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from segstruct.cli.c_options import add_C_options, check_C_options, fold_tol
+from segstruct.cli.c_options import C_choice, add_C_options, fold_tol
 from segstruct.cli.common import EarlierName, UsageError, show_progress
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import SIFT_NORMS, TOP_DOWN_DETECTORS, FeatureConfig
@@ -20,8 +20,9 @@ from segstruct.inference.proposed import INFERENCE_CHOICES
 from segstruct.learn.solvers.fenchel_young import SETS
 from segstruct.learn.solvers.likelihood import LIKELIHOODS
 from segstruct.learn.methods import (DEFAULTS, METHODS, SINGLE_RUN_METHODS, SINGLE_RUN_SOLVERS,
-                                     with_workers)
+                                     TrainingSettings)
 from segstruct.learn.estimators.structured_svm import NODE_WEIGHT_MODES, SCOPES, SOLVERS
+from segstruct.workflow import fresh_estimator
 
 
 def add_feature_options(p: argparse.ArgumentParser) -> None:
@@ -299,13 +300,13 @@ def add_training_options(g) -> None:
 
 
 def check_loss_options(args, methods) -> None:
-    """Refuse options that the chosen loss or methods would silently ignore,
-    then fill in the defaults of the proposed method's options."""
-    if args.loss_given and all(METHODS[m]["loss"] is not None for m in methods):
+    """Refuse options that the chosen loss or methods would silently ignore."""
+    if args.loss is not None and all(METHODS[m]["loss"] is not None for m in methods):
         raise UsageError(f"--loss does not apply to {', '.join(methods)}: their losses are "
                          "fixed (it sets the loss of bl2, proposed and exact)")
-    if args.beta is not None and args.loss != "fbeta":
-        raise UsageError(f"--beta applies only to --loss fbeta (the loss is {args.loss})")
+    if args.beta is not None and (args.loss or DEFAULTS.loss) != "fbeta":
+        raise UsageError(f"--beta applies only to --loss fbeta (the loss is "
+                         f"{args.loss or DEFAULTS.loss})")
     if args.beta is not None and not args.beta > 0:
         raise UsageError(f"--beta must be positive, got {args.beta}")
     if "proposed" not in methods:
@@ -313,13 +314,9 @@ def check_loss_options(args, methods) -> None:
                             ("--no-polish", args.no_polish or None)):
             if value is not None:
                 raise UsageError(f"{flag} applies only to the proposed method")
-    if args.inference is None:
-        args.inference = DEFAULTS.inference
-    if args.triangles is not None and args.inference == "envelope":
+    if args.triangles is not None and (args.inference or DEFAULTS.inference) == "envelope":
         raise UsageError("--triangles applies to --inference decomposition or lp; the "
                          "envelope inference (the default) uses no triangles")
-    if args.triangles is None:
-        args.triangles = DEFAULTS.n_triangles
 
 
 def check_solver_options(args, methods) -> None:
@@ -338,14 +335,20 @@ def check_solver_options(args, methods) -> None:
                          f"{'is' if len(methods) == 1 else 'are'} not")
 
 
-def training_settings(args):
-    """The training options as a ``TrainingSettings``, checked (UsageError)."""
-    from segstruct.learn.methods import TrainingSettings
-    grid, folds = args.cv or (None, None)
-    return TrainingSettings(loss=args.loss, beta=args.beta or DEFAULTS.beta,
-                            scope=args.scope, C=args.C, C_units=args.C_units,
+def training_settings(args, methods) -> TrainingSettings:
+    """The training options as ``TrainingSettings``, checked against each
+    other and the ``methods`` they train (UsageError); the parsed options
+    are read, never changed."""
+    check_loss_options(args, methods)
+    check_solver_options(args, methods)
+    C, cv = C_choice(args)
+    grid, folds = cv or (None, None)
+    return TrainingSettings(loss=args.loss or DEFAULTS.loss, beta=args.beta or DEFAULTS.beta,
+                            scope=args.scope, C=C, C_units=args.C_units,
                             node_weights=args.node_weights,
-                            n_triangles=args.triangles, inference=args.inference,
+                            n_triangles=(DEFAULTS.n_triangles if args.triangles is None
+                                         else args.triangles),
+                            inference=args.inference or DEFAULTS.inference,
                             polish=not args.no_polish, solver=args.solver, tol=args.tol,
                             max_iter=args.max_iter, C_grid=grid, folds=folds,
                             cv_tol=fold_tol(args),
@@ -359,15 +362,17 @@ def decisions_of(asked) -> tuple:
     return tuple(dict.fromkeys(["map", *(asked or [])]))
 
 
-def make_estimator(args):
-    """The estimator of ``--method`` with the checked training options (and
-    ``--n-jobs`` inference workers, where the method has them)."""
-    C = args.cv[0][0] if args.cv is not None else args.C
+def first_estimator(settings: TrainingSettings, method: str, n_jobs: int, args=None):
+    """The learner of ``method`` at the settings' C (with ``C = "auto"`` the
+    grid's first, until cross-validation has chosen), ``n_jobs`` inference
+    workers where the method has them, checked: a bad value is a usage
+    error naming its option (``args``: the parsed options)."""
+    C = settings.cv()[0][0] if settings.auto else float(settings.C)
     try:
-        estimator = training_settings(args).estimator(args.method, C=C)
+        estimator = fresh_estimator(settings, method, C, n_jobs)
     except ValueError as err:            # e.g. bl2 with area node weights, M < 2
         raise UsageError(option_message(str(err), args)) from err
-    return with_workers(estimator, args.n_jobs)
+    return checked(estimator, args)
 
 
 def option_message(text: str, args=None) -> str:
@@ -381,18 +386,6 @@ def option_message(text: str, args=None) -> str:
     return text
 
 
-def train_estimator(args):
-    """The StructuredSVM of ``--method`` and the training options.
-
-    With ``--C auto`` its C is the grid's first value until the
-    cross-validation has chosen one.
-    """
-    check_loss_options(args, [args.method])
-    check_solver_options(args, [args.method])
-    check_C_options(args)
-    return make_estimator(args)
-
-
 def checked(estimator, args=None):
     """``estimator`` after its own checks (check_params), as usage errors
     naming the option (:func:`option_message`)."""
@@ -401,6 +394,15 @@ def checked(estimator, args=None):
     except ValueError as err:
         raise UsageError(option_message(str(err), args)) from err
     return estimator
+
+
+def resumable(args) -> bool:
+    """Whether ``train``'s learner keeps a checkpoint to continue from (False
+    for options that do not make one)."""
+    try:
+        return first_estimator(training_settings(args, [args.method]), args.method, 1).resumable
+    except (UsageError, ValueError):
+        return False
 
 
 def check_resume(args, estimator) -> None:

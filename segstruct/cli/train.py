@@ -6,10 +6,10 @@ from pathlib import Path
 
 from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset, show_progress,
                                   voc_class)
-from segstruct.cli.c_options import check_cv_size, fold_tol
+from segstruct.cli.c_options import fit_split
 from segstruct.cli.resume import resume_error
-from segstruct.cli.settings import (add_training_options, check_resume, checked,
-                                    make_estimator, make_extractor, train_estimator)
+from segstruct.cli.settings import (add_training_options, check_resume, first_estimator,
+                                    make_extractor, training_settings)
 from segstruct.datasets.voc import SPLIT_DIR
 from segstruct.ensemble import default_runs
 from segstruct.io.checkpoint import CheckpointError
@@ -83,96 +83,48 @@ def _no_val_note(args, dataset) -> str | None:
     return None
 
 
-def _cv_figure_path(model) -> Path:
-    """Where ``train --C auto`` draws its curve: ``MODEL.cv.png`` (beside
-    ``MODEL.cv.json``, :func:`segstruct.workflow.curve_path`)."""
-    from segstruct.workflow import curve_path
-    return curve_path(model).with_suffix(".png")
-
-
-def _curve_to_resume(args, checkpoint: Path) -> dict | None:
-    """The cross-validation curve an interrupted ``--C auto`` refit was made
-    with (its checkpoint's C), when ``--resume`` continues that refit: the
-    cross-validation is not run again (with other --max-iter it could choose
-    another C than the checkpoint's)."""
-    from segstruct.workflow import curve_path, resumable_curve
-    if not args.resume:
-        return None
-    grid, folds = args.cv
-    curve = resumable_curve(args.out, grid, folds, fold_tol=fold_tol(args))
-    if curve is not None:
-        print(f"resuming the refit at C {curve['chosen_C']:g}, chosen by the cross-validation "
-              f"of the interrupted run ({curve_path(args.out)})")
-    return curve
-
-
-def _choose_C_for_train(args, dataset, X, Y) -> dict:
-    """Cross-validate C on the training split and print the curve; returns
-    the curve (with ``chosen_C``)."""
-    from segstruct.learn.selection import format_curve, select_C
-    grid, folds = args.cv
-    # the folds' estimators: same method and options, no log, checkpoint nor bar
-    # of their own (the cross-validation has one)
-    chosen, curve = select_C(lambda: make_estimator(args), X, Y, grid,
-                             folds, args.seed, show_progress(args), args.n_jobs,
-                             fold_tol=fold_tol(args))
-    print(f"C chosen by {folds}-fold cross-validation on {dataset.name}/{args.split} "
-          f"({args.method}, {args.class_name}): {chosen:g} (pooled held-out VOC IoU, "
-          f"{curve['seconds']:.1f} s)")
-    print("\n".join(format_curve(curve)))
-    return curve
-
-
-def _draw_curve(args, dataset, curve: dict) -> None:
-    """The curve next to the model (``MODEL.cv.png``), drawn after the refit,
-    so that it marks the C of the saved model (and any refused one)."""
+def _draw_curve(args, settings, dataset, curve: dict) -> None:
+    """The curve next to the model (``MODEL.cv.png``, beside ``MODEL.cv.json``),
+    drawn after the refit, so that it marks the C of the saved model (and any
+    refused one)."""
     from segstruct.report.figures import cv_figure, save_figure
+    from segstruct.workflow import curve_path
     caption = (f"data {dataset.name}/{args.split}; class {args.class_name}; method "
                f"{args.method}; {curve['folds']} folds of the training split, seed "
-               f"{args.seed}; scope {args.scope}, node weights {args.node_weights}, tol "
-               f"{args.tol:g} (the folds' fits: "
-               f"{fold_tol_text({'cv_tol': fold_tol(args), 'tol': args.tol})}); code "
+               f"{args.seed}; scope {settings.scope}, node weights {settings.node_weights}, "
+               f"tol {settings.tol:g} (the folds' fits: "
+               f"{fold_tol_text({'cv_tol': settings.cv_tol, 'tol': settings.tol})}); code "
                f"{code_version()}")
     path = save_figure(cv_figure({args.method: curve}, caption=caption),
-                       _cv_figure_path(args.out))
+                       curve_path(args.out).with_suffix(".png"))
     print(f"wrote {path}")
 
 
-def _calibrate(args, estimator, X, Y) -> tuple[float, dict]:
-    """--calibrate: the temperature of the marginals, by held-out likelihood."""
-    from segstruct.decisions import fit_temperature
-    from segstruct.learn.selection import DEFAULT_FOLDS
-    folds = args.folds or DEFAULT_FOLDS
-    print(f"fitting the temperature of the marginals on {folds} folds of {args.split}",
-          file=sys.stderr)
-    params = estimator.get_params(deep=False)
-    T, fit = fit_temperature(lambda: type(estimator)(**params), X, Y, folds=folds,
-                             seed=args.seed)
-    print(f"temperature {T:.3g} ({fit['seconds']:.1f} s)", file=sys.stderr)
-    return T, fit
+def _warn(text: str) -> None:
+    print(f"warning: {text}", file=sys.stderr)
 
 
-def _fit_or_refit(refit, C: float, curve: dict | None, out, checkpoint):
-    """The saved model: ``refit(C)``, or with a cross-validation ``curve``
-    at its chosen C (the next where a refit labels nothing). A checkpoint of
+def _train(args, settings, dataset, extractor, val_split):
+    """The library's workflow with the options' values; a checkpoint of
     other settings refused by ``--resume`` is said in options."""
-    from segstruct.workflow import refit_chosen_C
+    from segstruct.io.persistence import checkpoint_path
+    from segstruct.workflow import train
     try:
-        if curve is None:
-            return refit(C)
-        return refit_chosen_C(refit, curve, out,
-                              lambda text: print(f"warning: {text}", file=sys.stderr))
+        return train(extractor, args.split, args.class_name, args.method, settings, args.out,
+                     val_split=val_split, calibrate=args.calibrate, resume=args.resume,
+                     seed=args.seed, n_jobs=args.n_jobs, progress=show_progress(args),
+                     say=print, warn=_warn)
     except CheckpointError as err:
         # in the options the user gave, not the library's names
-        message = resume_error(err, checkpoint)
+        message = resume_error(err, checkpoint_path(args.out))
         if message is None:
             raise
         raise UsageError(message) from None
 
 
-def run(args) -> int:
-    from segstruct.io.persistence import checkpoint_path, log_path, model_paths
-    from segstruct.workflow import check_training_set, curve_path, train_model
+def _check_files(args) -> None:
+    """Refuse to overwrite a model, or to start over an unfinished run."""
+    from segstruct.io.persistence import checkpoint_path, model_paths
     checkpoint = checkpoint_path(args.out)
     if checkpoint.exists() and not args.resume:
         raise UsageError(f"{checkpoint} holds an unfinished training run: add --resume to "
@@ -182,51 +134,14 @@ def run(args) -> int:
     if model_file.exists() and not args.force and not (args.resume and checkpoint.exists()):
         raise UsageError(f"{model_file} exists: add --force to replace that model, or give "
                          "another --out")
-    # every option is checked before any feature is computed
-    estimator = checked(train_estimator(args), args)
-    check_resume(args, estimator)
-    if args.calibrate and args.method == "crf":
-        raise UsageError("--calibrate: a crf model's scores are its log-probabilities "
-                         "(temperature 1); calibrate the SSVM methods only")
     if args.resume and not checkpoint.exists():
         print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
-    dataset = open_dataset(args)
-    if check_cv_size(args, dataset, args.split):
-        estimator = checked(make_estimator(args), args)  # at the fixed C it fell back to
-    val_split = _val_split(args, dataset)
-    extractor = make_extractor(args, dataset)
-    check_training_set(extractor, args.split, args.class_name,
-                       args.cv[1] if args.cv is not None else None)
-    if extractor.config.detector is not None:
-        # a class too small for a detector stops here, before any feature
-        extractor.block_detectors(args.class_name)
-    examples = extractor.examples(args.split, args.class_name)
-    X = [ex.graph for ex in examples]
-    Y = [ex.pixel_counts for ex in examples]
-    val = None
-    if val_split is not None:
-        held = extractor.examples(val_split, args.class_name)
-        val = (val_split, [ex.graph for ex in held], [ex.pixel_counts for ex in held])
-    curve = None
-    if args.cv is not None:
-        curve = _curve_to_resume(args, checkpoint) or _choose_C_for_train(args, dataset, X, Y)
 
-    def refit(C: float):
-        """The saved model at ``C``: all of the split (and its temperature)."""
-        estimator.C = C
-        extra = {} if curve is None else {"C_selection": curve}
-        temperature = None
-        if args.calibrate:
-            temperature, fit = _calibrate(args, estimator, X, Y)
-            extra = {**extra, "temperature_fit": fit}
-        return train_model(estimator, X, Y, args.out, extractor, split=args.split,
-                           class_name=args.class_name, method=args.method, metadata=extra,
-                           progress=show_progress(args), resume=args.resume, val=val,
-                           temperature=temperature)
 
-    trained = _fit_or_refit(refit, estimator.C, curve, args.out, checkpoint)
-    if curve is not None:
-        _draw_curve(args, dataset, curve)
+def _report(args, dataset, trained, val_split) -> None:
+    """What the run did: convergence, the scores, notes and warnings."""
+    from segstruct.io.persistence import checkpoint_path, log_path, model_paths
+    estimator = trained.estimator
     train_score, diagnosis = trained.doc["train_score"], trained.doc["diagnosis"]
     val_score = trained.doc.get("val_score")
     status = "converged" if estimator.converged_ else "stopped at --max-iter"
@@ -245,11 +160,31 @@ def run(args) -> int:
     if (no_val := _no_val_note(args, dataset)) is not None:
         print(no_val)
     for warning in diagnosis["warnings"]:
-        print(f"warning: {warning}", file=sys.stderr)
+        _warn(warning)
     print(f"wrote {model_paths(trained.path)[0]} (+ .npz) and {log_path(trained.path)}")
-    if args.cv is not None and not checkpoint.exists():
-        curve_path(args.out).unlink(missing_ok=True)    # in the model now
+    checkpoint = checkpoint_path(args.out)
     if checkpoint.exists():
         print(f"kept {checkpoint}: rerun with --resume and a higher --max-iter to continue")
-    return 0
 
+
+def run(args) -> int:
+    from segstruct.io.persistence import checkpoint_path
+    from segstruct.workflow import curve_path
+    _check_files(args)
+    # every option is checked before any feature is computed
+    settings = training_settings(args, [args.method])
+    check_resume(args, first_estimator(settings, args.method, args.n_jobs, args))
+    if args.calibrate and args.method == "crf":
+        raise UsageError("--calibrate: a crf model's scores are its log-probabilities "
+                         "(temperature 1); calibrate the SSVM methods only")
+    dataset = open_dataset(args)
+    settings = fit_split(settings, args.C is not None, dataset, args.split)
+    val_split = _val_split(args, dataset)
+    trained = _train(args, settings, dataset, make_extractor(args, dataset), val_split)
+    curve = trained.doc.get("C_selection")
+    if curve is not None:
+        _draw_curve(args, settings, dataset, curve)
+    _report(args, dataset, trained, val_split)
+    if curve is not None and not checkpoint_path(args.out).exists():
+        curve_path(args.out).unlink(missing_ok=True)    # in the model now
+    return 0

@@ -16,9 +16,8 @@ import json
 from collections.abc import Callable
 
 from segstruct.io.files import write_json
-from segstruct.learn.methods import TrainingSettings, with_workers
-from segstruct.learn.selection import cross_validate_many, format_curve, with_choice
-from segstruct.workflow import curve_path, resumable_curve
+from segstruct.learn.selection import cross_validate_many, with_choice
+from segstruct.workflow import curve_lines, curve_path, fresh_estimator, resumable_curve
 
 __all__ = ["cross_validate_pairs", "curve_identity", "say_curve"]
 
@@ -71,7 +70,7 @@ def cross_validate_pairs(comparison, todo) -> None:
 def _fold_estimator(comparison, method) -> Callable:
     """Makes the folds' estimators: the pair's settings, no log, checkpoint
     nor bar of their own."""
-    return functools.partial(_estimator_with_workers, comparison.settings, method,
+    return functools.partial(fresh_estimator, comparison.settings, method,
                              comparison.settings.cv()[0][0], comparison.n_jobs)
 
 
@@ -84,18 +83,9 @@ def curve_identity(comparison, class_name, method) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=repr).encode()).hexdigest()
 
 
-def say_curve(comparison, class_name, method, curve: dict, then: str | None = None) -> None:
-    """The curve's lines, and the C it chose; ``then`` ends the last line
-    (by default: that the refit follows)."""
-    for line in format_curve(curve):
+def say_curve(comparison, class_name, method, curve: dict) -> None:
+    """The curve's lines and the C it chose, as the workflow says them
+    (:func:`segstruct.workflow.curve_lines`)."""
+    where = f"{comparison.dataset.name}/{comparison.train_split}"
+    for line in curve_lines(curve, where, class_name, method):
         comparison.say(f"      {line}")
-    fits = sum(map(sum, curve["fit_seconds"]))
-    then = f"; refitting on all of {comparison.train_split}" if then is None else then
-    comparison.say(f"      {method} {class_name}: C {curve['chosen_C']:g} (pooled held-out "
-                   f"VOC IoU; {fits:.1f} s of fits){then}")
-
-
-def _estimator_with_workers(settings: TrainingSettings, method: str, C: float, n_jobs: int):
-    """A fresh estimator of ``method`` at ``C`` with ``n_jobs`` workers (picklable,
-    unlike a lambda over a loop's variables)."""
-    return with_workers(settings.estimator(method, C=C), n_jobs)

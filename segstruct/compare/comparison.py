@@ -4,7 +4,6 @@ the package docstring for the folder's layout)."""
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
 import json
 import time
@@ -17,17 +16,17 @@ from segstruct.compare.figures import comparison_figures
 from segstruct.compare.multiclass import multiclass
 from segstruct.compare.store import RecordStore, score_table
 from segstruct.datasets import class_index
-from segstruct.decisions import decide, fit_temperature
+from segstruct.decisions import decide
 from segstruct.evaluate.diagnosis import generalisation
 from segstruct.features.detection import detectors_digest
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.io.files import write_json, write_text
 from segstruct.io.persistence import checkpoint_path, log_path, model_paths
 from segstruct.io.provenance import code_version, machine
-from segstruct.learn.methods import METHODS, TrainingSettings, with_workers
+from segstruct.learn.methods import METHODS, TrainingSettings
 from segstruct.learn.estimators.structured_svm import oracle_name
 from segstruct.report.tables import fmt, table_csv, table_markdown
-from segstruct.workflow import curve_path, refit_chosen_C, resumable_curve, train_model
+from segstruct.workflow import curve_path, train
 
 __all__ = ["RESULTS_FORMAT", "Comparison"]
 
@@ -258,7 +257,7 @@ class Comparison:
             self.say(f"[{k + 1}/{len(todo)}] {method} for {class_name} on "
                      f"{self.dataset.name}/{self.train_split}")
             if "C_selection" in record:
-                choosing.say_curve(self, class_name, method, record["C_selection"], "")
+                choosing.say_curve(self, class_name, method, record["C_selection"])
             for warning in record["diagnosis"]["warnings"]:
                 self.say(f"      warning: {class_name}/{method}: {warning}")
             self._say_done(record)
@@ -277,70 +276,34 @@ class Comparison:
         view.extractor.n_jobs, view.extractor.progress = 1, False
         return view
 
-    def _fit_pair(self, class_name, method, X, Y, model_path, curve, C: float):
-        """The pair's model at ``C`` on all of the training split (with ``curve``,
-        that of ``--C auto``, in its metadata), its temperature fitted first."""
-        extra = {} if curve is None else {"C_selection": curve}
-        temperature = None
-        if self._needs_temperature(method):
-            # before the fit: the fold models' held-out scores, not the final model's
-            temperature, fit = fit_temperature(
-                lambda: self.settings.estimator(method, C=C), X, Y,
-                folds=self.settings.cv()[1], seed=self.seed)
-            extra = {**extra, "temperature_fit": fit}
-            self.say(f"      {method} {class_name}: temperature {temperature:.3g} of its "
-                     f"marginals, by held-out likelihood ({fit['seconds']:.1f} s)")
-            if fit["at_edge"]:
-                self.say(f"      warning: {class_name}/{method}: the temperature is at "
-                         "the end of its range: the held-out scores say little about the "
-                         "labels")
-        # an interrupted pair continues from its last cutting-plane iteration
-        if checkpoint_path(model_path).exists():
-            self.say(f"      resuming from {checkpoint_path(model_path)}")
-        # the checkpoint stays until the pair's record is written: an interruption
-        # while the eval split is scored then restores the model at once
-        estimator = with_workers(self.settings.estimator(method, C=C), self.n_jobs)
-        return train_model(estimator, X, Y, model_path, self.extractor,
-                           split=self.train_split, class_name=class_name, method=method,
-                           metadata=extra, progress=self.progress, keep_checkpoint=True,
-                           temperature=temperature)
-
     def _train_and_score(self, class_name, method) -> dict:
         model_path = self.store.model_path(class_name, method)
         model_path.parent.mkdir(parents=True, exist_ok=True)
-        train = self.extractor.examples(self.train_split, class_name)
-        X, Y = [ex.graph for ex in train], [ex.pixel_counts for ex in train]
-        curve = None
         if self.settings.auto:
-            grid, folds = self.settings.cv()
-            identity = choosing.curve_identity(self, class_name, method)
-            curve = resumable_curve(model_path, grid, folds, identity)
-            resumed = curve is not None and checkpoint_path(model_path).exists()
-            if curve is None:
-                # run() cross-validated every pair; its curve file has gone since
-                choosing.cross_validate_pairs(self, [(class_name, method)])
-                curve = resumable_curve(model_path, grid, folds, identity)
-            assert curve is not None
-            if resumed:
-                self.say(f"      resuming the refit at C {curve['chosen_C']:g}, chosen by the "
-                         f"cross-validation of the interrupted run ({curve_path(model_path)})")
-            else:
-                choosing.say_curve(self, class_name, method, curve)
+            # run() cross-validated every pair at once; a curve gone since is made
+            # again by the same path (nothing to do where it is there)
+            choosing.cross_validate_pairs(self, [(class_name, method)])
 
-        refit = functools.partial(self._fit_pair, class_name, method, X, Y, model_path, curve)
-        if curve is None:
-            trained = refit(float(self.settings.C))
-        else:
-            trained = refit_chosen_C(refit, curve, model_path,
-                                     lambda text: self.say(f"      warning: {class_name}/"
-                                                           f"{method}: {text}"))
+        def warn(text: str) -> None:
+            self.say(f"      warning: {class_name}/{method}: {text}")
+
+        # the checkpoint stays until the pair's record is written: an interruption
+        # while the eval split is scored then restores the model at once
+        trained = train(self.extractor, self.train_split, class_name, method, self.settings,
+                        model_path, calibrate=self._needs_temperature(method),
+                        keep_checkpoint=True,
+                        curve_identity=choosing.curve_identity(self, class_name, method),
+                        seed=self.seed, n_jobs=self.n_jobs, progress=self.progress,
+                        say=lambda text: self.say(f"      {text}"), warn=warn)
+        examples = self.extractor.examples(self.train_split, class_name)
+        X, Y = [ex.graph for ex in examples], [ex.pixel_counts for ex in examples]
         C = trained.estimator.C
         extra = {key: trained.doc[key] for key in ("C_selection", "temperature_fit")
                  if key in trained.doc}
         estimator, train_score, diagnosis = (trained.estimator, trained.doc["train_score"],
                                              trained.doc["diagnosis"])
         for warning in diagnosis["warnings"]:
-            self.say(f"      warning: {class_name}/{method}: {warning}")
+            warn(warning)
         start = time.perf_counter()
         evaluation = self.extractor.examples(self.eval_split, class_name)
         eval_score = estimator.voc_score([ex.graph for ex in evaluation],
@@ -352,7 +315,7 @@ class Comparison:
                                   "C": estimator.C, "C_auto": self.settings.auto})
         if warning:
             diagnosis = {**diagnosis, "warnings": [*diagnosis["warnings"], warning]}
-            self.say(f"      warning: {class_name}/{method}: {warning}")
+            warn(warning)
         record = {
             "dataset": self.dataset.name, "class": class_name, "method": method,
             "loss": estimator.loss_.to_dict(), "scope": self.settings.scope,
@@ -365,7 +328,7 @@ class Comparison:
                          "dual": estimator.dual_, "gap": estimator.gap_,
                          "svm_C": getattr(estimator, "svm_C_", None),
                          "oracle": oracle_name(getattr(estimator, "oracle", None))},
-            "n_train_images": len(train), "n_eval_images": len(evaluation),
+            "n_train_images": len(examples), "n_eval_images": len(evaluation),
             "train_score": train_score, "eval_score": eval_score, "diagnosis": diagnosis,
             "eval_seconds": time.perf_counter() - start,
             "detector": self._detector_digest(class_name),

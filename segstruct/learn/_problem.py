@@ -49,13 +49,14 @@ class FitRun:
 
 
 @dataclass(kw_only=True)
-class TrainingRun(FitRun):
-    """One cutting-plane or first-order fit's problem, as the loop sees it
+class LossAugmentedRun(FitRun):
+    """One run of a :class:`~segstruct.learn.estimators.base.LossAugmentedSSVM`
+    (cutting planes or a first-order loop): its problem, as the loop sees it
     (the callbacks read the fields of :class:`FitRun`)."""
 
-    C: float                           # the objective's C (svm_C_), see svm_C
+    svm_C: float                       # the objective's C (svm_C_), see svm_C
     superpixel_loss: float | None      # of svm_C (None in paper units)
-    model: MRFModel
+    feature_map: MRFModel
     xs: list
     ts: list
     ws: list

@@ -609,7 +609,7 @@ def test_compare_with_pairs_on_workers_equals_one_pair_at_a_time(data_root, cach
         assert np.array_equal(w1, load_model(tmp_path / "2" / pooled["model"])[0].w_)
     for jobs in ("1", "2"):       # each pair's curve and result are said, in order
         for method in ("bl1", "bl2"):
-            assert f"{method} car: C " in said[jobs] and f"{method} car: val VOC IoU" in said[jobs]
+            assert f"({method}, car): " in said[jobs] and f"{method} car: val VOC IoU" in said[jobs]
 
 
 def test_a_saved_curve_stands_alone_only_with_this_runs_identity(tmp_path):

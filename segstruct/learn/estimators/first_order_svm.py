@@ -27,7 +27,7 @@ from segstruct.inference import loss_augmented
 from segstruct.inference.highs import SolverError
 from segstruct.learn._params import Options
 from segstruct.learn._problem import (CUTTING_PLANE_SOLVERS, STOCHASTIC_SOLVERS,
-                                      TrainingError, TrainingRun, svm_C)
+                                      TrainingError, LossAugmentedRun, svm_C)
 from segstruct.learn.estimators.base import LossAugmentedSSVM
 from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoints
 from segstruct.learn.solvers.qp import QPError
@@ -141,15 +141,15 @@ class FirstOrderSVM(LossAugmentedSSVM):
         nonpositive = np.flatnonzero(model.upper_bounds(xs[0]) == 0)
         psi_true = np.stack([model.joint_feature(x, t) for x, t in zip(xs, ts)])
         oracle = copy.deepcopy(self.oracle or loss_augmented)
-        C, delta = svm_C(self.C, self.C_units, loss, all_t, all_w, len(xs))
+        objective_C, delta = svm_C(self.C, self.C_units, loss, all_t, all_w, len(xs))
         problem = ImageScopeProblem(
-            model=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle, psi_true=psi_true,
-            nonpositive=nonpositive, C=C)
+            feature_map=model, xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle,
+            psi_true=psi_true, nonpositive=nonpositive, svm_C=objective_C)
         # no working set, no checkpoint: the run the callbacks see has no QP
-        run = TrainingRun(
-            estimator=self, C=C, superpixel_loss=delta, model=model, xs=xs, ts=ts, ws=ws,
-            loss=loss, oracle=oracle, psi_true=psi_true, nonpositive=nonpositive, dim=dim,
-            start=start)
+        run = LossAugmentedRun(
+            estimator=self, svm_C=objective_C, superpixel_loss=delta, feature_map=model,
+            xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle, psi_true=psi_true,
+            nonpositive=nonpositive, dim=dim, start=start)
         state = TrainingState.start(dim, len(xs))
         epochs, rng = int(self.max_iter), np.random.default_rng(self.SAMPLING_SEED)
         iterate = {"w": np.zeros(dim)}
@@ -194,7 +194,7 @@ class FirstOrderSVM(LossAugmentedSSVM):
             for callback in callbacks:
                 callback.on_fit_end(run, state)
         self.oracle_ = oracle
-        self.svm_C_, self.superpixel_loss_ = C, delta
+        self.svm_C_, self.superpixel_loss_ = objective_C, delta
         self.w_ = result.w
         self.loss_ = loss
         self.log_ = log

@@ -41,7 +41,7 @@ from segstruct.inference.highs import SolverError
 from segstruct.io.checkpoint import fingerprint
 from segstruct.learn._problem import (C_UNITS, CUTTING_PLANE_SOLVERS, DEFAULT_C,
                                       DEFAULT_MAX_ITER, NODE_WEIGHT_MODES, SCOPES, SOLVERS,
-                                      STOCHASTIC_SOLVERS, TrainingError, TrainingRun,
+                                      STOCHASTIC_SOLVERS, TrainingError, LossAugmentedRun,
                                       label_counts, oracle_name, resolve_loss,
                                       superpixel_loss, svm_C, targets_and_node_weights)
 from segstruct.learn.solvers.cutting_planes import cutting_planes
@@ -56,7 +56,7 @@ from segstruct.model import MRFModel
 # the shared problem's names (segstruct.learn._problem) are this module's public API too
 __all__ = ["StructuredSVM", "SOLVERS", "CUTTING_PLANE_SOLVERS", "STOCHASTIC_SOLVERS",
            "C_UNITS", "DEFAULT_C", "DEFAULT_MAX_ITER", "NODE_WEIGHT_MODES", "SCOPES",
-           "TrainingError", "TrainingRun", "label_counts", "oracle_name", "resolve_loss",
+           "TrainingError", "LossAugmentedRun", "label_counts", "oracle_name", "resolve_loss",
            "superpixel_loss", "svm_C", "targets_and_node_weights"]
 
 
@@ -249,7 +249,7 @@ class StructuredSVM(LossAugmentedSSVM):
         self._best_cut = (state.best_g, state.best_l)
         self._warm = run.warm_key
         self.oracle_ = run.oracle
-        self.svm_C_ = run.C
+        self.svm_C_ = run.svm_C
         self.superpixel_loss_ = run.superpixel_loss
         self.w_ = state.best_w
         self.loss_ = run.loss
@@ -270,20 +270,20 @@ class StructuredSVM(LossAugmentedSSVM):
                           RuntimeWarning, stacklevel=3)
         return self
 
-    def _training_run(self, X, Y) -> "TrainingRun":
+    def _training_run(self, X, Y) -> "LossAugmentedRun":
         """The problem of one fit: examples, loss, model, QP and oracle."""
         start = time.perf_counter()
         model = MRFModel(pairwise=self.pairwise)
         xs, ts, ws, all_t, all_w = self._examples(X, Y)
         loss = self._resolve_loss(all_t, all_w)
         n = len(xs)
-        C, delta = svm_C(self.C, self.C_units, loss, all_t, all_w, n)
+        objective_C, delta = svm_C(self.C, self.C_units, loss, all_t, all_w, n)
         dim = model.n_features(xs[0])
         nonpositive = np.flatnonzero(model.upper_bounds(xs[0]) == 0)
-        caps = [C] if self.solver == "oneslack" else [C / n] * n
+        caps = [objective_C] if self.solver == "oneslack" else [objective_C / n] * n
         qp = WorkingSetQP(dim, caps, nonpositive)
         # the QP's own gap adds to the certified one: keep it far below C tol
-        qp.abs_gap_tol = 0.01 * C * self.tol
+        qp.abs_gap_tol = 0.01 * objective_C * self.tol
         psi_true = np.stack([model.joint_feature(x, t) for x, t in zip(xs, ts)])
         # hashing every feature array costs a fraction of a second: only when asked
         warm_key = self._warm_key(xs, ts, ws, loss) if self.warm_start else None
@@ -297,14 +297,14 @@ class StructuredSVM(LossAugmentedSSVM):
         if (self.scope == "dataset" and oracle is loss_augmented
                 and loss.linear_coefficients is not None):
             union_parts = ([np.shape(x.unary)[0] for x in X], [np.shape(x.edges)[0] for x in X])
-        return TrainingRun(
-            estimator=self, C=C, superpixel_loss=delta, model=model, xs=xs, ts=ts, ws=ws,
-            loss=loss, oracle=oracle, qp=qp, psi_true=psi_true, nonpositive=nonpositive,
-            dim=dim, start=start, warm_key=warm_key, warm=warm,
+        return LossAugmentedRun(
+            estimator=self, svm_C=objective_C, superpixel_loss=delta, feature_map=model,
+            xs=xs, ts=ts, ws=ws, loss=loss, oracle=oracle, qp=qp, psi_true=psi_true,
+            nonpositive=nonpositive, dim=dim, start=start, warm_key=warm_key, warm=warm,
             fingerprint=lambda: self._fingerprint(xs, ts, ws, loss), union_parts=union_parts,
             settings=lambda: self._checkpoint_settings(loss))
 
-    def _warm_state(self, run: "TrainingRun", state: TrainingState) -> None:
+    def _warm_state(self, run: "LossAugmentedRun", state: TrainingState) -> None:
         """Start ``state`` from the previous fit's working set and weights."""
         assert run.qp is not None           # _training_run's runs have a working set
         run.qp.set_state(self.working_set_)
@@ -312,7 +312,7 @@ class StructuredSVM(LossAugmentedSSVM):
         # changes with C
         state.w, state.best_w = self.w_.copy(), self.w_.copy()
         state.best_g, state.best_l = self._best_cut
-        state.best_primal = (0.5 * self.w_ @ self.w_ + run.C
+        state.best_primal = (0.5 * self.w_ @ self.w_ + run.svm_C
                              * max(0.0, self._best_cut[1] - self._best_cut[0] @ self.w_))
         if self.solver == "nslack":          # its cuts are per example
             state.best_primal = np.inf

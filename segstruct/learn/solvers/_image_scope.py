@@ -33,16 +33,16 @@ class ImageScopeProblem:
 
     Attributes
     ----------
-    model : MRFModel
+    feature_map : MRFModel, the joint feature map.
     xs, ts, ws : lists of the n inputs, (N_i,) targets and (N_i,) node weights.
     loss : Loss, resolved (kappa filled in).
     oracle : ``oracle(u, edges, p, t, a, loss) -> InferenceResult``.
     psi_true : (n, D) Psi(x_i, t_i).
     nonpositive : (P,) int, indices of the weights kept <= 0 (the pairwise block).
-    C : float, the weight of the *mean* hinge.
+    svm_C : float, the objective's weight of the *mean* hinge.
     """
 
-    model: MRFModel
+    feature_map: MRFModel
     xs: list
     ts: list
     ws: list
@@ -50,7 +50,7 @@ class ImageScopeProblem:
     oracle: Callable
     psi_true: np.ndarray
     nonpositive: np.ndarray
-    C: float
+    svm_C: float
 
     @classmethod
     def from_data(cls, X, Y, *, C=0.5, loss="adjusted_hamming", kappa=None,
@@ -68,6 +68,9 @@ class ImageScopeProblem:
         ----------
         X : sequence of n inputs with ``unary``, ``edges``, ``pairwise``.
         Y : sequence of n (N_i,) targets or (N_i, 2) pixel counts.
+        C : float > 0, default 0.5 (the paper's C = 1)
+            The objective's own weight of the mean hinge (an estimator's
+            ``svm_C_``): the solvers on plain arrays take no C units.
         """
         check_param("C", C, [POSITIVE])
         if len(X) != len(Y):
@@ -77,10 +80,10 @@ class ImageScopeProblem:
         ts, ws = map(list, zip(*(targets_and_node_weights(y, node_weights) for y in Y)))
         model = MRFModel(pairwise=pairwise)
         xs = list(X)
-        return cls(model=model, xs=xs, ts=ts, ws=ws, loss=resolve_loss(loss, kappa, ts, ws),
+        return cls(feature_map=model, xs=xs, ts=ts, ws=ws, loss=resolve_loss(loss, kappa, ts, ws),
                    oracle=copy.deepcopy(oracle or loss_augmented),
                    psi_true=np.stack([model.joint_feature(x, t) for x, t in zip(xs, ts)]),
-                   nonpositive=np.flatnonzero(model.upper_bounds(xs[0]) == 0), C=float(C))
+                   nonpositive=np.flatnonzero(model.upper_bounds(xs[0]) == 0), svm_C=float(C))
 
     @property
     def n(self) -> int:
@@ -107,9 +110,9 @@ class ImageScopeProblem:
         loss : float, L_i(y_i); ``loss - g . w`` is H_i(w) for an exact oracle.
         """
         x = self.xs[i]
-        u, p = self.model.potentials(x, w)
+        u, p = self.feature_map.potentials(x, w)
         res = self.oracle(u, x.edges, p, self.ts[i], self.ws[i], self.loss)
-        g = self.psi_true[i] - self.model.joint_feature(x, res.labels)
+        g = self.psi_true[i] - self.feature_map.joint_feature(x, res.labels)
         loss = float(res.loss)
         if loss - g @ w < 0:
             # an approximate oracle did worse than the training labelling
@@ -134,7 +137,7 @@ class ImageScopeProblem:
         """F(w) = 1/2 ||w||^2 + C mean_i H_i(w); ``hinges`` from :meth:`evaluate`."""
         if hinges is None:
             hinges = self.evaluate(w)[2]
-        return 0.5 * float(w @ w) + self.C * float(np.mean(hinges))
+        return 0.5 * float(w @ w) + self.svm_C * float(np.mean(hinges))
 
 
 @dataclass

@@ -189,7 +189,7 @@ def solve_bcfw(problem: ImageScopeProblem, max_epochs: int, tol: float,
     -------
     LearnerResult"""
     start = time.perf_counter()
-    n, scale = problem.n, problem.C / problem.n
+    n, scale = problem.n, problem.svm_C / problem.n
     # each block starts at the vertex y = t_i: v_i = 0, l_i = 0
     v_blocks, l_blocks = np.zeros((n, problem.dim)), np.zeros(n)
     v, l_sum = np.zeros(problem.dim), 0.0
@@ -225,7 +225,7 @@ def solve_bcfw(problem: ImageScopeProblem, max_epochs: int, tol: float,
                           "seconds": time.perf_counter() - start})
             if on_trace is not None:
                 on_trace(trace)
-            if gap <= problem.C * tol:
+            if gap <= problem.svm_C * tol:
                 converged = True
                 break
     return LearnerResult(w=w, primal=primal, trace=trace, n_iter=k, converged=converged,

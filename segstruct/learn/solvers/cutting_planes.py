@@ -13,7 +13,7 @@ large gaps on real data. Every point evaluated adds its cut to the working
 set.
 
 Private to ``segstruct.learn``: the estimator sets the run up
-(:class:`~segstruct.learn._problem.TrainingRun`, whose ``estimator`` gives
+(:class:`~segstruct.learn._problem.LossAugmentedRun`, whose ``estimator`` gives
 the solver, ``tol``, ``max_iter`` and ``inactive_limit``) and keeps what the
 loop leaves in its state.
 """
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from segstruct.inference.losses import Loss, counts, totals
-from segstruct.learn._problem import TrainingRun
+from segstruct.learn._problem import LossAugmentedRun
 from segstruct.learn.callbacks import TrainingState
 from segstruct.learn.solvers.linesearch import minimize_model
 from segstruct.learn.solvers.workers import InferencePool, split_union
@@ -62,7 +62,7 @@ class Point:
     losses: np.ndarray | None = None
 
 
-def cutting_planes(run: TrainingRun, state: TrainingState,
+def cutting_planes(run: LossAugmentedRun, state: TrainingState,
                    pool: InferencePool | None = None):
     """The cutting-plane loop; yields ``state`` after every iteration.
 
@@ -77,11 +77,11 @@ def cutting_planes(run: TrainingRun, state: TrainingState,
     # its solver, tol, max_iter and inactive_limit (a StructuredSVM, whose module imports
     # this one)
     est: Any = run.estimator
-    model, loss, oracle, qp = run.model, run.loss, run.oracle, run.qp
+    feature_map, loss, oracle, qp = run.feature_map, run.loss, run.oracle, run.qp
     # StructuredSVM._training_run sets both
     assert oracle is not None and qp is not None
     xs, ts, ws, psi_true = run.xs, run.ts, run.ws, run.psi_true
-    n, dim, nonpositive, C = len(xs), run.dim, run.nonpositive, run.C
+    n, dim, nonpositive, C = len(xs), run.dim, run.nonpositive, run.svm_C
     log = state.log
     w, xi, dual, converged = state.w, state.xi, state.dual, state.converged
     # The best point evaluated: weights, objective and its cut (mean g, mean loss).
@@ -97,11 +97,11 @@ def cutting_planes(run: TrainingRun, state: TrainingState,
         gs, losses = np.empty((n, dim)), np.empty(n)
         problems = []
         for x, t, a in zip(xs, ts, ws):
-            u, p = model.potentials(x, w)
+            u, p = feature_map.potentials(x, w)
             problems.append((u, x.edges, p, t, a))
         labels, values = infer(pool, problems, loss, run.union_parts)
         for i, x in enumerate(xs):
-            gs[i] = psi_true[i] - model.joint_feature(x, labels[i])
+            gs[i] = psi_true[i] - feature_map.joint_feature(x, labels[i])
             losses[i] = values[i]
         hinge = losses - gs @ w                          # H_i(w)
         # The training labelling is always a candidate (loss 0, margin 0): an

@@ -125,7 +125,7 @@ def solve_subgradient(problem: ImageScopeProblem, max_epochs: int,
             break        # the last pass only evaluates
         # subgradient of F at w: w - C mean_i g_i; F is 1-strongly convex,
         # so the step is 1 / (mu t) with mu = 1
-        new_w = problem.project(w - (w - problem.C * gs.mean(axis=0)) / t)
+        new_w = problem.project(w - (w - problem.svm_C * gs.mean(axis=0)) / t)
         # Pi_K(w - s / t) = w means -s is in the normal cone of K at w: optimal
         converged = np.array_equal(new_w, w)
         w, updates = new_w, updates + 1
@@ -198,7 +198,7 @@ def solve_sgd(problem: ImageScopeProblem, max_epochs: int, rng: np.random.Genera
     -------
     LearnerResult"""
     start = time.perf_counter()
-    n, C = problem.n, problem.C
+    n, C = problem.n, problem.svm_C
     w = np.zeros(problem.dim)
     w_avg = w.copy()
     trace, t, evals, primal = [], 0, 0, np.inf
@@ -269,9 +269,9 @@ def _map_step(problem: ImageScopeProblem, i: int, w: np.ndarray) -> tuple[np.nda
     """Image i's perceptron direction Psi(t) - Psi(MAP), whether the MAP is
     a mistake, and the perceptron risk max_y score(y) - score(t) >= 0."""
     x = problem.xs[i]
-    u, p = problem.model.potentials(x, w)
+    u, p = problem.feature_map.potentials(x, w)
     y = maximize(u, x.edges, p)[0]
-    g = problem.psi_true[i] - problem.model.joint_feature(x, y)
+    g = problem.psi_true[i] - problem.feature_map.joint_feature(x, y)
     counted = problem.ws[i] > 0
     mistake = bool(np.any(y[counted] != problem.ts[i][counted]))
     return g, mistake, max(0.0, -float(g @ w))

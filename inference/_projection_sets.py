@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._projection_oracle import EXACT_LIMIT, Oracle
+from ._projection_vertex import EXACT_LIMIT, VertexMaximiser
 from ._projection_types import Projection, check_theta, check_weights
 
 
@@ -132,17 +132,17 @@ def project_marginal(theta_u, theta_p, edges, tol: float = 1e-6, max_iter: int =
 
     Minimises ``f(m) = ||m - theta||^2 / 2`` over ``M``, keeping ``m`` as a
     convex combination of labellings (the active set). Each iteration calls
-    the linear oracle on the residual ``g = theta - m`` for the Frank-Wolfe
+    the linear maximiser on the residual ``g = theta - m`` for the Frank-Wolfe
     vertex ``s``, takes the away vertex ``a`` = the active labelling with the
     lowest ``<g, phi>``, and moves weight from ``a`` to ``s`` with the exact
     line search of a quadratic (capped by the weight of ``a``). Pairwise FW
     converges linearly on polytopes (Lacoste-Julien & Jaggi 2015).
 
     Stopping: the certified Frank-Wolfe gap ``bound(g) - <g, m>``, where
-    ``bound(g) >= max_y <g, phi(y)>`` comes from the oracle, bounds
+    ``bound(g) >= max_y <g, phi(y)>`` comes from the maximiser, bounds
     ``f(m) - min_M f`` (convexity); the loop stops when it is ``<= tol``
     (status ``"converged"``), after ``max_iter`` iterations (``"max_iter"``),
-    or when the oracle returns no vertex better than the away vertex
+    or when the maximiser returns no vertex better than the away vertex
     (``"stalled"``: rounding near the tolerance).
 
     Cost: each iteration is one graph cut while the residual is attractive;
@@ -152,10 +152,10 @@ def project_marginal(theta_u, theta_p, edges, tol: float = 1e-6, max_iter: int =
     budget projections are the ones to train
     with on superpixel-sized graphs; this one is exact, not fast.
 
-    Non-attractive oracle calls: even for ``theta_p >= 0`` the residual's
+    Non-attractive maximiser calls: even for ``theta_p >= 0`` the residual's
     pairwise part can be negative (e.g. one edge, ``theta = (1, 1, 0)``
-    projects to ``(2/3, 2/3, 1/3)``), so the oracle's rules for negative
-    coefficients apply (:func:`linear_oracle`): exact enumeration for
+    projects to ``(2/3, 2/3, 1/3)``), so the maximiser's rules for negative
+    coefficients apply (:func:`linear_maximiser`): exact enumeration for
     ``N <= exact_limit``, a certified relaxation bound beyond (the gap stays
     an upper bound on the suboptimality, but may not reach ``tol``), or
     :class:`NotSubmodularError` with ``strict``.
@@ -176,13 +176,13 @@ def project_marginal(theta_u, theta_p, edges, tol: float = 1e-6, max_iter: int =
     Returns
     -------
     Projection
-        With ``gap``, ``status``, ``iterations``, ``exact_oracle``, and the
+        With ``gap``, ``status``, ``iterations``, ``exact_maximiser``, and the
         active set in ``support`` / ``weights``.
     """
     theta_u, theta_p, edges = check_theta(theta_u, theta_p, edges)
     n = theta_u.size
     theta = np.concatenate([theta_u, theta_p])
-    oracle = Oracle(n, edges, exact_limit, strict)
+    maximiser = VertexMaximiser(n, edges, exact_limit, strict)
 
     def parts(y):
         y = y.astype(np.float64)
@@ -190,18 +190,18 @@ def project_marginal(theta_u, theta_p, edges, tol: float = 1e-6, max_iter: int =
 
     # Start at the best vertex for theta itself: already optimal when theta
     # lies in that vertex's normal cone.
-    first = oracle(theta_u, theta_p, certify=False)
+    first = maximiser(theta_u, theta_p, certify=False)
     labels, verts, w = [first.labels], parts(first.labels)[None, :], np.ones(1)
     keys = {first.labels.tobytes(): 0}
     status, gap, it = "max_iter", np.inf, 0
     for it in range(max_iter + 1):
         m = w @ verts  # recomputed from the active set, so no drift accumulates
         g = theta - m
-        answer = oracle(g[:n], g[n:], certify=False)
+        answer = maximiser(g[:n], g[n:], certify=False)
         if not answer.exact and answer.value - float(g @ m) <= tol:
-            # The cheap vertex no longer helps: solve the oracle exactly,
+            # The cheap vertex no longer helps: solve the maximiser exactly,
             # which either finds a better vertex or certifies the gap.
-            answer = oracle(g[:n], g[n:])
+            answer = maximiser(g[:n], g[n:])
         exact = answer.exact
         gap = max(answer.bound - float(g @ m), 0.0)
         if gap <= tol:
@@ -213,7 +213,7 @@ def project_marginal(theta_u, theta_p, edges, tol: float = 1e-6, max_iter: int =
         s = parts(answer.labels)
         d = s - verts[away]
         slope = float(g @ d)
-        if slope <= 0.0:  # no descent pair: the oracle's bound exceeds its vertex
+        if slope <= 0.0:  # no descent pair: the maximiser's bound exceeds its vertex
             status = "stalled"
             break
         step = min(slope / float(d @ d), w[away])

@@ -26,12 +26,12 @@ class Projection:
     status : str
         ``"exact"`` (closed form), ``"converged"`` (Frank-Wolfe gap <= tol),
         ``"max_iter"`` (iteration cap reached first) or ``"stalled"`` (the
-        oracle found no improving vertex while its bound left a gap above
+        maximiser found no improving vertex while its bound left a gap above
         ``tol``, i.e. solver tolerances; ``gap`` is still a valid bound).
     iterations : int
         Frank-Wolfe iterations (0 for closed forms).
-    exact_oracle : bool
-        Whether every linear-oracle call was exact (graph cut on attractive
+    exact_maximiser : bool
+        Whether every linear-maximiser call was exact (graph cut on attractive
         coefficients, or enumeration).
     support : ndarray of uint8, shape (K, N), or None
         Marginal polytope only: labellings whose encodings, weighted by
@@ -45,14 +45,14 @@ class Projection:
     gap: float = 0.0
     status: str = "exact"
     iterations: int = 0
-    exact_oracle: bool = True
+    exact_maximiser: bool = True
     support: np.ndarray | None = None
     weights: np.ndarray | None = None
 
 
 @dataclass
 class OracleAnswer:
-    """Answer of :func:`linear_oracle`: ``argmax_y <g, phi(y)>``.
+    """Answer of :func:`linear_maximiser`: ``argmax_y <g, phi(y)>``.
 
     Attributes
     ----------

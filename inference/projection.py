@@ -23,7 +23,7 @@ Three sets, from the largest (cheapest) to the smallest (tightest):
   pairwise part in ``[0,1]^E`` (clipped independently; it is not tied to the
   unary part);
 - the marginal polytope ``M = conv{phi(y)}`` (:func:`project_marginal`), by
-  pairwise Frank-Wolfe whose linear oracle (:func:`linear_oracle`) is the
+  pairwise Frank-Wolfe whose linear step (:func:`linear_maximiser`) is the
   graph cut of :mod:`.graphcut`.
 
 A smaller set gives a smaller loss (Blondel et al. 2019, Prop. 2), and all
@@ -39,7 +39,7 @@ import numpy as np
 from ._mrf import check_labels
 # the parts live in private modules by role; their public names are this
 # module's, as before the split
-from ._projection_oracle import EXACT_LIMIT, linear_oracle
+from ._projection_vertex import EXACT_LIMIT, linear_maximiser
 from ._projection_sets import SETS as SETS  # re-exported: the learners read it here
 from ._projection_sets import (finite, project, project_budget, project_cube,
                                project_marginal)
@@ -51,7 +51,7 @@ __all__ = [
     "OracleAnswer",
     "FenchelYoungLoss",
     "encode",
-    "linear_oracle",
+    "linear_maximiser",
     "project_cube",
     "project_budget",
     "project_marginal",
@@ -180,7 +180,7 @@ def decode_parts(mu_u, mu_p, edges, exact_limit: int = EXACT_LIMIT,
     ``<1 - 2 mu, phi(y)> + const``, so its minimiser maximises
     ``<2 mu - 1, phi(y)>`` (the plain MAP ``argmax <mu, phi(y)>`` would
     predict every node foreground, as ``mu >= 0``). It is exact by one cut
-    when every ``mu_ij >= 1/2``; otherwise :func:`linear_oracle`'s rules apply.
+    when every ``mu_ij >= 1/2``; otherwise :func:`linear_maximiser`'s rules apply.
 
     Parameters
     ----------
@@ -188,11 +188,11 @@ def decode_parts(mu_u, mu_p, edges, exact_limit: int = EXACT_LIMIT,
     mu_p : array_like of float, shape (E,)
     edges : array_like of int, shape (E, 2)
     exact_limit, strict
-        As in :func:`linear_oracle`.
+        As in :func:`linear_maximiser`.
 
     Returns
     -------
     OracleAnswer
     """
     mu_u, mu_p, edges = check_theta(mu_u, mu_p, edges)
-    return linear_oracle(2.0 * mu_u - 1.0, 2.0 * mu_p - 1.0, edges, exact_limit, strict)
+    return linear_maximiser(2.0 * mu_u - 1.0, 2.0 * mu_p - 1.0, edges, exact_limit, strict)

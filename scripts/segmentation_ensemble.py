@@ -40,7 +40,7 @@ def ensemble_masks(model, source, ids, configs, sizes, cache, n_jobs) -> dict:
     from segstruct.features.scale import resize_labels
     totals: list = [None] * len(ids)
     out: dict = {}
-    # the runs made together: each image's descriptors and detector masks once
+    # the members made together: each image's descriptors and detector masks once
     per_image = replace(model, config=configs[0]).extractor(source, cache, n_jobs).variant_graphs(
         ids, [c.superpixels for c in configs],
         model.class_name if configs[0].detector else None)

@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     from segstruct.inference.triangulation import N_TRIANGLES
     from segstruct.io.provenance import code_version, machine
     from segstruct.learn.estimators.structured_svm import StructuredSVM, targets_and_node_weights
-    from segstruct.model import MRFModel, disjoint_union
+    from segstruct.feature_map import MRFModel, disjoint_union
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2]

@@ -135,6 +135,40 @@ def _cell(without, with_) -> str:
     return f"{one(without)} → {one(with_)}"
 
 
+def _notes(name: str, plan: dict, with_block: dict | None) -> list[str]:
+    """What the table of data set ``name`` leaves out or cannot tell, and why."""
+    notes = []
+    blind = sorted((with_block or {}).get("detector_warnings", {}))
+    if blind:
+        notes.append(f"{name}: the detectors of {', '.join(blind)} have all-zero average "
+                     "shapes (they fired on no training object with a positive score): "
+                     "their block is zero everywhere and adds nothing; those models "
+                     "differ only within the learner's tolerance")
+    for c, why in plan["no_detector"].items():
+        notes.append(f"{name}/{c}: no detector, so compared without the block only ({why})")
+    for c, why in plan.get("refused", {}).items():
+        notes.append(f"{name}/{c}: not compared, the library refuses to train on it: {why}")
+    if plan["too_few_images"]:
+        listed = ", ".join(f"{c} ({n})" for c, n in plan["too_few_images"].items())
+        notes.append(f"{name}: not compared, fewer than {plan['min_images']} training "
+                     f"images: {listed}")
+    return notes
+
+
+def _summary(changes: dict) -> list[str]:
+    """Per method, how often the block raised or lowered val IoU, and by how much."""
+    summary = []
+    for m in METHODS:
+        d = changes[m]
+        if d:
+            summary.append(f"{m}: higher with the block in {sum(x > 0 for x in d)} of "
+                           f"{len(d)} classes, lower in {sum(x < 0 for x in d)}, by more than "
+                           f"one point in {sum(x > 1 for x in d)} and {sum(x < -1 for x in d)} "
+                           f"(change {min(d):+.2f} to {max(d):+.2f} points, mean "
+                           f"{sum(d) / len(d):+.2f})")
+    return summary
+
+
 def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     """(Markdown, JSON document) from the folders ``run_dataset`` wrote."""
     rows, doc_rows, notes, versions, changes = [], [], [], set(), {m: [] for m in METHODS}
@@ -175,33 +209,11 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             rows.append(f"| {name} | {c} | {p['train_images'][c]} | {fmt(ap, '.1f')} | "
                         + " | ".join(cells) + " |")
             doc_rows.append(row)
-        blind = sorted((results["with"] or {}).get("detector_warnings", {}))
-        if blind:
-            notes.append(f"{name}: the detectors of {', '.join(blind)} have all-zero average "
-                         "shapes (they fired on no training object with a positive score): "
-                         "their block is zero everywhere and adds nothing; those models "
-                         "differ only within the learner's tolerance")
-        for c, why in p["no_detector"].items():
-            notes.append(f"{name}/{c}: no detector, so compared without the block only "
-                         f"({why})")
-        for c, why in p.get("refused", {}).items():
-            notes.append(f"{name}/{c}: not compared, the library refuses to train on it: {why}")
-        if p["too_few_images"]:
-            listed = ", ".join(f"{c} ({n})" for c, n in p["too_few_images"].items())
-            notes.append(f"{name}: not compared, fewer than {p['min_images']} training "
-                         f"images: {listed}")
+        notes += _notes(name, p, results["with"])
     head = ["| data set | class | train images showing it | detector val AP % | "
             + " | ".join(f"{m}: without → with" for m in METHODS) + " |",
             "|---|---|---|---|" + "---|" * len(METHODS)]
-    summary = []
-    for m in METHODS:
-        d = changes[m]
-        if d:
-            summary.append(f"{m}: higher with the block in {sum(x > 0 for x in d)} of "
-                           f"{len(d)} classes, lower in {sum(x < 0 for x in d)}, by more than "
-                           f"one point in {sum(x > 1 for x in d)} and {sum(x < -1 for x in d)} "
-                           f"(change {min(d):+.2f} to {max(d):+.2f} points, mean "
-                           f"{sum(d) / len(d):+.2f})")
+    summary = _summary(changes)
     s = settings or {}
     feats = "; ".join(f"{side}: {features_text(f).removeprefix('features ')}"
                       for side, f in (features or {}).items())

@@ -15,8 +15,8 @@ PyMaxflow):
   :func:`load_shape_detectors` (``load_shape_detector`` is its old name).
 
 The data flow, folder by folder: ``datasets`` (images and masks) ->
-``features`` (superpixel graphs, descriptors, cache) -> ``model`` (joint
-feature map) -> ``learn`` (estimators, cutting planes, QP), which calls the
+``features`` (superpixel graphs, descriptors, cache) -> ``feature_map`` (the
+joint feature map) -> ``learn`` (estimators, cutting planes, QP), which calls the
 oracles of ``inference`` (on plain arrays) -> ``evaluate`` (VOC measure,
 checks) -> ``io`` and ``report`` (files, figures) -> ``workflow`` /
 ``compare`` -> ``cli``. docs/design.md gives the import layers.

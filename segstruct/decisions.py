@@ -39,7 +39,7 @@ from segstruct.inference.decisions import (marginal_decision, sampled_decision,
 from segstruct.inference.marginals import gibbs_samples, loopy_bp
 from segstruct.learn.estimators.structured_svm import label_counts
 from segstruct.learn.selection import image_strata, make_folds
-from segstruct.model import MRFModel
+from segstruct.feature_map import MRFModel
 
 __all__ = ["DECISIONS", "DECISION_SCOPES", "decide", "fit_temperature", "node_areas",
            "TEMPERATURE_GRID"]

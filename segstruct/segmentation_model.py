@@ -12,7 +12,7 @@ read; in Python::
     masks = model.predict(["a.jpg", "b.png"])       # (H, W) uint8 arrays, 1 = horse
 
 Glossary (one word per concept): the *model* is this object (and its files);
-the *joint feature map* is :class:`segstruct.model.MRFModel`; the *learner*
+the *joint feature map* is :class:`segstruct.feature_map.MRFModel`; the *learner*
 (estimator) is what ``fit`` trains (:mod:`segstruct.learn`).
 """
 from __future__ import annotations
@@ -141,7 +141,7 @@ class SegmentationModel:
             max-marginal difference per pixel (:mod:`segstruct.ensemble`;
             more than 1 for SLIC models only). 1: the model's graph cut, as
             training scores it. None (default): 5 for a SLIC model, 1 for
-            a Felzenszwalb one (:func:`segstruct.ensemble.default_runs`),
+            a Felzenszwalb one (:func:`segstruct.ensemble.default_members`),
             as ``segstruct predict`` labels by default.
 
         Returns

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from segstruct.model import Graph
+from segstruct.feature_map import Graph
 
 __all__ = ["chain_problem"]
 
@@ -28,7 +28,7 @@ def chain_problem(n_graphs: int = 6, n_nodes: int = 8, noise: float = 0.3, seed:
 
     Returns
     -------
-    X : list of :class:`segstruct.model.Graph`: unary (n_nodes, 2) float64
+    X : list of :class:`segstruct.feature_map.Graph`: unary (n_nodes, 2) float64
         [truth + noise, 1]; edges (n_nodes - 1, 2) int64; pairwise
         (n_nodes - 1, 1) float64 ones.
     Y : list of (n_nodes, 2) int64 [foreground, background] pixel counts.

@@ -76,7 +76,7 @@ def chain_graphs():
     towards its (N,) 0/1 targets (about 40 % ones, node 0 always one) and 2
     pairwise features per edge.
     """
-    from segstruct.model import Graph
+    from segstruct.feature_map import Graph
 
     def make(seed=0, n_graphs=8, n=8, lean=1.0):
         rng = np.random.default_rng(seed)

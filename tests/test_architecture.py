@@ -48,7 +48,7 @@ LAYERS = (
     ("_version", "_build", "_source_tree", "io.files", "io.provenance", "io.text", "io.progress", "io.memory",
      "io.threads", "io.process_memo", "cluster"),
     ("features", "io.checkpoint"),
-    ("model", "learn", "evaluate", "toy"),
+    ("feature_map", "learn", "evaluate", "toy"),
     ("io.persistence", "report", "decisions", "ensemble"),
     ("compare", "workflow", "predict", "segmentation_model"),
     ("cli", "__main__"),

@@ -25,7 +25,7 @@ from segstruct.features.superpixels import SuperpixelParams
 from segstruct.io.persistence import ModelFileError, load_model, model_paths, save_model
 from segstruct.learn.methods import estimator_for
 from segstruct.learn.estimators.structured_svm import StructuredSVM
-from segstruct.model import Graph
+from segstruct.feature_map import Graph
 
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)

@@ -418,7 +418,7 @@ def test_pixel_time_limit_worker(bench, monkeypatch):
 
 def test_measure_dataset_scope(bench):
     insts = bench.instances.random_instances(3, n_nodes=20, seed=1)
-    from segstruct.model import Graph, disjoint_union
+    from segstruct.feature_map import Graph, disjoint_union
     graphs = [Graph(np.zeros((20, 1)), i.edges, np.zeros((len(i.edges), 1))) for i in insts]
     union = disjoint_union(graphs)
     inst = bench.instances.Instance("union", np.concatenate([i.u for i in insts]), union.edges,

@@ -12,7 +12,7 @@ from segstruct.cli import main
 from segstruct.decisions import decide, fit_temperature, node_areas
 from segstruct.inference.decisions import expected_measure
 from segstruct.learn.estimators.crf import CRF
-from segstruct.model import Graph
+from segstruct.feature_map import Graph
 from segstruct.toy import chain_problem
 
 SMALL = ["--no-top-down", "--words", "16", "--codebook-descriptors", "2000",

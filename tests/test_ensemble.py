@@ -15,8 +15,8 @@ from PIL import Image
 from segstruct import SegmentationModel
 from segstruct.cli import main
 from segstruct.datasets import VOCDataset, class_index
-from segstruct.ensemble import (DEFAULT_RUNS, FACTORS, add_painted_scores, combine_scores,
-                                default_runs, superpixel_variants)
+from segstruct.ensemble import (DEFAULT_MEMBERS, FACTORS, add_painted_scores, combine_scores,
+                                default_members, superpixel_variants)
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import FeatureConfig
 from segstruct.features.superpixels import SuperpixelParams, paint
@@ -71,7 +71,7 @@ def test_painted_scores_add_up_per_model_and_pixel():
     assert add_painted_scores(total, [a, b], [other, other]) is total
     assert total[0].tolist() == [[-1.0, 2.0, -1.0], [1.5, -1.0, -4.0]]
     assert total.dtype == np.float32
-    # runs at another working resolution cannot be summed
+    # members at another working resolution cannot be summed
     with pytest.raises(ValueError, match="share the working resolution"):
         add_painted_scores(total, [a, b], [SimpleNamespace(working_segments=segments.T)] * 2)
 
@@ -85,7 +85,7 @@ def test_the_variants_scale_slic_s_segment_count_only():
     assert [v.superpixels.n_segments for v in superpixel_variants(config, 2, (1, 0.01))] \
         == [80, 2]
     for size in (0, len(FACTORS) + 1, True, 2.0):
-        with pytest.raises(ValueError, match="1 to 5 runs"):
+        with pytest.raises(ValueError, match="1 to 5 members"):
             superpixel_variants(config, size)
     fz = FeatureConfig(superpixels=SuperpixelParams(method="felzenszwalb"))
     assert superpixel_variants(fz, 1) == [fz]
@@ -96,11 +96,11 @@ def test_the_variants_scale_slic_s_segment_count_only():
 
 
 def test_slic_models_label_with_every_run_unless_told_otherwise():
-    """The default ensemble: all five runs for SLIC superpixels, the model's
+    """The default ensemble: all five members for SLIC superpixels, the model's
     own graph cut for Felzenszwalb's (no one count to vary)."""
     slic = FeatureConfig(superpixels=SuperpixelParams(n_segments=80))
     fz = FeatureConfig(superpixels=SuperpixelParams(method="felzenszwalb"))
-    assert (DEFAULT_RUNS, default_runs(slic), default_runs(fz)) == (5, 5, 1)
+    assert (DEFAULT_MEMBERS, default_members(slic), default_members(fz)) == (5, 5, 1)
     assert superpixel_variants(slic) == superpixel_variants(slic, 5)
     assert superpixel_variants(fz) == [fz]
 
@@ -153,7 +153,7 @@ def test_command_line_and_python_api_label_as_the_mean_says(slic_models, data_ro
     assert {int(v) for w in expected for v in np.unique(w)} <= {0, class_index("car"),
                                                                 class_index("person")}
     index = json.loads((out / "index.json").read_text())
-    assert index["ensemble"] == {"runs": 3, "slic_segments": [20, 16, 25]}
+    assert index["ensemble"] == {"members": 3, "slic_segments": [20, 16, 25]}
     assert "SLIC segments 20, 16, 25" in index["combination"]
 
 
@@ -196,7 +196,7 @@ def test_evaluate_scores_the_ensemble_s_masks(slic_models, data_root, tmp_path, 
     assert main(["evaluate", "--model", str(car_path), "--data", str(data_root), "--ensemble",
                  "3", "--json", str(tmp_path / "e.json"), *cache]) == 0
     record = json.loads((tmp_path / "e.json").read_text())
-    assert record["ensemble"] == {"runs": 3, "slic_segments": [20, 16, 25]}
+    assert record["ensemble"] == {"members": 3, "slic_segments": [20, 16, 25]}
     for entry, image_id, mask in zip(record["per_image"], ids, masks):
         truth = data.read_mask(image_id)
         valid, obj = truth != 255, truth == car.label
@@ -209,7 +209,7 @@ def test_evaluate_scores_the_ensemble_s_masks(slic_models, data_root, tmp_path, 
     assert main(["evaluate", "--model", str(car_path), "--data", str(data_root), "--json",
                  str(tmp_path / "one.json"), "--ensemble", "1", *cache]) == 0
     one = json.loads((tmp_path / "one.json").read_text())
-    assert one["ensemble"] == {"runs": 1, "slic_segments": None}
+    assert one["ensemble"] == {"members": 1, "slic_segments": None}
     examples = car.extractor(data, ArrayCache(cache_dir)).examples("val", "car")
     assert one["score"] == car.estimator.voc_score(
         [ex.graph for ex in examples], [ex.pixel_counts for ex in examples]).to_dict()
@@ -217,7 +217,7 @@ def test_evaluate_scores_the_ensemble_s_masks(slic_models, data_root, tmp_path, 
     assert main(["evaluate", "--model", str(car_path), "--data", str(data_root), "--json",
                  str(tmp_path / "default.json"), *cache]) == 0
     assert json.loads((tmp_path / "default.json").read_text())["ensemble"] == {
-        "runs": 5, "slic_segments": [20, 16, 25, 18, 22]}
+        "members": 5, "slic_segments": [20, 16, 25, 18, 22]}
 
 
 def test_multiclass_evaluate_scores_predict_s_ensemble_masks(slic_models, data_root, tmp_path,
@@ -231,7 +231,7 @@ def test_multiclass_evaluate_scores_predict_s_ensemble_masks(slic_models, data_r
     assert main(["predict", "--model", str(car_path), str(person_path), "--data",
                  str(data_root), "--ensemble", "2", "--out", str(tmp_path / "masks"),
                  *cache]) == 0
-    assert "an ensemble of 2 runs" in capsys.readouterr().out
+    assert "an ensemble of 2 members" in capsys.readouterr().out
     want = ConfusionMatrix()
     for image_id in data.ids("val"):
         want.add(np.array(Image.open(tmp_path / "masks" / f"{image_id}.png")),
@@ -240,7 +240,7 @@ def test_multiclass_evaluate_scores_predict_s_ensemble_masks(slic_models, data_r
                  "--data", str(data_root), "--ensemble", "2", "--json",
                  str(tmp_path / "m.json"), *cache]) == 0
     record = json.loads((tmp_path / "m.json").read_text())
-    assert record["ensemble"] == {"runs": 2, "slic_segments": [20, 16]}
+    assert record["ensemble"] == {"members": 2, "slic_segments": [20, 16]}
     assert record["multiclass"] == json.loads(json.dumps(want.to_dict()))
     assert main(["evaluate", "--model", str(car_path), "--data", str(data_root), "--ensemble",
                  "2", "--json", str(tmp_path / "car.json"), *cache]) == 0
@@ -291,7 +291,7 @@ def test_decisions_from_marginals_label_with_one_run(data_root, tmp_path, capsys
               "--decision", "marginal", "--cache", str(tmp_path / "cache"), "-q"]
     assert main([*common, "--out", str(tmp_path / "out")]) == 0
     index = json.loads((tmp_path / "out" / "index.json").read_text())
-    assert index["ensemble"] == {"runs": 1, "slic_segments": None}
+    assert index["ensemble"] == {"members": 1, "slic_segments": None}
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
         main([*common, "--ensemble", "2", "--out", str(tmp_path / "two")])

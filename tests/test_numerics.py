@@ -12,7 +12,7 @@ import pytest
 from segstruct.inference import maximize
 from segstruct.learn.methods import make_oracle
 from segstruct.learn.estimators.structured_svm import StructuredSVM
-from segstruct.model import Graph
+from segstruct.feature_map import Graph
 
 
 def graphs(seed, n_graphs=4, n=6, du=3, all_background=(), scale=None):

@@ -145,7 +145,7 @@ def test_decision_function_is_the_prediction_and_ranks_by_max_marginals(trained)
     from segstruct.features.extraction import FeatureExtractor
     from segstruct.inference.brute_force import brute_force
     from segstruct.io.persistence import load_model
-    from segstruct.model import MRFModel
+    from segstruct.feature_map import MRFModel
     root, cache, models, _ = trained
     svm, config, codebook, _ = load_model(models["car"])
     ex = FeatureExtractor(VOCDataset(root), config, ArrayCache(cache[1]), progress=False,
@@ -183,7 +183,7 @@ def test_decision_function_is_the_prediction_and_ranks_by_max_marginals(trained)
     ("images and data", "not both"),
     ("out holds other files", "is not empty and holds no earlier predictions"),
     ("ensemble of felzenszwalb superpixels", "varies SLIC's number of segments"),
-    ("ensemble of 6", "--ensemble 6: an ensemble has 1 to 5 runs"),
+    ("ensemble of 6", "--ensemble 6: an ensemble has 1 to 5 members"),
     ("ensemble with marginals", "it goes with --decision map"),
 ])
 def test_bad_inputs_are_refused(case, words, trained, tmp_path, capsys):

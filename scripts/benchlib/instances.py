@@ -79,7 +79,7 @@ def sample_instances(source, split: str, n_images, seed) -> list[Instance]:
 
 def union_instance(examples, source) -> Instance:
     """All examples' graphs as one disjoint union with the source's potentials."""
-    from segstruct.model import disjoint_union
+    from segstruct.feature_map import disjoint_union
     graph = disjoint_union([e.graph for e in examples])
     u, p = source.potentials(graph)
     t = np.concatenate([e.targets for e in examples]).astype(np.uint8)

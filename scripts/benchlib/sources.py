@@ -46,7 +46,7 @@ class Source:
         return self.train
 
     def potentials(self, graph):
-        from segstruct.model import MRFModel
+        from segstruct.feature_map import MRFModel
         return MRFModel(pairwise=True).potentials(graph, self.w)
 
 

@@ -80,7 +80,7 @@ def _exported(root: Path, td: str, norm: str, class_name: str, split: str):
     from scipy import sparse
 
     from segstruct.features.descriptors import normalise_words
-    from segstruct.model import Graph
+    from segstruct.feature_map import Graph
     with np.load(root / f"{split}.npz") as f:
         a = {k: f[k] for k in f.files}
     with np.load(root / f"{class_name}.{split}.npz") as f:

@@ -164,7 +164,7 @@ def add_ensemble_option(p, what: str = "label") -> None:
                         "varied (x 1, 0.8, 1.25, 0.9, 1.125, the first K), deciding per "
                         "pixel on the mean max-marginal difference: steadier edges and, "
                         "on held-out data, mostly higher IoU, for about twice the work "
-                        "at K 5 (the runs share each image's descriptors and detector "
+                        "at K 5 (the members share each image's descriptors and detector "
                         "masks); more than 1 with SLIC models and --decision map only. "
                         "1 is the model's own graph cut, which train and compare score "
                         "(default: 5 for a SLIC model, 1 for a Felzenszwalb one or "
@@ -172,23 +172,23 @@ def add_ensemble_option(p, what: str = "label") -> None:
 
 
 def ensemble_configs(args, config, decision: str = "map") -> list:
-    """The feature settings of the runs that label each image: --ensemble's,
-    or by default :func:`segstruct.ensemble.default_runs`' (one run for a
+    """The feature settings of the members that label each image: --ensemble's,
+    or by default :func:`segstruct.ensemble.default_members`' (one member for a
     decision other than "map", which reads one graph's marginals).
 
     Raises
     ------
     UsageError
-        A size out of range, or more than one run of a Felzenszwalb model.
+        A size out of range, or more than one member for a Felzenszwalb model.
     """
-    from segstruct.ensemble import default_runs, superpixel_variants
-    runs = args.ensemble
-    if runs is None:
-        runs = default_runs(config) if decision == "map" else 1
+    from segstruct.ensemble import default_members, superpixel_variants
+    members = args.ensemble
+    if members is None:
+        members = default_members(config) if decision == "map" else 1
     try:
-        return superpixel_variants(config, runs)
+        return superpixel_variants(config, members)
     except ValueError as err:
-        raise UsageError(f"--ensemble {runs}: {err}") from None
+        raise UsageError(f"--ensemble {members}: {err}") from None
 
 
 def add_scheduler_option(p) -> None:

@@ -62,7 +62,7 @@ def add_arguments(p) -> None:
                         "VOC challenge measure: DIR/multiclass.json and multiclass.md")
 
 
-def run(args) -> int:
+def execute(args) -> int:
     from segstruct.compare import Comparison, classes_in
     if not args.no_figures and args.figure_images < 1 and not args.figure_ids:
         raise UsageError("--figure-images must be at least 1 (or give --no-figures)")

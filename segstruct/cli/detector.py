@@ -42,7 +42,7 @@ def _percent(ap) -> str:
     return fmt(None if ap is None else 100 * ap, ".1f")
 
 
-def run(args) -> int:
+def execute(args) -> int:
     from segstruct.evaluate.detection import best_images, detectors_report
     from segstruct.report.figures import detector_figure, save_figure
     if args.figure_images < 1:

@@ -40,7 +40,7 @@ def add_arguments(p) -> None:
                         "here (default: not written)")
 
 
-def run(args) -> int:
+def execute(args) -> int:
     if args.multiclass:
         return _multiclass(args)
     if len(args.model) > 1:

@@ -21,7 +21,7 @@ def add_arguments(p) -> None:
                         "and bottom-up features only)")
 
 
-def run(args) -> int:
+def execute(args) -> int:
     if args.top_down and not args.class_name:
         raise UsageError("--top-down features are per class: give --class")
     if not args.class_name and not args.no_top_down:

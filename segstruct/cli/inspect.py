@@ -22,7 +22,7 @@ def add_arguments(p) -> None:
                    help="also write the report as JSON here (default: not written)")
 
 
-def run(args) -> int:
+def execute(args) -> int:
     from segstruct.evaluate.inspection import inspection_report
     dataset = open_dataset(args)
     report = inspection_report(make_extractor(args, dataset), args.split, args.class_names)

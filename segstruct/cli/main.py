@@ -42,7 +42,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
         if command.FEATURES:
             add_feature_options(p)
         command.add_arguments(p)
-        p.set_defaults(func=command.run)
+        p.set_defaults(func=command.execute)
     return parser, commands
 
 

@@ -182,7 +182,7 @@ def _check_decision(args, models) -> None:
                          "it again with --calibrate, or use a crf model, or --decision map")
 
 
-def run(args) -> int:
+def execute(args) -> int:
     from segstruct.io.progress import progress_bar
     from segstruct.predict import predict_to_folder, prediction_index
     if args.images is not None and args.data is not None:
@@ -229,7 +229,7 @@ def run(args) -> int:
     labelled = sum(1 for e in entries if e["class_pixels"])
     used = ", ".join(f"{m.class_name} ({m.doc['method']})" for m in models)
     if variants:
-        used += f", an ensemble of {len(configs)} runs (--ensemble 1: the graph cut alone)"
+        used += f", an ensemble of {len(configs)} members (--ensemble 1: the graph cut alone)"
     print(f"labelled {count(len(entries), 'image')} ({labelled} with some foreground) with "
           f"{used} in {index['seconds']:.1f} s; wrote {out}/<id>.png"
           f"{' and .jpg' if args.overlay else ''} and {out / 'index.json'}")

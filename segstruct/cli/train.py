@@ -11,7 +11,7 @@ from segstruct.cli.resume import resume_error
 from segstruct.cli.settings import (add_training_options, check_resume, first_estimator,
                                     make_extractor, training_settings)
 from segstruct.datasets.voc import SPLIT_DIR
-from segstruct.ensemble import default_runs
+from segstruct.ensemble import default_members
 from segstruct.io.checkpoint import CheckpointError
 from segstruct.io.provenance import code_version
 from segstruct.learn.methods import METHOD_HELP, METHODS, fold_tol_text
@@ -152,10 +152,10 @@ def _report(args, dataset, trained, val_split) -> None:
     scores = f"VOC IoU {fmt(train_score['voc_iou_percent'], '.2f')} % on {args.split}"
     if val_score is not None:
         scores += f", {fmt(val_score['voc_iou_percent'], '.2f')} % on {val_split}"
-    runs = default_runs(trained.config)
-    if runs > 1:                 # what evaluate reports by default differs
+    members = default_members(trained.config)
+    if members > 1:                 # what evaluate reports by default differs
         scores += (" (the model's graph cut, as evaluate --ensemble 1; predict and "
-                   f"evaluate label with {runs} runs by default)")
+                   f"evaluate label with {members} members by default)")
     print(scores)
     if (no_val := _no_val_note(args, dataset)) is not None:
         print(no_val)
@@ -167,7 +167,7 @@ def _report(args, dataset, trained, val_split) -> None:
         print(f"kept {checkpoint}: rerun with --resume and a higher --max-iter to continue")
 
 
-def run(args) -> int:
+def execute(args) -> int:
     from segstruct.io.persistence import checkpoint_path
     from segstruct.workflow import curve_path
     _check_files(args)

@@ -38,7 +38,7 @@ def add_arguments(p) -> None:
                    help="the PNG file to write")
 
 
-def run(args) -> int:
+def execute(args) -> int:
     from segstruct.compare import pick_images, save_qualitative
     if args.images and len(set(args.images)) < len(args.images):
         raise UsageError("an image id is given twice in --images")

@@ -415,7 +415,7 @@ class FeatureExtractor:
                        class_name: str | None = None, desc: str = "features"
                        ) -> list[list[SuperpixelGraph]]:
         """Per image of ``ids``, its graphs with features under each of several
-        superpixel settings (an ensemble's runs), the rest of the settings
+        superpixel settings (an ensemble's members), the rest of the settings
         this extractor's: the graphs and cache entries of one extractor per
         setting, bit for bit, but each image's dense words, Lab values and
         detector masks made once for all the settings.

@@ -131,6 +131,19 @@ class ParamsMixin:
     comes back as the same object.
     """
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # The class's signature lists the family's parameters, the base's too
+        # (help(), editors, and scikit-learn's checks read it), where the
+        # __init__ alone shows its own and **params.
+        try:
+            parameters = cls._init_parameters()
+        except RuntimeError:
+            return                      # said when its parameters are read
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        cls.__signature__ = inspect.Signature(
+            sorted(parameters, key=lambda p: kinds.index(p.kind) if p.kind in kinds else 0))
+
     @classmethod
     def _init_parameters(cls) -> list[inspect.Parameter]:
         """The hyper-parameters of ``__init__``, with those it passes on.

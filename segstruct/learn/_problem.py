@@ -19,7 +19,7 @@ import numpy as np
 from segstruct.inference.losses import AdjustedHammingLoss, Loss, get_loss
 from segstruct.learn._params import SCOPES  # noqa: F401  (the learners import it from here)
 from segstruct.learn.solvers.qp import WorkingSetQP
-from segstruct.model import MRFModel
+from segstruct.feature_map import MRFModel
 
 @dataclass(kw_only=True)
 class FitRun:

@@ -94,10 +94,10 @@ def table_markdown(results: dict) -> str:
 def _ensemble_note(features: dict | None) -> str:
     """What predict and evaluate do by default with such models, where it
     is not the graph cut the tables score."""
-    from segstruct.ensemble import default_runs
-    runs = default_runs(FeatureConfig.from_dict(features)) if features else 1
-    return (f"; `segstruct predict` and `evaluate` label with an ensemble of {runs} runs by "
-            "default") if runs > 1 else ""
+    from segstruct.ensemble import default_members
+    members = default_members(FeatureConfig.from_dict(features)) if features else 1
+    return (f"; `segstruct predict` and `evaluate` label with an ensemble of {members} members "
+            "by default") if members > 1 else ""
 
 
 def blocks_text(features: dict) -> str:

@@ -9,7 +9,7 @@ from segstruct.cli import main, show_progress
 from segstruct.evaluate.diagnosis import diagnose, foreground_share
 from segstruct.inference import bl2
 from segstruct.learn.estimators.structured_svm import StructuredSVM
-from segstruct.model import Graph
+from segstruct.feature_map import Graph
 
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)

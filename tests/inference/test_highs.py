@@ -34,7 +34,7 @@ SCRIPT = textwrap.dedent('''
     from segstruct.inference.milp import milp_oracle
     from segstruct.learn.methods import estimator_for
     from segstruct.learn.solvers.qp import WorkingSetQP
-    from segstruct.model import Graph
+    from segstruct.feature_map import Graph
 
     rng = np.random.default_rng(3)
     n = 12
@@ -180,7 +180,7 @@ def test_a_solver_failure_names_the_iteration_and_loses_nothing(tmp_path):
 
     from segstruct.learn.callbacks import Checkpoint
     from segstruct.learn.estimators.structured_svm import StructuredSVM, TrainingError
-    from segstruct.model import Graph
+    from segstruct.feature_map import Graph
     rng = np.random.default_rng(5)
     X, Y = [], []
     for _ in range(3):

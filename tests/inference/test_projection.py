@@ -16,7 +16,7 @@ from segstruct.inference.projection import (
     decode_iou,
     decode_parts,
     encode,
-    linear_oracle,
+    linear_maximiser,
     project,
     project_budget,
     project_cube,
@@ -143,7 +143,7 @@ def test_linear_oracle_attractive_is_exact(seed):
     edges = random_graph(rng, n)
     g_u, g_p = rng.normal(0, 1, n), np.abs(rng.normal(0, 1, len(edges)))
     # exact_limit=0: the graph cut must answer, never the enumeration
-    ans = linear_oracle(g_u, g_p, edges, exact_limit=0, strict=True)
+    ans = linear_maximiser(g_u, g_p, edges, exact_limit=0, strict=True)
     assert ans.exact and ans.bound == ans.value
     assert ans.value == pytest.approx(brute_max(g_u, g_p, edges), abs=1e-9)
     y_u, y_p = encode(ans.labels, edges)
@@ -160,11 +160,11 @@ def test_linear_oracle_non_attractive(seed):
     best = brute_max(g_u, g_p, edges)
     # enumeration (n <= exact_limit) and the MILP (exact_limit=0) are exact
     for limit in (12, 0):
-        ans = linear_oracle(g_u, g_p, edges, exact_limit=limit)
+        ans = linear_maximiser(g_u, g_p, edges, exact_limit=limit)
         assert ans.exact and ans.value == pytest.approx(best, abs=1e-7)
         assert ans.bound >= best - 1e-7
     with pytest.raises(NotSubmodularError, match="negative"):
-        linear_oracle(g_u, g_p, edges, strict=True)
+        linear_maximiser(g_u, g_p, edges, strict=True)
 
 
 # ---- marginal polytope -----------------------------------------------------------
@@ -179,7 +179,7 @@ def test_marginal_matches_simplex_qp(seed, exact_limit):
     theta_p = rng.normal(0.3, 1.0, len(edges))  # both signs
     tol = 1e-7
     proj = project_marginal(theta_u, theta_p, edges, tol=tol, exact_limit=exact_limit)
-    assert proj.status == "converged" and proj.exact_oracle
+    assert proj.status == "converged" and proj.exact_maximiser
     ref, f_star = marginal_reference(theta_u, theta_p, edges)
     m = np.concatenate([proj.unary, proj.pairwise])
     # f is 1-strongly convex: ||m - m*||^2 / 2 <= f(m) - f* <= gap

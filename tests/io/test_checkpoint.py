@@ -17,7 +17,7 @@ from segstruct.inference.proposed import ProposedOracle
 from segstruct.io.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from segstruct.learn.callbacks import Checkpoint
 from segstruct.learn.estimators.structured_svm import StructuredSVM, oracle_name
-from segstruct.model import Graph
+from segstruct.feature_map import Graph
 
 
 class Crash(Exception):

@@ -10,7 +10,7 @@ from segstruct.features.superpixels import SuperpixelParams
 from segstruct.io.persistence import (DOC_DIGEST, ModelFileError, _doc_digest, load_model,
                                    model_paths, save_model)
 from segstruct.learn.estimators.structured_svm import StructuredSVM
-from segstruct.model import Graph
+from segstruct.feature_map import Graph
 
 CONFIG = FeatureConfig(sift=False, long_side=300)   # 6 colour + 6 position + 1 bias = 13
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from segstruct.model import Graph
+from segstruct.feature_map import Graph
 
 
 def _random_problem(seed, n_graphs=3, n=5, du=3, targets="random", separable=False):

@@ -12,7 +12,7 @@ from segstruct.learn.estimators.crf import CRF, LIKELIHOOD_SCALE
 from segstruct.learn.solvers.fenchel_young import fit_lbfgs
 from segstruct.learn.solvers.likelihood import LikelihoodProblem
 from segstruct.learn.methods import estimator_for
-from segstruct.model import MRFModel
+from segstruct.feature_map import MRFModel
 from segstruct.toy import chain_problem
 
 

@@ -12,7 +12,7 @@ from segstruct.learn.solvers.lovasz_hinge import fit_cutting_plane, fit_sgd
 from segstruct.learn.estimators.lovasz_svm import LovaszSVM
 from segstruct.learn.methods import METHODS, estimator_for
 from segstruct.learn.estimators.structured_svm import StructuredSVM
-from segstruct.model import Graph, MRFModel
+from segstruct.feature_map import Graph, MRFModel
 
 
 def separable_graphs(seed, n_graphs=5, n=12):

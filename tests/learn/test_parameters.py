@@ -11,7 +11,7 @@ import inspect
 import pytest
 
 from segstruct.learn._params import ParamsMixin
-from segstruct.learn.estimators.base import BaseSSVM, LossAugmentedSSVM
+from segstruct.learn.estimators.base import BaseSSVM, LossAugmentedSSVM, RegularisedLearner
 from segstruct.learn.estimators.crf import CRF
 from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
 from segstruct.learn.estimators.lovasz_svm import LovaszSVM
@@ -23,10 +23,22 @@ from segstruct.learn.estimators.structured_svm import StructuredSVM
 SIBLINGS = (StructuredSVM, FirstOrderSVM, LovaszSVM, ProjectionSVM, CRF)
 
 
+def declared(cls) -> dict:
+    """The defaults each ``__init__`` on ``cls``'s way to ParamsMixin declares,
+    read from the signatures themselves (the first to name one counts)."""
+    defaults: dict = {}
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or not issubclass(klass, ParamsMixin):
+            continue
+        for p in inspect.signature(vars(klass)["__init__"]).parameters.values():
+            if p.kind == p.KEYWORD_ONLY:
+                defaults.setdefault(p.name, p.default)
+    return defaults
+
+
 def shared_defaults() -> dict:
-    """BaseSSVM's own defaults, read from its signature."""
-    return {p.name: p.default for p in inspect.signature(BaseSSVM.__init__).parameters.values()
-            if p.name != "self"}
+    """BaseSSVM's defaults: its own and its base's."""
+    return declared(BaseSSVM)
 
 
 @pytest.mark.parametrize("cls", SIBLINGS, ids=lambda c: c.__name__)
@@ -49,7 +61,7 @@ def test_a_sibling_declares_only_its_own_parameters(cls):
     own = {p.name for p in inspect.signature(vars(cls)["__init__"]).parameters.values()
            if p.kind == p.KEYWORD_ONLY}
     assert own & set(shared_defaults()) == set(cls._other_defaults)
-    for name, constraints in BaseSSVM._parameter_constraints.items():
+    for name, constraints in BaseSSVM._parameter_constraints.items():  # the family's
         if name not in cls._other_defaults:
             assert cls._parameter_constraints[name] is constraints, name
     assert set(cls._parameter_constraints) <= set(cls.default_params())
@@ -67,6 +79,11 @@ def test_the_training_settings_defaults_are_the_learners():
     base = shared_defaults()
     for name in ("C_units", "scope", "node_weights", "tol", "max_iter"):
         assert getattr(DEFAULTS, name) == base[name], name
+
+
+def test_the_declared_defaults_are_the_ones_get_params_reads():
+    for cls in (*SIBLINGS, MultivariateSVM):
+        assert cls.default_params() == declared(cls), cls.__name__
 
 
 def test_the_base_parameters_can_fail_the_rule():
@@ -94,6 +111,8 @@ def test_init_parameters_follow_params_to_the_base():
     assert Child.default_params() == {"c": 3, "b": 5, "a": 1}
     assert Child(a=7).get_params() == {"a": 7, "b": 5, "c": 3}
     assert repr(Child(a=7)) == "Child(a=7)"
+    # the class's signature shows the family's parameters, the base's too
+    assert list(inspect.signature(Child).parameters) == ["c", "b", "a"]
 
     class Star(Base):
         def __init__(self, *values):
@@ -103,15 +122,16 @@ def test_init_parameters_follow_params_to_the_base():
         Star.default_params()
 
 
-def test_multivariate_svm_states_its_other_defaults():
-    """MultivariateSVM is not a sibling (flat vectors, SVM-perf's objective);
-    where its defaults differ from the family's, its docstring says why."""
-    params = MultivariateSVM().get_params()
-    base = shared_defaults()
-    doc = MultivariateSVM.__doc__ or ""
-    for name in set(params) & set(base):
-        if params[name] != base[name]:
-            assert f"{name} " in doc and "family" in doc, name
+def test_multivariate_svm_shares_c_tol_and_max_iter_with_the_family():
+    """MultivariateSVM is not a segmentation learner (flat vectors, SVM-perf's
+    objective), but C, tol and max_iter are the family's (RegularisedLearner);
+    its one other default, tol, is stated with its reason."""
+    assert issubclass(MultivariateSVM, RegularisedLearner)
+    params, family = MultivariateSVM().get_params(), declared(RegularisedLearner)
+    different = {name for name in family if params[name] != family[name]}
+    assert different == set(MultivariateSVM._other_defaults) == {"tol"}
+    assert "family default" in (MultivariateSVM.__doc__ or "")
+    assert MultivariateSVM._parameter_constraints is RegularisedLearner._parameter_constraints
 
 
 # ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
 from segstruct.learn.methods import estimator_for
 from segstruct.learn.solvers.first_order import solve_perceptron, structured_perceptron
 from segstruct.learn.solvers._image_scope import image_scope_problem
-from segstruct.model import MRFModel
+from segstruct.feature_map import MRFModel
 
 
 def check_separates(w, X, Y):

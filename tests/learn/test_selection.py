@@ -18,7 +18,7 @@ from segstruct.learn.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_dat
                                  format_curve, image_strata, make_folds, next_C_after_refit,
                                  preference_order, select_C)
 from segstruct.learn.estimators.structured_svm import DEFAULT_C, StructuredSVM
-from segstruct.model import Graph, MRFModel
+from segstruct.feature_map import Graph, MRFModel
 
 # the top-down block (on by default) costs a detector per class; these tests are
 # about other things (the top-down ones switch it on)

@@ -7,7 +7,7 @@ import segstruct.learn.solvers.qp as qp_module
 from segstruct.inference.losses import AdjustedHammingLoss, HammingLoss, IoULoss, counts, totals
 from segstruct.learn.solvers.qp import WorkingSetQP
 from segstruct.learn.estimators.structured_svm import StructuredSVM, targets_and_node_weights
-from segstruct.model import MRFModel, disjoint_union
+from segstruct.feature_map import MRFModel, disjoint_union
 
 
 def full_qp_optimum(X, Y, loss, C, solver_groups):
@@ -339,7 +339,7 @@ def test_an_optimum_of_w_zero_is_named_with_what_to_try():
     with informative features says nothing."""
     import warnings
 
-    from segstruct.model import Graph
+    from segstruct.feature_map import Graph
     from segstruct.toy import chain_problem
     X, Y = chain_problem(n_graphs=4, n_nodes=6, seed=1)
     blank = [Graph(np.zeros_like(x.unary), x.edges, np.zeros_like(x.pairwise)) for x in X]

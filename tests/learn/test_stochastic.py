@@ -15,7 +15,7 @@ from segstruct.learn.solvers.qp import WorkingSetQP
 from segstruct.learn.estimators.structured_svm import StructuredSVM
 from segstruct.learn.solvers.first_order import (ImageScopeProblem, bcfw, bcfw_line_search,
                                         stochastic_subgradient, subgradient_descent)
-from segstruct.model import MRFModel
+from segstruct.feature_map import MRFModel
 
 LEARNERS = {
     "subgradient": lambda X, Y, **kw: subgradient_descent(X, Y, max_epochs=300, **kw),

@@ -15,7 +15,7 @@ from segstruct.inference.losses import AdjustedHammingLoss, counts, get_loss, to
 from segstruct.inference.proposed import ProposedOracle
 from segstruct.learn.estimators.structured_svm import StructuredSVM
 from segstruct.learn.solvers.workers import InferencePool, blocks, split_union
-from segstruct.model import Graph, MRFModel, disjoint_union
+from segstruct.feature_map import Graph, MRFModel, disjoint_union
 
 
 def graphs(rng, n_graphs, n_nodes=(5, 40), du=4):

@@ -28,9 +28,10 @@ from segstruct.learn._params import (POSITIVE, DataConversionWarning, Interval,
 from segstruct.learn._problem import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, DEFAULT_TOL,
                                       NODE_WEIGHT_MODES, SCOPES, label_counts, resolve_loss,
                                       svm_C, targets_and_node_weights)
-from segstruct.model import MRFModel, disjoint_union
+from segstruct.feature_map import MRFModel, disjoint_union
 
-__all__ = ["BaseSSVM", "LossAugmentedSSVM", "DataConversionWarning", "NotFittedError",
+__all__ = ["RegularisedLearner", "BaseSSVM", "LossAugmentedSSVM", "DataConversionWarning",
+           "NotFittedError",
            "ParamsMixin", "Interval", "Options", "POSITIVE", "check_param"]
 
 
@@ -40,19 +41,19 @@ def check_inputs(X) -> None:
     A graph is anything with ``unary`` (N, Du), ``edges`` (E, 2) and
     ``pairwise`` (E, Dp) arrays: a ``SuperpixelGraph``
     (``FeatureExtractor.examples(...)[k].graph``) or a
-    :class:`segstruct.model.Graph`.
+    :class:`segstruct.feature_map.Graph`.
     """
     if isinstance(X, np.ndarray) or not hasattr(X, "__len__"):
         raise TypeError(f"X must be a sequence of graphs, got {type(X).__name__}: give "
                         "[example.graph for example in FeatureExtractor.examples(...)] "
-                        "or segstruct.model.Graph(unary, edges, pairwise) objects")
+                        "or segstruct.feature_map.Graph(unary, edges, pairwise) objects")
     for k, x in enumerate(X):
         missing = [name for name in ("unary", "edges", "pairwise") if not hasattr(x, name)]
         if missing:
             raise TypeError(f"X[{k}] is a {type(x).__name__}, not a graph (it has no "
                             f"{', '.join(missing)}): give objects with unary (N, Du), edges "
-                            "(E, 2) and pairwise (E, Dp) arrays, e.g. "
-                            "segstruct.model.Graph or FeatureExtractor.examples(...)[k].graph")
+                            "(E, 2) and pairwise (E, Dp) arrays, e.g. segstruct.feature_map."
+                            "Graph or FeatureExtractor.examples(...)[k].graph")
 
 
 def _labelled(k: int, read, y, *args):
@@ -63,21 +64,52 @@ def _labelled(k: int, read, y, *args):
         raise ValueError(f"Y[{k}]: {err}") from None
 
 
-class BaseSSVM(ParamsMixin):
-    """What the segmentation learners share (module docstring), with the
-    hyper-parameters every one of them has, declared here once.
-
-    A subclass declares only its own hyper-parameters: its ``__init__``
-    takes them as keyword arguments and hands ``**params`` to this one, and
-    its ``_parameter_constraints`` extend this class's
-    (``{**BaseSSVM._parameter_constraints, ...}``). A subclass that needs
-    another default for one of these names it again, says why in its
-    docstring and in ``_other_defaults``.
+class RegularisedLearner(ParamsMixin):
+    """What every learner of segstruct has, declared here once: the trade-off
+    C between the weights' norm and the loss, and the solver's stop.
 
     Parameters
     ----------
     C : float, default 1.0 (``DEFAULT_C``)
-        Regularisation trade-off, in ``C_units``.
+        Regularisation trade-off (in ``C_units`` where the learner has them).
+    tol : float, default 1e-3 (``DEFAULT_TOL``)
+        The solver's stopping tolerance, in loss units (each learner says
+        what it stops on).
+    max_iter : int, default 1000 (``DEFAULT_MAX_ITER``)
+        The solver's iterations at most.
+
+    A subclass declares only its own hyper-parameters: its ``__init__``
+    takes them as keyword arguments and hands ``**params`` to its base's,
+    and its ``_parameter_constraints`` extend the base's
+    (``{**Base._parameter_constraints, ...}``). A subclass that needs
+    another default for a shared parameter names it again, and says why in
+    ``_other_defaults`` and in its docstring.
+    """
+
+    #: Shared parameters whose default a subclass changes, with the reason.
+    _other_defaults: dict[str, str] = {}
+
+    def __init__(self, *, C=DEFAULT_C, tol=DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER):
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+
+    #: The constraints, checked in one place
+    #: (:meth:`~segstruct.learn._params.ParamsMixin.validate_params`); the
+    #: command line's choices are the same objects' options.
+    _parameter_constraints = {"C": [POSITIVE], "tol": [POSITIVE],
+                              "max_iter": [Interval(Integral, 1)]}
+
+
+class BaseSSVM(RegularisedLearner):
+    """What the segmentation learners share (module docstring), with the
+    hyper-parameters every one of them has besides
+    :class:`RegularisedLearner`'s, declared here once.
+
+    Parameters
+    ----------
+    C, tol, max_iter
+        :class:`RegularisedLearner`'s; C in ``C_units``.
     C_units : {"superpixel", "paper"}, default "superpixel"
         What C is measured in (:func:`~segstruct.learn._problem.svm_C`).
         "superpixel": the loss is counted in missed superpixels and summed
@@ -93,11 +125,6 @@ class BaseSSVM(ParamsMixin):
         areas.
     pairwise : bool, default True
         Use the pairwise block (False: a unary-only model, as in BL2).
-    tol : float, default 1e-3 (``DEFAULT_TOL``)
-        The solver's stopping tolerance, in loss units (each learner says
-        what it stops on).
-    max_iter : int, default 1000 (``DEFAULT_MAX_ITER``)
-        The solver's iterations at most.
 
     Attributes
     ----------
@@ -110,27 +137,18 @@ class BaseSSVM(ParamsMixin):
     #: --resume``); a learner that keeps one says so.
     resumable = False
 
-    #: Shared parameters whose default a subclass changes, with the reason.
-    _other_defaults: dict[str, str] = {}
-
-    def __init__(self, *, C=DEFAULT_C, C_units="superpixel", scope="dataset",
-                 node_weights="count", pairwise=True, tol=DEFAULT_TOL,
-                 max_iter=DEFAULT_MAX_ITER):
-        self.C = C
+    def __init__(self, *, C_units="superpixel", scope="dataset", node_weights="count",
+                 pairwise=True, **params):
+        super().__init__(**params)
         self.C_units = C_units
         self.scope = scope
         self.node_weights = node_weights
         self.pairwise = pairwise
-        self.tol = tol
-        self.max_iter = max_iter
 
-    #: The shared hyper-parameters' constraints, checked in one place
-    #: (:meth:`~segstruct.learn._params.ParamsMixin.validate_params`); the
-    #: command line's choices are the same objects' options.
     _parameter_constraints = {
-        "C": [POSITIVE], "C_units": [Options(*C_UNITS)], "scope": [Options(*SCOPES)],
+        **RegularisedLearner._parameter_constraints,
+        "C_units": [Options(*C_UNITS)], "scope": [Options(*SCOPES)],
         "node_weights": [Options(*NODE_WEIGHT_MODES)], "pairwise": [bool],
-        "tol": [POSITIVE], "max_iter": [Interval(Integral, 1)],
     }
 
     # what fit or from_weights sets, and what a subclass stores besides the
@@ -216,14 +234,7 @@ class BaseSSVM(ParamsMixin):
         -------
         list of (N_k,) uint8 labellings.
         """
-        self._check_fitted()
-        check_inputs(X)
-        model = MRFModel(pairwise=self.pairwise)
-        out = []
-        for x in X:
-            u, p = model.potentials(x, self.w_)
-            out.append(maximize(u, x.edges, p)[0])
-        return out
+        return self._per_graph(X, lambda u, edges, p: maximize(u, edges, p)[0])
 
     def decision_function(self, X) -> list[np.ndarray]:
         """Per-superpixel confidence: the max-marginal differences
@@ -239,14 +250,7 @@ class BaseSSVM(ParamsMixin):
         list of (N_k,) float64 arrays.
         """
         from segstruct.inference.maxmarginals import max_marginals
-        self._check_fitted()
-        check_inputs(X)
-        model = MRFModel(pairwise=self.pairwise)
-        out = []
-        for x in X:
-            u, p = model.potentials(x, self.w_)
-            out.append(max_marginals(u, x.edges, p))
-        return out
+        return self._per_graph(X, max_marginals)
 
     def marginals(self, X, temperature: float | None = None) -> list[np.ndarray]:
         """p(y_i = 1) per superpixel under ``p(y | x) ∝ exp(score(y) / T)``, by
@@ -269,8 +273,7 @@ class BaseSSVM(ParamsMixin):
         list of (N_k,) float64 arrays in [0, 1].
         """
         from segstruct.inference.marginals import loopy_bp
-        self._check_fitted()
-        check_inputs(X)
+        self._check_fitted()            # before its temperature is looked for
         T = getattr(self, "temperature_", None) if temperature is None else temperature
         if T is None:
             raise NotFittedError(
@@ -278,11 +281,17 @@ class BaseSSVM(ParamsMixin):
                 "are margins, not log-probabilities; calibrate one on held-out data "
                 "(segstruct.decisions.fit_temperature, or train --calibrate)")
         check_param("temperature", T, [POSITIVE])
+        return self._per_graph(X, lambda u, edges, p: loopy_bp(u / T, edges, p / T).node)
+
+    def _per_graph(self, X, solve: Callable) -> list:
+        """``solve(u, edges, p)`` of each graph's potentials under ``w_``."""
+        self._check_fitted()
+        check_inputs(X)
         model = MRFModel(pairwise=self.pairwise)
         out = []
         for x in X:
             u, p = model.potentials(x, self.w_)
-            out.append(loopy_bp(u / T, x.edges, p / T).node)
+            out.append(solve(u, x.edges, p))
         return out
 
     def voc_score(self, X, Y, predictions=None) -> VOCScore:

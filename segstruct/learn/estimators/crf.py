@@ -41,7 +41,7 @@ import time
 
 from segstruct.learn.solvers.fenchel_young import fit_lbfgs
 from segstruct.learn.solvers.likelihood import LIKELIHOODS, LikelihoodProblem
-from segstruct.learn.estimators.single_run import SingleRun, SingleRunSVM, lbfgs_run
+from segstruct.learn.estimators.single_run import SolverResult, SingleRunSVM, lbfgs_run
 from segstruct.learn._params import Options
 
 __all__ = ["CRF", "LIKELIHOODS", "LIKELIHOOD_SCALE"]
@@ -109,7 +109,7 @@ class CRF(SingleRunSVM):
         """The C of the objective a fit on (X, Y) solves (``svm_C_``), without fitting."""
         return LIKELIHOOD_SCALE * super().objective_C(X, Y)
 
-    def _train(self, X: list, Y) -> SingleRun:
+    def _train(self, X: list, Y) -> SolverResult:
         _, _, _, ts, ws = self._examples(X, Y)
         start = time.perf_counter()
         objective = self._objective_C(ts, ws)

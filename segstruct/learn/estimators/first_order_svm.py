@@ -8,7 +8,7 @@ learners of :mod:`segstruct.learn.solvers.first_order`, a sibling of the cutting
 estimator on :class:`~segstruct.learn.estimators.base.BaseSSVM`. An iteration
 (``max_iter``, ``log_``) is an epoch: n oracle calls, plus n more to evaluate
 the objective. The image sampling is seeded, so a fit is repeatable. Only
-BCFW has a stopping test (its duality gap <= svm_C_ tol); subgradient
+BCFW has a stopping test (its duality gap <= ``svm_C_`` tol); subgradient
 descent stops early only when a step leaves w in place, SGD runs all
 ``max_iter`` epochs, and the perceptron stops after an epoch without a
 mistake (never, on data no weights separate: its log counts the
@@ -33,7 +33,7 @@ from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoin
 from segstruct.learn.solvers.qp import QPError
 from segstruct.learn.solvers.first_order import (ImageScopeProblem, solve_bcfw, solve_perceptron,
                                         solve_sgd, solve_subgradient)
-from segstruct.model import MRFModel
+from segstruct.feature_map import MRFModel
 
 __all__ = ["FirstOrderSVM"]
 
@@ -48,7 +48,7 @@ class FirstOrderSVM(LossAugmentedSSVM):
         As :class:`~segstruct.learn.estimators.base.LossAugmentedSSVM`'s.
     C, C_units, node_weights, pairwise, tol, max_iter
         As :class:`~segstruct.learn.estimators.base.BaseSSVM`'s; ``max_iter`` counts
-        epochs, and ``tol`` is BCFW's (its duality gap <= svm_C_ tol).
+        epochs, and ``tol`` is BCFW's (its duality gap <= ``svm_C_`` tol).
     solver : {"subgradient", "sgd", "bcfw", "perceptron"}, default "bcfw"
         Projected subgradient descent (step 1/t, the best iterate kept),
         projected SGD over images (step 2/(t+1), weighted average of the

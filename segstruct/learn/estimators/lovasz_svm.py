@@ -35,7 +35,7 @@ w_p = -s (1, ..., 1), a fixed non-positive direction (every pairwise
 feature is a non-negative contrast-weighted boundary length, so each
 p_ij = -s sum_k phi_p,k(ij) <= 0: a Potts penalty for cutting an edge, larger
 across weak colour boundaries, and graph cuts stay exact), with s from a
-small grid of strengths relative to the unaries,
+small grid of strengths relative to the unaries::
 
     s = r * mean_i |u_i| / mean_i (sum of phi_p over node i's edges),
 
@@ -63,9 +63,9 @@ from segstruct.inference.losses import IoULoss, get_loss
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.learn._params import Options
 from segstruct.learn.solvers.lovasz_hinge import fit_cutting_plane, fit_sgd
-from segstruct.learn.estimators.single_run import SingleRun, SingleRunSVM
+from segstruct.learn.estimators.single_run import SolverResult, SingleRunSVM
 from segstruct.learn._problem import label_counts
-from segstruct.model import MRFModel
+from segstruct.feature_map import MRFModel
 
 __all__ = ["LovaszSVM"]
 
@@ -80,7 +80,7 @@ class LovaszSVM(SingleRunSVM):
         The Lovász hinge here is that of the (weighted) Jaccard loss only.
     C, C_units, scope, node_weights, pairwise
         As :class:`~segstruct.learn.estimators.base.BaseSSVM`'s: the objective is
-        1/2 ||w_u||^2 + svm_C_ H(w_u), with ``svm_C_`` that of the IoU SSVMs
+        ``1/2 ||w_u||^2 + svm_C_ H(w_u)``, with ``svm_C_`` that of the IoU SSVMs
         at the same C (the margins are on their scale); the scope's Jaccard
         loss is one over the training set, or the mean of per-image ones;
         with ``pairwise=False`` no pairwise weight is chosen (module
@@ -165,7 +165,7 @@ class LovaszSVM(SingleRunSVM):
                              "(scope='image'): the data-set Jaccard loss is not a sum "
                              "over images, so one image's subgradient does not estimate it")
 
-    def _train(self, X: list, Y) -> SingleRun:
+    def _train(self, X: list, Y) -> SolverResult:
         # the checks, and each image's targets and node weights (any scope)
         _, _, _, ts, ws = self._examples(X, Y)
         start = time.perf_counter()
@@ -183,7 +183,7 @@ class LovaszSVM(SingleRunSVM):
         w, selection = fit.w, None
         if self.pairwise:
             w, selection = self._choose_pairwise(X, Y, fit.w, MRFModel(pairwise=True))
-        return SingleRun(w=w, log=self._log(fit, selection, time.perf_counter() - start),
+        return SolverResult(w=w, log=self._log(fit, selection, time.perf_counter() - start),
                          # epochs for SGD, as the SSVM's first-order solvers count
                          n_iter=len(fit.history) if self.solver == "sgd" else fit.n_iter,
                          converged=fit.converged,

@@ -22,10 +22,10 @@ from scipy import sparse
 from segstruct.inference import bl2
 from segstruct.inference.losses import FBetaLoss, IoULoss, Loss, get_loss
 
-from segstruct.learn._params import (POSITIVE, DataConversionWarning, NotFittedError, ParamsMixin,
-                                  check_param)
+from segstruct.learn._params import DataConversionWarning, NotFittedError
+from segstruct.learn.estimators.base import RegularisedLearner
 from segstruct.learn.estimators.structured_svm import StructuredSVM
-from segstruct.model import Graph
+from segstruct.feature_map import Graph
 
 __all__ = ["MultivariateSVM"]
 
@@ -33,7 +33,7 @@ __all__ = ["MultivariateSVM"]
 _TWO_CLASS_LOSSES = (IoULoss, FBetaLoss)
 
 
-class MultivariateSVM(ParamsMixin):
+class MultivariateSVM(RegularisedLearner):
     r"""Linear SVM trained for a multivariate loss (SVM-perf, Joachims 2005).
 
     Solves, over ``w`` (and the intercept, see below),
@@ -63,7 +63,10 @@ class MultivariateSVM(ParamsMixin):
         Losses are fractions (F1 loss = 1 - F1), not percent.
     C : float, default 1.0
         Trade-off between ``1/2 ||w||^2`` and the single slack ``xi``; see
-        "Relation to SVM-perf" for converting SVM-perf's ``-c``.
+        "Relation to SVM-perf" for converting SVM-perf's ``-c``. Declared,
+        with ``tol`` and ``max_iter``, by
+        :class:`~segstruct.learn.estimators.base.RegularisedLearner`, the
+        base of every learner of segstruct (keyword arguments only).
     fit_intercept : bool, default True
         Append a constant feature 1 to every point. Its weight is the
         intercept and is regularised like the other weights, as SVM-perf does
@@ -152,14 +155,14 @@ class MultivariateSVM(ParamsMixin):
     # scikit-learn < 1.6 reads the kind of estimator from this attribute
     _estimator_type = "classifier"
 
-    def __init__(self, loss="f1", C=1.0, fit_intercept=True, beta=1.0, tol=1e-4,
-                 max_iter=1000):
+    _other_defaults = {"tol": "its loss is one number in [0, 1] for the whole training set, "
+                              "not counted in missed superpixels"}
+
+    def __init__(self, *, loss="f1", fit_intercept=True, beta=1.0, tol=1e-4, **params):
+        super().__init__(tol=tol, **params)
         self.loss = loss
-        self.C = C
         self.fit_intercept = fit_intercept
         self.beta = beta
-        self.tol = tol
-        self.max_iter = max_iter
 
     # ------------------------------------------------------------------
     def __sklearn_tags__(self):
@@ -272,7 +275,7 @@ class MultivariateSVM(ParamsMixin):
         else:
             # one class only: 0 stays the negative class, as 0 / 1 labels were read
             y = np.full(n, 0 if classes[0] == 0 else 1, np.uint8)
-        check_param("C", self.C, [POSITIVE])
+        self.validate_params()
         loss = self._resolve_loss()
         n_pos = int(y.sum())
         if isinstance(loss, _TWO_CLASS_LOSSES) and (n_pos == 0 or n_pos == n):

@@ -38,7 +38,7 @@ import time
 
 
 from segstruct.learn.solvers.fenchel_young import SETS, ProjectionProblem, fit_lbfgs
-from segstruct.learn.estimators.single_run import SingleRun, SingleRunSVM, lbfgs_run
+from segstruct.learn.estimators.single_run import SolverResult, SingleRunSVM, lbfgs_run
 from segstruct.learn._params import Options
 
 __all__ = ["ProjectionSVM", "SETS"]
@@ -101,7 +101,7 @@ class ProjectionSVM(SingleRunSVM):
                              "not separable, so weighting their parts' losses would not "
                              "give the loss of a projection")
 
-    def _train(self, X: list, Y) -> SingleRun:
+    def _train(self, X: list, Y) -> SolverResult:
         # the checks, and each image's targets and node weights (any scope)
         _, _, _, ts, ws = self._examples(X, Y)
         start = time.perf_counter()

@@ -21,13 +21,13 @@ from segstruct.inference.losses import get_loss
 from segstruct.learn.callbacks import Callback, TrainingState, without_checkpoints
 from segstruct.learn._problem import FitRun, svm_C
 from segstruct.learn.estimators.base import BaseSSVM
-from segstruct.model import MRFModel
+from segstruct.feature_map import MRFModel
 
-__all__ = ["SingleRun", "SingleRunSVM", "lbfgs_run"]
+__all__ = ["SolverResult", "SingleRunSVM", "lbfgs_run"]
 
 
 @dataclass
-class SingleRun:
+class SolverResult:
     """What a one-call solver returns to :meth:`SingleRunSVM.fit`.
 
     Attributes
@@ -52,7 +52,7 @@ class SingleRunSVM(BaseSSVM):
     """A learner whose ``fit`` is one call of :meth:`_train` (module docstring).
 
     Subclasses set ``method`` (the name said in errors) and implement
-    ``_train(X, Y) -> SingleRun`` and ``check_params``.
+    ``_train(X, Y) -> SolverResult`` and ``check_params``.
 
     Parameters
     ----------
@@ -108,7 +108,7 @@ class SingleRunSVM(BaseSSVM):
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
-    def _train(self, X: list, Y) -> SingleRun:
+    def _train(self, X: list, Y) -> SolverResult:
         raise NotImplementedError
 
     def _objective_C(self, targets, weights) -> dict:
@@ -121,8 +121,8 @@ class SingleRunSVM(BaseSSVM):
         return {"svm_C_": C, "superpixel_loss_": delta}
 
 
-def lbfgs_run(fit, solver: str, start: float, attributes: dict) -> SingleRun:
-    """A :class:`SingleRun` from a :func:`segstruct.learn.solvers.fenchel_young.fit_lbfgs`
+def lbfgs_run(fit, solver: str, start: float, attributes: dict) -> SolverResult:
+    """A :class:`SolverResult` from a :func:`segstruct.learn.solvers.fenchel_young.fit_lbfgs`
     result: one log entry per objective evaluation, the last with the
     certified bound as ``gap`` (``start``: ``time.perf_counter()`` at the
     fit's start)."""
@@ -133,6 +133,6 @@ def lbfgs_run(fit, solver: str, start: float, attributes: dict) -> SingleRun:
                     "seconds": s})
     log[-1].update(dual=fit.objective - fit.bound, gap=fit.bound,
                    seconds=time.perf_counter() - start)
-    return SingleRun(w=fit.w, log=log, n_iter=fit.n_iter, converged=fit.converged,
+    return SolverResult(w=fit.w, log=log, n_iter=fit.n_iter, converged=fit.converged,
                      primal=fit.objective, dual=fit.objective - fit.bound,
                      attributes=attributes)

@@ -50,7 +50,7 @@ from segstruct.learn.estimators.base import LossAugmentedSSVM
 from segstruct.learn.callbacks import Callback, Checkpoint, TrainingState
 from segstruct.learn.solvers.qp import QPError, WorkingSetQP
 from segstruct.learn.solvers.workers import InferencePool
-from segstruct.model import MRFModel
+from segstruct.feature_map import MRFModel
 
 
 # the shared problem's names (segstruct.learn._problem) are this module's public API too

@@ -14,7 +14,7 @@ from segstruct.inference import loss_augmented
 from segstruct.inference.losses import Loss
 from segstruct.learn._problem import resolve_loss, targets_and_node_weights
 from segstruct.learn._params import POSITIVE, check_param
-from segstruct.model import MRFModel
+from segstruct.feature_map import MRFModel
 
 #: The first-order learners' iterate averaging (SGD) and image order.
 AVERAGING = ("weighted", "uniform", "none")

@@ -166,7 +166,7 @@ def split_union(u, edges, p, t, a, node_sizes: Sequence[int] | np.ndarray,
     ----------
     u : (N,) unary potentials of the union; edges : (E, 2) int, the
         images' edges, each image's shifted by its first node's index
-        (``segstruct.model.disjoint_union``); p : (E,) pairwise potentials;
+        (``segstruct.feature_map.disjoint_union``); p : (E,) pairwise potentials;
         t : (N,) targets; a : (N,) node weights or None.
     node_sizes, edge_sizes : per image, its node and edge counts, in the
         union's order (they sum to N and E).

@@ -1,4 +1,4 @@
-"""The linear oracle of the marginal polytope, ``argmax_y <g, phi(y)>``: one
+"""The linear maximiser of the marginal polytope, ``argmax_y <g, phi(y)>``: one
 graph cut on attractive scores, else enumeration or a local search."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .graphcut import min_cut
 from .highs import lp_from_triplets, new_highs, run
 
 
-#: Largest N for which a non-attractive linear oracle call enumerates all 2^N
+#: Largest N for which a non-attractive linear maximiser call enumerates all 2^N
 #: labellings (exact); 2^12 labellings times E edges is about a millisecond.
 EXACT_LIMIT = 12
 
@@ -34,8 +34,8 @@ def _value(g_u, g_p, edges, y):
     return float(g_u @ y + g_p @ (y[edges[:, 0]] * y[edges[:, 1]]))
 
 
-class Oracle:
-    """``argmax_y <g, phi(y)>`` on a fixed graph; see :func:`linear_oracle`.
+class VertexMaximiser:
+    """``argmax_y <g, phi(y)>`` on a fixed graph; see :func:`linear_maximiser`.
 
     Keeps the table of all labellings between calls, so Frank-Wolfe builds it
     once.
@@ -135,7 +135,7 @@ class Oracle:
                    "primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
         h = new_highs(**options)
         h.passModel(lp)
-        h = run(h, "the linear oracle's MILP", options=options, retries=({"presolve": "on"},))
+        h = run(h, "the linear maximiser's MILP", options=options, retries=({"presolve": "on"},))
         y = (np.asarray(h.getSolution().col_value[:n]) > 0.5).astype(np.uint8)
         value = _value(g_u, g_p, edges, y)
         if value < start.value:  # keep the heuristic's labelling if HiGHS's is worse
@@ -163,9 +163,9 @@ def _local_search(g_u, g_p, edges, y, max_sweeps=100):
     return y, _value(g_u, g_p, edges, y)
 
 
-def linear_oracle(g_u, g_p, edges, exact_limit: int = EXACT_LIMIT,
+def linear_maximiser(g_u, g_p, edges, exact_limit: int = EXACT_LIMIT,
                   strict: bool = False) -> OracleAnswer:
-    """Linear maximisation oracle of the marginal polytope: ``argmax_y <g, phi(y)>``.
+    """The linear maximiser of the marginal polytope: ``argmax_y <g, phi(y)>``.
 
     Maximises ``sum_i g_u_i y_i + sum_E g_p_ij y_i y_j`` over ``y in {0,1}^N``.
 
@@ -174,7 +174,7 @@ def linear_oracle(g_u, g_p, edges, exact_limit: int = EXACT_LIMIT,
       hard in general). With ``strict`` a :class:`NotSubmodularError` is
       raised; otherwise, for ``N <= exact_limit`` all 2^N labellings are
       enumerated, and beyond that two attractive relaxations are cut (see
-      ``Oracle._relaxed``) and polished by single flips; when their bound
+      ``VertexMaximiser._relaxed``) and polished by single flips; when their bound
       does not meet their best labelling, a MILP (HiGHS, exact up to its
       1e-10 tolerances) decides. Every answer is then exact.
 
@@ -191,4 +191,4 @@ def linear_oracle(g_u, g_p, edges, exact_limit: int = EXACT_LIMIT,
     OracleAnswer
     """
     g_u, g_p, edges = check_theta(g_u, g_p, edges)
-    return Oracle(g_u.size, edges, exact_limit, strict)(g_u, g_p)
+    return VertexMaximiser(g_u.size, edges, exact_limit, strict)(g_u, g_p)

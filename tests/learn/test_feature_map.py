@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from segstruct.inference import score
-from segstruct.model import Graph, MRFModel, disjoint_union
+from segstruct.feature_map import Graph, MRFModel, disjoint_union
 
 
 def random_graph(rng, n=7, du=4, dp=3):

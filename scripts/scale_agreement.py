@@ -195,7 +195,7 @@ def _superpixel_main(args, dataset, ids) -> int:
 def main(argv=None) -> int:
     from segstruct import SegmentationModel
     from segstruct.datasets import VOCDataset
-    from segstruct.ensemble import default_runs
+    from segstruct.ensemble import default_members
     from segstruct.features.cache import ArrayCache
     from segstruct.features.superpixels import SuperpixelParams
     from segstruct.io.files import write_json, write_text
@@ -213,7 +213,7 @@ def main(argv=None) -> int:
             model = SegmentationModel.load(path)
             long_side = model.config.long_side
             print(f"{path}: long side {long_side}", flush=True)
-            runs = args.ensemble if args.ensemble is not None else default_runs(model.config)
+            runs = args.ensemble if args.ensemble is not None else default_members(model.config)
             rows = agreement(model, dataset, ids, ArrayCache(Path(tmp) / path.name),
                              ensemble=runs)
             results.append({"model": str(path), "method": model.doc["method"],

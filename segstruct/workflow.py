@@ -260,16 +260,17 @@ def fresh_estimator(settings: TrainingSettings, method: str, C: float, n_jobs: i
 
 
 def cross_validate(settings: TrainingSettings, method: str, X, Y, *, seed: int = 0,
-                   n_jobs: int = 1, progress: bool = False) -> dict:
+                   n_jobs: int = 1, progress: bool = False, groups=None) -> dict:
     """The cross-validation curve of C for one (class, method) on its training
     examples, with the chosen C (``chosen_C``) and any edge warning.
 
     The folds' learners are ``method``'s at ``settings``, each on the grid of
     ``settings.cv()``, stopped at ``settings.cv_tol`` (the folds only rank
-    the values of C)."""
+    the values of C). ``groups``: one label per image, kept together in one
+    fold (``segstruct.learn.selection.make_folds``), optional."""
     grid, folds = settings.cv()
     make = functools.partial(fresh_estimator, settings, method, grid[0], n_jobs)
-    return select_C(make, X, Y, grid, folds, seed, progress, n_jobs,
+    return select_C(make, X, Y, grid, folds, seed, progress, n_jobs, groups,
                     fold_tol=settings.cv_tol)[1]
 
 

@@ -93,7 +93,7 @@ def _command_defaults(name: str) -> dict:
     if name == "predict":
         from segstruct import predict
         # split None: the data set's evaluation split; ensemble None:
-        # ensemble.default_runs of the model's features
+        # ensemble.default_members of the model's features
         return {"decision": predict.DECISION, "beta": predict.BETA,
                 "samples": predict.SAMPLES, "split": None, "ensemble": None,
                 "overlay": False, "recursive": False, "skip_bad": False}

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from segstruct.cluster import parallel_map
 from segstruct.io.provenance import code_version, machine
-from segstruct.learn.methods import DEFAULTS, estimator_for
-from segstruct.learn.selection import DEFAULT_FOLD_TOL, select_C
+from segstruct.learn.methods import DEFAULTS, TrainingSettings
+from segstruct.learn.selection import DEFAULT_FOLD_TOL
+from segstruct.workflow import cross_validate
 
 from lodolib.choice import _cv_setting, _records
 from lodolib.examples import _examples
@@ -21,10 +22,12 @@ def cv_task(root: Path, class_name: str, method: str, setting, grid, folds,
     td, norm, scope = setting
     Xt, Yt = _examples(root, td, norm, class_name, "train", features=features)
     start = time.perf_counter()
-    C, curve = select_C(lambda: estimator_for(method, scope=scope), Xt, Yt, grid, folds,
-                        groups=groups, fold_tol=fold_tol)
+    # the library's cross-validation of C, as train --C auto runs it
+    settings = TrainingSettings(scope=scope, C="auto", C_grid=tuple(grid), folds=folds,
+                                cv_tol=fold_tol)
+    curve = cross_validate(settings, method, Xt, Yt, groups=groups)
     return {"dataset": root.name, "class": class_name, "method": method, "top_down": td,
-            "sift_norm": norm, "scope": scope, "chosen_C": C, "curve": curve,
+            "sift_norm": norm, "scope": scope, "chosen_C": curve["chosen_C"], "curve": curve,
             "fold_tol": fold_tol, "seconds": time.perf_counter() - start,
             "code_version": code_version(), "machine": machine(),
             **({"fold_groups": "id-prefix"} if groups is not None else {})}

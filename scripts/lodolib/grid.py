@@ -82,7 +82,7 @@ def ensemble_scorer(root: Path, td: str, norm: str, class_name: str, split: str,
 
     from segstruct.datasets import class_index
     from segstruct.datasets.voc import VOID_LABEL
-    from segstruct.ensemble import run_labels, superpixel_variants
+    from segstruct.ensemble import member_labels, superpixel_variants
     from segstruct.evaluate.scoring import VOCScore, pixel_confusion
     if (root / "EXPORTED").exists():
         raise SystemExit("--ensemble needs the images: give --data the data sets, not "
@@ -100,7 +100,7 @@ def ensemble_scorer(root: Path, td: str, norm: str, class_name: str, split: str,
         model = SimpleNamespace(estimator=estimator, label=1)
         voc = VOCScore()
         for image_runs, truth in zip(graphs, truths):
-            labels = run_labels([model], [[g] for g in image_runs])
+            labels = member_labels([model], [[g] for g in image_runs])
             voc.add(*pixel_confusion(labels == 1, truth == label, truth == VOID_LABEL))
         return 100 * voc.iou
     return score

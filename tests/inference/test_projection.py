@@ -137,7 +137,7 @@ def brute_max(g_u, g_p, edges):
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_linear_oracle_attractive_is_exact(seed):
+def test_linear_maximiser_attractive_is_exact(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 7))
     edges = random_graph(rng, n)
@@ -151,7 +151,7 @@ def test_linear_oracle_attractive_is_exact(seed):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_linear_oracle_non_attractive(seed):
+def test_linear_maximiser_non_attractive(seed):
     rng = np.random.default_rng(seed)
     n = 7
     edges = random_graph(rng, n, 0.7)

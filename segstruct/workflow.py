@@ -289,7 +289,7 @@ def _curve(settings: TrainingSettings, method: str, class_name: str, X, Y, out,
            n_jobs: int, progress: bool, say: Callable[[str], None]) -> dict:
     """``C = "auto"``: the curve saved beside model ``out`` by an interrupted
     run (or by ``compare``'s cross-validation of every pair), else one made
-    now and saved there."""
+    now (:func:`refit_chosen_C` saves it there before each refit)."""
     grid, folds = settings.cv()
     curve = resumable_curve(out, grid, folds, identity, fold_tol=settings.cv_tol)
     if curve is not None and checkpoint_path(out).exists():
@@ -346,8 +346,9 @@ def train(extractor: FeatureExtractor, split: str, class_name: str, method: str,
     calibrate : also fit the temperature of the marginals (for decisions on
         them); a CRF has its own.
     resume : continue from the checkpoint beside ``out`` when there is one.
-    keep_checkpoint : keep the checkpoint of a converged run (the caller drops
-        it once its own records are written).
+    keep_checkpoint : keep the checkpoint of a converged run and the curve of
+        its C (the caller drops them once its own records are written);
+        otherwise both go once the model is saved.
     curve_identity : what a saved curve must carry to be reused without a
         checkpoint (``compare``'s cross-validation of all pairs saves them).
     seed : the folds' seed (of C and of the temperature).
@@ -399,4 +400,7 @@ def train(extractor: FeatureExtractor, split: str, class_name: str, method: str,
 
     if curve is None:
         return refit(float(settings.C))
-    return refit_chosen_C(refit, curve, out, warn)
+    trained = refit_chosen_C(refit, curve, out, warn)
+    if not keep_checkpoint and not checkpoint_path(out).exists():
+        curve_path(out).unlink(missing_ok=True)     # in the model now: nothing to resume
+    return trained

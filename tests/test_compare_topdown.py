@@ -73,7 +73,7 @@ def test_a_class_too_small_for_a_detector_stops_the_run_before_training(
         data_root, cache, tmp_path, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("trained a pair before every detector was there")
-    monkeypatch.setattr(comparison_module, "train_model", no_training)
+    monkeypatch.setattr("segstruct.workflow.train_model", no_training)
     comparison, _ = _comparison(data_root, cache, tmp_path / "out", monkeypatch,
                                 person_detector=False)
     with pytest.raises(TooFewObjects, match="too few objects of class 15"):

@@ -168,8 +168,6 @@ def _report(args, dataset, trained, val_split) -> None:
 
 
 def execute(args) -> int:
-    from segstruct.io.persistence import checkpoint_path
-    from segstruct.workflow import curve_path
     _check_files(args)
     # every option is checked before any feature is computed
     settings = training_settings(args, [args.method])
@@ -185,6 +183,4 @@ def execute(args) -> int:
     if curve is not None:
         _draw_curve(args, settings, dataset, curve)
     _report(args, dataset, trained, val_split)
-    if curve is not None and not checkpoint_path(args.out).exists():
-        curve_path(args.out).unlink(missing_ok=True)    # in the model now
     return 0

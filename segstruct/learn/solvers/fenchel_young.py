@@ -111,6 +111,15 @@ class BoundedObjective:
     n_u: int
     n_p: int
 
+    @staticmethod
+    def check_data(unary, targets, svm_C, scope) -> None:
+        """The checks of every such problem's examples, constant and scope."""
+        if scope not in SCOPES:
+            raise ValueError(f"unknown loss scope {scope!r}; use one of {SCOPES}")
+        check_param("svm_C", svm_C, [POSITIVE])
+        if len(unary) == 0 or len(unary) != len(targets):
+            raise ValueError(f"{len(unary)} unary arrays and {len(targets)} target arrays")
+
     @property
     def dim(self) -> int:
         return self.n_u + self.n_p
@@ -161,11 +170,7 @@ class ProjectionProblem(BoundedObjective):
                  kind="cube", weights=None, projection_options=None):
         if kind not in SETS:
             raise ValueError(f"unknown projection set {kind!r}; use one of {SETS}")
-        if scope not in SCOPES:
-            raise ValueError(f"unknown loss scope {scope!r}; use one of {SCOPES}")
-        check_param("svm_C", svm_C, [POSITIVE])
-        if len(unary) == 0 or len(unary) != len(targets):
-            raise ValueError(f"{len(unary)} unary arrays and {len(targets)} target arrays")
+        self.check_data(unary, targets, svm_C, scope)
         self.svm_C, self.kind, self.scope = float(svm_C), kind, scope
         self.options = dict(projection_options or {})
         self.U = [np.asarray(x, np.float64) for x in unary]

@@ -39,7 +39,6 @@ import scipy.sparse
 
 from segstruct.inference.marginals import loopy_bp
 from segstruct.learn.solvers.fenchel_young import BoundedObjective
-from segstruct.learn._params import POSITIVE, SCOPES, check_param
 
 __all__ = ["LIKELIHOODS", "LikelihoodProblem"]
 
@@ -83,11 +82,7 @@ class LikelihoodProblem(BoundedObjective):
                  likelihood="pseudo", weights=None, bp_options=None):
         if likelihood not in LIKELIHOODS:
             raise ValueError(f"unknown likelihood {likelihood!r}; use one of {LIKELIHOODS}")
-        if scope not in SCOPES:
-            raise ValueError(f"unknown loss scope {scope!r}; use one of {SCOPES}")
-        check_param("svm_C", svm_C, [POSITIVE])
-        if len(unary) == 0 or len(unary) != len(targets):
-            raise ValueError(f"{len(unary)} unary arrays and {len(targets)} target arrays")
+        self.check_data(unary, targets, svm_C, scope)
         if weights is not None and likelihood != "pseudo":
             raise ValueError("node weights need the pseudo-likelihood: a likelihood of "
                              "labellings counts every superpixel once")

@@ -22,7 +22,7 @@ method and lowered none beyond its noise, and it makes a photo's mask
 steadier under enlargement. So it is how a SLIC model labels images
 unless told otherwise (:func:`default_members`); ``K = 1`` is the graph cut
 that training and cross-validation score. An ensemble of K costs K
-superpixelisations, poolings and max-marginal members per image; the dense
+superpixelisations, poolings and max-marginal computations per image; the dense
 words and the detectors' masks, which do not depend on the superpixels,
 are made once.
 """

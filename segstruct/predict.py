@@ -224,7 +224,7 @@ def prediction_index(models: Sequence[SegmentationModel], source: dict, entries:
     entries : :func:`predict_to_folder`'s, one per image.
     seconds : wall-clock seconds of the labelling.
     decision, beta, samples : how the labels were decided (:func:`label_superpixels`).
-    superpixels : with an ensemble, the SuperpixelParams of each of its runs.
+    superpixels : with an ensemble, the SuperpixelParams of each of its members.
     """
     if superpixels and len(superpixels) > 1:
         combination = (f"per pixel, the mean max-marginal difference over {len(superpixels)} "
@@ -243,8 +243,9 @@ def prediction_index(models: Sequence[SegmentationModel], source: dict, entries:
     else:
         combination = COMBINATION
     return {
-        # format 2: "ensemble" is {"runs", "slic_segments"}, as in evaluate's records
-        "format": "segstruct-predictions", "format_version": 2, **source,
+        # format 3: "ensemble" is {"members", "slic_segments"}, as in evaluate's
+        # records (format 2 named the members "runs")
+        "format": "segstruct-predictions", "format_version": 3, **source,
         "models": [{"path": str(m.path), "class": m.class_name, "class_index": m.label,
                     "method": m.doc["method"], "dataset": m.doc.get("dataset"),
                     "train_split": m.doc.get("train_split"),

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -285,14 +286,17 @@ def curve_lines(curve: dict, where: str, class_name: str, method: str) -> list[s
 
 
 def _curve(settings: TrainingSettings, method: str, class_name: str, X, Y, out,
-           extractor: FeatureExtractor, split: str, identity: str | None, seed: int,
-           n_jobs: int, progress: bool, say: Callable[[str], None]) -> dict:
+           extractor: FeatureExtractor, split: str, identity: str | None, resume: bool,
+           seed: int, n_jobs: int, progress: bool, say: Callable[[str], None]) -> dict:
     """``C = "auto"``: the curve saved beside model ``out`` by an interrupted
-    run (or by ``compare``'s cross-validation of every pair), else one made
-    now (:func:`refit_chosen_C` saves it there before each refit)."""
+    run that is resumed, or with this run's ``identity`` (``compare``'s
+    cross-validation of every pair), else one made now
+    (:func:`refit_chosen_C` saves it there before each refit)."""
     grid, folds = settings.cv()
-    curve = resumable_curve(out, grid, folds, identity, fold_tol=settings.cv_tol)
-    if curve is not None and checkpoint_path(out).exists():
+    curve = None
+    if resume or identity is not None:
+        curve = resumable_curve(out, grid, folds, identity, fold_tol=settings.cv_tol)
+    if curve is not None and resume and checkpoint_path(out).exists():
         say(f"resuming the refit at C {curve['chosen_C']:g}, chosen by the cross-validation "
             f"of the interrupted run ({curve_path(out)})")
         return curve
@@ -326,8 +330,8 @@ def train(extractor: FeatureExtractor, split: str, class_name: str, method: str,
           settings: TrainingSettings, out, *, val_split: str | None = None,
           calibrate: bool = False, resume: bool = True, keep_checkpoint: bool = False,
           curve_identity: str | None = None, seed: int = 0, n_jobs: int = 1,
-          progress: bool = False, say: Callable[[str], None] = print,
-          warn: Callable[[str], None] = print) -> SegmentationModel:
+          progress: bool = False, say: Callable[[str], None] | None = None,
+          warn: Callable[[str], None] | None = None) -> SegmentationModel:
     """Train ``method`` for ``class_name`` on ``split`` and save it as model ``out``
     (the module docstring's steps).
 
@@ -354,7 +358,8 @@ def train(extractor: FeatureExtractor, split: str, class_name: str, method: str,
     seed : the folds' seed (of C and of the temperature).
     n_jobs : worker processes of the learner's inference and the folds.
     progress : show progress bars.
-    say, warn : called with each line of progress and each warning.
+    say, warn : called with each line of progress and each warning; by
+        default progress is not said and a warning is a ``UserWarning``.
 
     Returns
     -------
@@ -367,6 +372,8 @@ def train(extractor: FeatureExtractor, split: str, class_name: str, method: str,
     DatasetError
         The split cannot teach the class (or hold the folds).
     """
+    say = say or _silent
+    warn = warn or _warning
     folds = settings.cv()[1] if settings.auto else None
     check_training_set(extractor, split, class_name, folds)
     if extractor.config.detector is not None:
@@ -382,7 +389,7 @@ def train(extractor: FeatureExtractor, split: str, class_name: str, method: str,
     curve = None
     if settings.auto:
         curve = _curve(settings, method, class_name, X, Y, out, extractor, split,
-                       curve_identity, seed, n_jobs, progress, say)
+                       curve_identity, resume, seed, n_jobs, progress, say)
 
     def refit(C: float) -> SegmentationModel:
         extra: dict = {} if curve is None else {"C_selection": curve}
@@ -404,3 +411,12 @@ def train(extractor: FeatureExtractor, split: str, class_name: str, method: str,
     if not keep_checkpoint and not checkpoint_path(out).exists():
         curve_path(out).unlink(missing_ok=True)     # in the model now: nothing to resume
     return trained
+
+
+def _silent(text: str) -> None:
+    """The default ``say``: a library call says nothing of its progress."""
+
+
+def _warning(text: str) -> None:
+    """The default ``warn``: a ``UserWarning``, which the caller may filter."""
+    warnings.warn(text, UserWarning, stacklevel=3)

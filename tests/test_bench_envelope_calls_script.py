@@ -49,7 +49,6 @@ def test_the_recording_run_is_the_commands_comparison(load_script, data_root, tm
     from segstruct.cli.settings import feature_config, training_settings
     from segstruct.datasets import VOCDataset
     from segstruct.features.extraction import FeatureExtractor
-    from segstruct.learn.methods import DEFAULTS
     script = load_script("bench_envelope_calls")
     for C in ("1", "0.25", "auto"):
         made = script.comparison(data_root, "horse", C, tmp_path / "cache", tmp_path / "out")

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from segstruct import compare as compare_module
-from segstruct.compare import comparison as comparison_module
 from segstruct.compare import Comparison
 from segstruct.datasets import VOCDataset
 from segstruct.features import descriptors as F

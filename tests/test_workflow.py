@@ -97,3 +97,28 @@ def test_calibrate_fits_the_temperature_before_the_refit(data_root, cache, tmp_p
     assert model.estimator.temperature_ == pytest.approx(
         fit["temperatures"][int(np.argmax(fit["log_likelihood"]))])
     assert any(line.startswith("temperature ") for line in said)
+
+
+def test_without_resume_a_saved_curve_and_checkpoint_are_not_taken(data_root, cache, tmp_path,
+                                                                   monkeypatch):
+    """resume=False starts afresh: the curve of the run whose checkpoint lies
+    beside the model is not reused (cross-validation runs again)."""
+    import segstruct.workflow as workflow
+    settings = TrainingSettings(C="auto", C_grid=(0.05, 1.0), folds=2)
+    features = extractor(data_root, cache)
+    train(features, "train", "car", "bl1", settings, tmp_path / "a", keep_checkpoint=True)
+    assert curve_path(tmp_path / "a").exists() and checkpoint_path(tmp_path / "a").exists()
+    calls, real = [], workflow.cross_validate
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(workflow, "cross_validate", counted)
+    said = []
+    train(features, "train", "car", "bl1", settings, tmp_path / "a", resume=False,
+          say=said.append)
+    assert calls == [1] and not any("resuming" in line for line in said)
+    # with resume (the default) the interrupted run's curve is taken
+    train(features, "train", "car", "bl1", settings, tmp_path / "b", keep_checkpoint=True)
+    train(features, "train", "car", "bl1", settings, tmp_path / "b", say=said.append)
+    assert calls == [1, 1] and any(line.startswith("resuming the refit at C") for line in said)

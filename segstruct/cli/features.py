@@ -24,14 +24,14 @@ def add_arguments(p) -> None:
 def execute(args) -> int:
     if args.top_down and not args.class_name:
         raise UsageError("--top-down features are per class: give --class")
-    if not args.class_name and not args.no_top_down:
+    bottom_up_only = not args.class_name and not args.no_top_down
+    if bottom_up_only:
         # the bottom-up blocks are shared by every class; the top-down one is not
-        args.no_top_down = True
         if not args.quiet:
             print("no --class given: bottom-up features only (the top-down block is per "
                   "class)", file=sys.stderr)
     dataset = open_dataset(args)
-    extractor = make_extractor(args, dataset)
+    extractor = make_extractor(args, dataset, bottom_up_only=bottom_up_only)
     start = time.perf_counter()
     for split in args.split or ["train"]:
         if args.class_name:

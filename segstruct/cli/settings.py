@@ -7,6 +7,7 @@ The estimators' own rules (``_parameter_constraints``, ``check_params``,
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from segstruct.cli.c_options import C_choice, add_C_options, fold_tol
 from segstruct.cli.common import EarlierName, UsageError, show_progress
@@ -218,17 +219,22 @@ def codebook_split(args) -> str:
     return given or training
 
 
-def make_extractor(args, dataset, config=None, codebook=None, detectors=None) -> FeatureExtractor:
-    """Features as the options say, or as a saved model's ``config``,
-    ``codebook`` and ``detectors`` say (evaluation must see the features it
-    was trained on)."""
+def make_extractor(args, dataset, config=None, codebook=None, detectors=None, *,
+                   bottom_up_only: bool = False) -> FeatureExtractor:
+    """Features as the options say (``bottom_up_only``: without the top-down
+    block, whatever they say), or as a saved model's ``config``, ``codebook``
+    and ``detectors`` say (evaluation must see the features it was trained
+    on)."""
     if args.no_cache and args.cache is not None:
         raise UsageError("--no-cache and --cache contradict each other; give one")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number or -1")
     cache = ArrayCache(args.cache, enabled=not args.no_cache)
     if config is None:
-        return FeatureExtractor(dataset, feature_config(args), cache, n_jobs=args.n_jobs,
+        config = feature_config(args)
+        if bottom_up_only:
+            config = replace(config, detector=None)
+        return FeatureExtractor(dataset, config, cache, n_jobs=args.n_jobs,
                                 progress=show_progress(args),
                                 codebook_split=codebook_split(args))
     return FeatureExtractor(dataset, config, cache, n_jobs=args.n_jobs,

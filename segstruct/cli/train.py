@@ -134,8 +134,6 @@ def _check_files(args) -> None:
     if model_file.exists() and not args.force and not (args.resume and checkpoint.exists()):
         raise UsageError(f"{model_file} exists: add --force to replace that model, or give "
                          "another --out")
-    if args.resume and not checkpoint.exists():
-        print(f"no checkpoint at {checkpoint}: training from the start", file=sys.stderr)
 
 
 def _report(args, dataset, trained, val_split) -> None:
@@ -168,6 +166,7 @@ def _report(args, dataset, trained, val_split) -> None:
 
 
 def execute(args) -> int:
+    from segstruct.io.persistence import checkpoint_path
     _check_files(args)
     # every option is checked before any feature is computed
     settings = training_settings(args, [args.method])
@@ -175,6 +174,9 @@ def execute(args) -> int:
     if args.calibrate and args.method == "crf":
         raise UsageError("--calibrate: a crf model's scores are its log-probabilities "
                          "(temperature 1); calibrate the SSVM methods only")
+    if args.resume and not checkpoint_path(args.out).exists():
+        print(f"no checkpoint at {checkpoint_path(args.out)}: training from the start",
+              file=sys.stderr)
     dataset = open_dataset(args)
     settings = fit_split(settings, args.C is not None, dataset, args.split)
     val_split = _val_split(args, dataset)

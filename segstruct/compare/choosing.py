@@ -38,7 +38,8 @@ def cross_validate_pairs(comparison, todo) -> None:
     grid, folds = comparison.settings.cv()
     pending = [(c, m) for c, m in todo
                if resumable_curve(comparison.model_path(c, m), grid, folds,
-                                  curve_identity(comparison, c, m)) is None]
+                                  curve_identity(comparison, c, m),
+                                  fold_tol=comparison.settings.cv_tol) is None]
     if not pending:
         return
     data = {}            # a class's examples once, shared by its methods

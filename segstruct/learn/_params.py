@@ -136,13 +136,13 @@ class ParamsMixin:
         # The class's signature lists the family's parameters, the base's too
         # (help(), editors, and scikit-learn's checks read it), where the
         # __init__ alone shows its own and **params.
-        try:
-            parameters = cls._init_parameters()
-        except RuntimeError:
-            return                      # said when its parameters are read
         kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        cls.__signature__ = inspect.Signature(
-            sorted(parameters, key=lambda p: kinds.index(p.kind) if p.kind in kinds else 0))
+        try:
+            cls.__signature__ = inspect.Signature(sorted(
+                cls._init_parameters(), key=lambda p: kinds.index(p.kind)))
+        except (RuntimeError, ValueError):
+            # not its base's either: said when its parameters are read
+            cls.__signature__ = None
 
     @classmethod
     def _init_parameters(cls) -> list[inspect.Parameter]:

@@ -86,7 +86,8 @@ def test_gradient_matches_finite_differences(likelihood, scope):
 def test_weighted_pseudo_likelihood_gradient():
     problem, (U, P, E, T) = _problem("pseudo")
     rng = np.random.default_rng(9)
-    weighted = LikelihoodProblem(U, T, P, E, svm_C=2.0, scope="image", weights=[rng.random(6) * 10 for _ in T])
+    weighted = LikelihoodProblem(U, T, P, E, svm_C=2.0, scope="image",
+                                 weights=[rng.random(6) * 10 for _ in T])
     check_gradient(weighted, W)
 
 

@@ -76,7 +76,8 @@ def test_first_order_solvers_refuse_the_dataset_scope(solver, problem):
         FirstOrderSVM(solver=solver, scope="dataset").fit(X, Y)
     FirstOrderSVM(solver=solver).check_params()
     # StructuredSVM trains by cutting planes only, and says who trains the others
-    with pytest.raises(ValueError, match=r"FirstOrderSVM \(segstruct.learn.estimators.first_order_svm\) trains it"):
+    with pytest.raises(ValueError, match=r"FirstOrderSVM \(segstruct\.learn\.estimators\."
+                                         r"first_order_svm\) trains it"):
         StructuredSVM(solver=solver, scope="image").check_params()
     # the methods give the right learner for each solver
     assert type(estimator_for("bl1", solver=solver, scope="image")) is FirstOrderSVM

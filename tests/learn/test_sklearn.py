@@ -123,9 +123,9 @@ def test_clone_is_unfitted_and_refits_to_the_same_model(kind, chain_graphs):
 #: such a check is an expected failure (xfail) when it fails in any way.
 EXPECTED_FAILURES = {
     "check_estimators_unfitted": (
-        "predict before fit raises segstruct.learn.estimators.base.NotFittedError, a ValueError and an "
-        "AttributeError like sklearn.exceptions.NotFittedError, but the check wants that "
-        "very class, and the library does not import scikit-learn. "
+        "predict before fit raises segstruct.learn.estimators.base.NotFittedError, a ValueError "
+        "and an AttributeError like sklearn.exceptions.NotFittedError, but the check wants "
+        "that very class, and the library does not import scikit-learn. "
         "sklearn.utils.validation.check_is_fitted works on the estimator "
         "(check_fit_check_is_fitted passes)."),
 }

@@ -1,15 +1,20 @@
-"""The base every segmentation learner of segstruct stands on.
+"""The bases every learner of segstruct stands on, and what they declare once.
 
-:class:`BaseSSVM` holds what :class:`~segstruct.learn.estimators.structured_svm.StructuredSVM`
-(cutting planes), :class:`~segstruct.learn.estimators.first_order_svm.FirstOrderSVM`,
-:class:`~segstruct.learn.estimators.lovasz_svm.LovaszSVM` and
-:class:`~segstruct.learn.estimators.projection_svm.ProjectionSVM` share: the joint
-feature map's prediction (one graph cut per input), max-marginal scores, the
-VOC measure, restoring a model from its weights, the examples of a loss
-scope and the C of the objective; each sibling adds its ``__init__``
-(its hyper-parameters), ``_parameter_constraints`` and ``fit``.
+- :class:`RegularisedLearner`: the hyper-parameters of every learner (C,
+  tol, max_iter), :class:`~segstruct.learn.estimators.multivariate_svm.MultivariateSVM`'s
+  too;
+- :class:`BaseSSVM`: what the segmentation learners share (C's units, the
+  loss scope, node weights, pairwise), and what they do alike: the joint
+  feature map's prediction (one graph cut per input), max-marginal scores,
+  marginals, the VOC measure, restoring a model from its weights, the
+  examples of a loss scope and the C of the objective;
+- :class:`LossAugmentedSSVM`: the loss, its adjustment and the oracle of the
+  learners whose step is loss-augmented inference
+  (:class:`~segstruct.learn.estimators.structured_svm.StructuredSVM`,
+  :class:`~segstruct.learn.estimators.first_order_svm.FirstOrderSVM`).
 
-The scikit-learn protocol (``get_params`` / ``set_params``) and the
+Each sibling adds only its own hyper-parameters, their constraints and
+``fit``. The scikit-learn protocol (``get_params`` / ``set_params``) and the
 parameter constraints come from :mod:`segstruct.learn._params` and are
 re-exported here.
 """
@@ -31,8 +36,7 @@ from segstruct.learn._problem import (C_UNITS, DEFAULT_C, DEFAULT_MAX_ITER, DEFA
 from segstruct.feature_map import MRFModel, disjoint_union
 
 __all__ = ["RegularisedLearner", "BaseSSVM", "LossAugmentedSSVM", "DataConversionWarning",
-           "NotFittedError",
-           "ParamsMixin", "Interval", "Options", "POSITIVE", "check_param"]
+           "NotFittedError", "ParamsMixin", "Interval", "Options", "POSITIVE", "check_param"]
 
 
 def check_inputs(X) -> None:

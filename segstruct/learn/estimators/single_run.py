@@ -1,6 +1,7 @@
 """The fit of a method that trains in one call of its own solver (lovasz,
-projection) and still speaks :class:`~segstruct.learn.estimators.structured_svm.StructuredSVM`'s
-callback protocol, so ``train`` and ``compare`` handle it as any other.
+projection, crf) and still speaks the callback protocol of
+:class:`~segstruct.learn.estimators.structured_svm.StructuredSVM`, so
+``train`` and ``compare`` handle it as any other.
 
 Such a run keeps no resumable state: its callbacks see it once it has ended
 (one ``on_iteration`` with the whole log), and a

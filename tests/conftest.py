@@ -9,8 +9,15 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
-import pytest
+# The suite's results must not depend on how many BLAS threads the machine
+# gives numpy: with several, a sum's order (and so where L-BFGS-B stops) can
+# change from one run to the next. Set before numpy loads, and inherited by
+# the worker processes and the commands the tests start.
+for _threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -292,6 +292,29 @@ def test_default_C_auto_falls_back_on_a_split_too_small_to_fold(data_root, tmp_p
     assert load_model(tmp_path / "m")[0].C == DEFAULT_C
 
 
+def test_features_without_a_class_refuse_the_top_down_options_and_leave_the_options_alone(
+        data_root, tmp_path, capsys, monkeypatch):
+    """Without --class the features command makes no top-down block: its
+    options are refused, and the parsed options are not changed to say so."""
+    with pytest.raises(SystemExit) as exc:
+        main(["features", "--data", str(data_root), "--cache", str(tmp_path / "c"), "-q",
+              "--top-down-folds", "5"])
+    assert exc.value.code == 2 and "without --class there is none" in capsys.readouterr().err
+    from segstruct.cli import features
+    seen = []
+    real = features.make_extractor
+
+    def spy(args, dataset, *rest, **kwargs):
+        seen.append((args.no_top_down, kwargs.get("bottom_up_only")))
+        return real(args, dataset, *rest, **kwargs)
+    monkeypatch.setattr(features, "make_extractor", spy)
+    assert main(["features", "--data", str(data_root), "--cache", str(tmp_path / "c"), "-q",
+                 "--no-top-down", "--words", "16", "--codebook-descriptors", "2000"]) == 0
+    assert main(["features", "--data", str(data_root), "--cache", str(tmp_path / "c"), "-q",
+                 "--words", "16", "--codebook-descriptors", "2000"]) == 0
+    assert seen == [(True, False), (False, True)]
+
+
 @pytest.mark.parametrize("extra, words", [
     (["--superpixels", "slic", "--fz-scale", "300"], "--fz-scale"),
     (["--fz-min-size", "300"],                            # SLIC is the default

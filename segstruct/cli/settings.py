@@ -7,7 +7,6 @@ The estimators' own rules (``_parameter_constraints``, ``check_params``,
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 
 from segstruct.cli.c_options import C_choice, add_C_options, fold_tol
 from segstruct.cli.common import EarlierName, UsageError, show_progress
@@ -122,8 +121,9 @@ def long_side(text: str) -> int | str | None:
     return value
 
 
-def check_feature_options(args) -> None:
-    """Refuse feature options that the other options make meaningless."""
+def check_feature_options(args, top_down: bool = True) -> None:
+    """Refuse feature options that the other options make meaningless
+    (``top_down`` False: the command makes no top-down block, whatever they say)."""
     d = FeatureConfig()
     s = d.superpixels
 
@@ -149,14 +149,15 @@ def check_feature_options(args) -> None:
         raise UsageError("--top-down and --no-top-down contradict each other; give one")
     if args.top_down_folds < 1:
         raise UsageError(f"--top-down-folds must be at least 1, got {args.top_down_folds}")
+    off = ("--no-top-down switches it off" if args.no_top_down else
+           None if top_down else "without --class there is none")
     for flag, name in (("--top-down-folds", "top_down_folds"),
                        ("--top-down-detector", "top_down_detector")):
-        if args.no_top_down and given(name, getattr(d, name)):
-            raise UsageError(f"{flag} sets the top-down block, but --no-top-down switches "
-                             "it off")
+        if off and given(name, getattr(d, name)):
+            raise UsageError(f"{flag} sets the top-down block, but {off}")
     if args.no_sift:
         # --codebook-split also names the detector's training split
-        split_used = not args.no_top_down and args.command != "inspect"
+        split_used = off is None and args.command != "inspect"
         unused = [f for f, n, v in (("--words", "words", d.n_words),
                                     ("--codebook-descriptors", "codebook_descriptors",
                                      d.codebook_descriptors),
@@ -178,11 +179,11 @@ OPTION_OF_SETTING = {"SuperpixelParams.scale": "--fz-scale",
                      "FeatureConfig.seed": "--seed"}
 
 
-def feature_config(args) -> FeatureConfig:
+def feature_config(args, top_down: bool = True) -> FeatureConfig:
     """The feature settings of the options; a bad value is a UsageError
     naming its option."""
     try:
-        return _feature_config(args)
+        return _feature_config(args, top_down)
     except ValueError as err:
         text = str(err)
         options = dict(OPTION_OF_SETTING)
@@ -194,8 +195,8 @@ def feature_config(args) -> FeatureConfig:
         raise
 
 
-def _feature_config(args) -> FeatureConfig:
-    check_feature_options(args)
+def _feature_config(args, top_down: bool = True) -> FeatureConfig:
+    check_feature_options(args, top_down)
     sigma = args.slic_sigma if args.superpixels == "slic" else args.fz_sigma
     sp = SuperpixelParams(method=args.superpixels, scale=args.fz_scale, sigma=sigma,
                           min_size=args.fz_min_size, n_segments=args.slic_segments,
@@ -205,7 +206,8 @@ def _feature_config(args) -> FeatureConfig:
                          n_words=args.words,
                          codebook_descriptors=args.codebook_descriptors, seed=args.seed,
                          sift_norm=args.sift_norm,
-                         detector=None if args.no_top_down else DetectorParams(seed=args.seed),
+                         detector=(DetectorParams(seed=args.seed)
+                                   if top_down and not args.no_top_down else None),
                          top_down_folds=args.top_down_folds,
                          top_down_detector=args.top_down_detector,
                          long_side=args.long_side, upsampling=args.upsampling)
@@ -231,10 +233,8 @@ def make_extractor(args, dataset, config=None, codebook=None, detectors=None, *,
         raise UsageError("--n-jobs must be a positive number or -1")
     cache = ArrayCache(args.cache, enabled=not args.no_cache)
     if config is None:
-        config = feature_config(args)
-        if bottom_up_only:
-            config = replace(config, detector=None)
-        return FeatureExtractor(dataset, config, cache, n_jobs=args.n_jobs,
+        return FeatureExtractor(dataset, feature_config(args, not bottom_up_only), cache,
+                                n_jobs=args.n_jobs,
                                 progress=show_progress(args),
                                 codebook_split=codebook_split(args))
     return FeatureExtractor(dataset, config, cache, n_jobs=args.n_jobs,

@@ -295,8 +295,6 @@ class Comparison:
                         curve_identity=choosing.curve_identity(self, class_name, method),
                         seed=self.seed, n_jobs=self.n_jobs, progress=self.progress,
                         say=lambda text: self.say(f"      {text}"), warn=warn)
-        examples = self.extractor.examples(self.train_split, class_name)
-        X, Y = [ex.graph for ex in examples], [ex.pixel_counts for ex in examples]
         C = trained.estimator.C
         extra = {key: trained.doc[key] for key in ("C_selection", "temperature_fit")
                  if key in trained.doc}
@@ -328,7 +326,8 @@ class Comparison:
                          "dual": estimator.dual_, "gap": estimator.gap_,
                          "svm_C": getattr(estimator, "svm_C_", None),
                          "oracle": oracle_name(getattr(estimator, "oracle", None))},
-            "n_train_images": len(examples), "n_eval_images": len(evaluation),
+            "n_train_images": trained.doc["n_train_images"],
+            "n_eval_images": len(evaluation),
             "train_score": train_score, "eval_score": eval_score, "diagnosis": diagnosis,
             "eval_seconds": time.perf_counter() - start,
             "detector": self._detector_digest(class_name),
@@ -337,6 +336,9 @@ class Comparison:
             "identity": self.identity(),
         }
         if len(self.settings.decisions) > 1:
+            # the training examples again only here: train() read them for the fit
+            examples = self.extractor.examples(self.train_split, class_name)
+            X, Y = [ex.graph for ex in examples], [ex.pixel_counts for ex in examples]
             record["decisions"] = self._score_decisions(
                 estimator, X, Y, evaluation, {"train_score": train_score,
                                               "eval_score": eval_score})

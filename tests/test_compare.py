@@ -61,7 +61,12 @@ def test_recorded_score_is_what_evaluate_says(finished, data_root, tmp_path):
     report = tmp_path / "eval.json"
     assert main(["evaluate", "--data", str(data_root), "--model", str(out / record["model"]),
                  "--split", "val", "--json", str(report), *cache, "-q"]) == 0
-    assert json.loads(report.read_text())["score"] == record["eval_score"]
+    evaluation = json.loads(report.read_text())
+    score = dict(record["eval_score"])
+    per_image = score.pop("per_image")          # the record keeps each image's counts
+    assert evaluation["score"] == score
+    assert [[i["tp"], i["fp"], i["fn"]] for i in evaluation["per_image"]] == per_image
+    assert [i["image_id"] for i in evaluation["per_image"]] == record["eval_ids"]
 
 
 def test_tables_match_results(finished):
@@ -70,20 +75,29 @@ def test_tables_match_results(finished):
     iou = results["table"]["iou_percent"]
     train = results["table"]["train_iou_percent"]
     rows = list(csv.reader((out / "table.csv").read_text().splitlines()))
-    assert rows[0] == ["class", *METHODS, *(f"{m} train" for m in METHODS)]
+    assert rows[0][:7] == ["class", *METHODS, *(f"{m} train" for m in METHODS)]
     assert [r[0] for r in rows[1:]] == ["car", "person", "mean"]
     for row in rows[1:3]:
-        assert [float(v) for v in row[1:]] == pytest.approx(
+        assert [float(v) for v in row[1:7]] == pytest.approx(
             [iou[row[0]][m] for m in METHODS] + [train[row[0]][m] for m in METHODS], abs=1e-4)
     means = [np.mean([table[c][m] for c in ("car", "person")])
              for table in (iou, train) for m in METHODS]
-    assert [float(v) for v in rows[3][1:]] == pytest.approx(means, abs=1e-4)
+    assert [float(v) for v in rows[3][1:7]] == pytest.approx(means, abs=1e-4)
     md = (out / "table.md").read_text()
-    assert "| class | bl1 | bl2 | proposed |" in md
-    # each cell: the evaluation split's IoU, the training split's in brackets
-    assert (f"| car | {iou['car']['bl1']:.2f} ({train['car']['bl1']:.1f}) | "
-            f"{iou['car']['bl2']:.2f} ({train['car']['bl2']:.1f}) |") in md
-    assert f"**{means[2]:.2f} ({means[5]:.1f})**" in md
+    assert "| class | bl1 | bl2 | proposed | bl1 − proposed | bl2 − proposed |" in md
+    # each cell: the evaluation split's IoU, its interval, the training split's
+    # in brackets; the intervals are results.json's, as the CSV's are
+    spans = results["intervals"]["iou_percent"]
+    low, high = spans["car"]["bl1"]
+    assert (f"| car | {iou['car']['bl1']:.2f} [{low:.1f}, {high:.1f}] "
+            f"({train['car']['bl1']:.1f}) |") in md
+    assert [float(v) for v in rows[1][7:9]] == pytest.approx([low, high], abs=1e-4)
+    low, high = results["intervals"]["mean_iou_percent"]["proposed"]
+    assert f"**{means[2]:.2f} [{low:.1f}, {high:.1f}] ({means[5]:.1f})**" in md
+    difference = results["intervals"]["difference"]["person"]["bl2"]
+    assert difference["difference"] == pytest.approx(iou["person"]["bl2"] -
+                                                     iou["person"]["proposed"])
+    assert f"{difference['difference']:+.1f} [" in md and difference["verdict"] in md
     # the table names data, loss, scope, C, M, the superpixels, the working
     # resolution and the code version
     side = results["features"]["long_side"]

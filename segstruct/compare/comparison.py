@@ -14,7 +14,7 @@ from segstruct.cluster import on_cluster, parallel_map
 from segstruct.compare import choosing, planner
 from segstruct.compare.figures import comparison_figures
 from segstruct.compare.multiclass import multiclass
-from segstruct.compare.store import RecordStore, score_table
+from segstruct.compare.store import RecordStore, score_table, table_intervals
 from segstruct.datasets import class_index
 from segstruct.decisions import decide
 from segstruct.evaluate.diagnosis import generalisation
@@ -304,8 +304,11 @@ class Comparison:
             warn(warning)
         start = time.perf_counter()
         evaluation = self.extractor.examples(self.eval_split, class_name)
-        eval_score = estimator.voc_score([ex.graph for ex in evaluation],
-                                         [ex.pixel_counts for ex in evaluation]).to_dict()
+        voc = estimator.voc_score([ex.graph for ex in evaluation],
+                                  [ex.pixel_counts for ex in evaluation])
+        # each image's counts, so that the table's intervals can be made (and
+        # made again) from the record alone
+        eval_score = {**voc.to_dict(), "per_image": [list(c) for c in voc.per_image]}
         config = self.extractor.config
         warning = generalisation(train_score["voc_iou_percent"], eval_score["voc_iou_percent"],
                                  {"top_down": config.detector is not None,
@@ -328,6 +331,7 @@ class Comparison:
                          "oracle": oracle_name(getattr(estimator, "oracle", None))},
             "n_train_images": trained.doc["n_train_images"],
             "n_eval_images": len(evaluation),
+            "eval_ids": [ex.graph.image_id for ex in evaluation],
             "train_score": train_score, "eval_score": eval_score, "diagnosis": diagnosis,
             "eval_seconds": time.perf_counter() - start,
             "detector": self._detector_digest(class_name),
@@ -378,7 +382,7 @@ class Comparison:
         classes = self.compared_classes
         records = self.store.records(classes, self.methods)
         return {
-            "format": RESULTS_FORMAT, "format_version": 1,
+            "format": RESULTS_FORMAT, "format_version": 2,
             "dataset": self.dataset.name, "data_root": str(self.dataset.root),
             "train_split": self.train_split, "eval_split": self.eval_split,
             "classes": classes, "skipped": self.skipped,
@@ -388,6 +392,7 @@ class Comparison:
             "code_version": code_version(), "machine": machine(),
             "total_fit_seconds": sum(r["training"]["fit_seconds"] for r in records),
             "table": score_table(records, classes, self.methods),
+            "intervals": table_intervals(records, classes, self.methods),
             "results": records,
         }
 

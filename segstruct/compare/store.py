@@ -13,10 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
+from segstruct.evaluate.intervals import comparison_intervals
 from segstruct.io.files import write_json
 from segstruct.io.persistence import model_paths
 
-__all__ = ["RecordStore", "score_table"]
+__all__ = ["RecordStore", "score_table", "table_intervals"]
+
+FIT_SPREAD_POINTS = 0.5      # TODO(merge): the spread study's constant
 
 
 def _top_down_hint(theirs: dict | None, mine: dict) -> str:
@@ -123,3 +126,27 @@ def score_table(records: list[dict], classes, methods) -> dict:
         return out
     return {"iou_percent": iou, "mean_iou_percent": means(iou),
             "train_iou_percent": train_iou, "mean_train_iou_percent": means(train_iou)}
+
+
+def table_intervals(records: list[dict], classes, methods, seed: int = 0) -> dict:
+    """The table's bootstrap intervals and verdicts
+    (:func:`segstruct.evaluate.intervals.comparison_intervals`) from the
+    records' per-image counts; a record made before they were kept has no
+    interval (named under ``without_counts``)."""
+    counts: dict[str, dict[str, list]] = {c: {} for c in classes}
+    ids: dict[str, list[str]] = {}
+    without = []
+    for r in records:
+        per_image = r["eval_score"].get("per_image")
+        if per_image is None or r["class"] not in counts:
+            without.append(f"{r['class']}/{r['method']}")
+            continue
+        counts[r["class"]][r["method"]] = per_image
+        if "eval_ids" in r:
+            ids[r["class"]] = r["eval_ids"]
+    # the methods in the table's order, the reference among them
+    ordered = {c: {m: counts[c][m] for m in methods if m in counts[c]} for c in classes}
+    out = comparison_intervals(ordered, ids if len(ids) == len(classes) else None,
+                               spread=FIT_SPREAD_POINTS, seed=seed)
+    out["without_counts"] = without
+    return out

@@ -12,20 +12,10 @@ import io
 from segstruct.features.config import FeatureConfig
 from segstruct.io.text import MISSING, count, fmt
 from segstruct.learn.methods import c_text, fold_tol_text
+from segstruct.report.intervals import interval_note, interval_rows, table_html
 
 __all__ = ["comparison_multiclass_markdown", "fmt", "inspection_text", "multiclass_markdown",
-           "table_csv", "table_markdown"]
-
-
-def _table_rows(results: dict, which: str = "iou_percent"):
-    """(class, values per method) rows and the mean row of the table's
-    ``which`` (``iou_percent``: the evaluation split; ``train_iou_percent``:
-    the training split, absent from results made before it was recorded)."""
-    table = results["table"]
-    iou = table.get(which, {})
-    for c in results["classes"]:
-        yield c, [iou.get(c, {}).get(m) for m in results["methods"]]
-    yield "mean", [table.get(f"mean_{which}", {}).get(m) for m in results["methods"]]
+           "table_csv", "table_html", "table_markdown"]
 
 
 def table_markdown(results: dict) -> str:
@@ -34,18 +24,21 @@ def table_markdown(results: dict) -> str:
     s = results["settings"]
     methods = results["methods"]
     out = io.StringIO()
-    out.write(f"# VOC IoU % on {results['dataset']} ({results['eval_split']}; in brackets "
-              f"on {results['train_split']})\n\n")
-    out.write("| class | " + " | ".join(methods) + " |\n")
-    out.write("|---|" + "---|" * len(methods) + "\n")
-    for (name, values), (_, train) in zip(_table_rows(results),
-                                          _table_rows(results, "train_iou_percent")):
-        cells = [fmt(v) + ("" if t is None else f" ({fmt(t, '.1f')})")
-                 for v, t in zip(values, train)]
+    reference = (results.get("intervals") or {}).get("reference")
+    others = [m for m in methods if m != reference] if reference else []
+    spans = ", with its 95 % interval" if results.get("intervals") else ""
+    out.write(f"# VOC IoU % on {results['dataset']} ({results['eval_split']}{spans}; in "
+              f"brackets on {results['train_split']})\n\n")
+    out.write("| class | " + " | ".join([*methods, *(f"{m} − {reference}" for m in others)])
+              + " |\n")
+    out.write("|---|" + "---|" * (len(methods) + len(others)) + "\n")
+    for name, cells, diffs in interval_rows(results):
+        texts = [c.text() for c in cells] + [diffs[m].text() for m in others]
         if name == "mean":
-            name, cells = f"**{name}**", [f"**{c}**" for c in cells]
-        out.write(f"| {name} | " + " | ".join(cells) + " |\n")
-    out.write(f"\nIn brackets: the same models on their own training split "
+            name, texts = f"**{name}**", [f"**{t}**" for t in texts]
+        out.write(f"| {name} | " + " | ".join(texts) + " |\n")
+    out.write(f"\n{interval_note(results)}\n")
+    out.write(f"\nIn round brackets: the same models on their own training split "
               f"({results['train_split']}); a training IoU far above the "
               f"{results['eval_split']} IoU is over-fitting. Each cell scores the "
               f"model's graph cut (`segstruct evaluate --ensemble 1`)"
@@ -197,14 +190,31 @@ def _decisions_table(out, results: dict) -> None:
 def table_csv(results: dict) -> str:
     """The same table as CSV: a header ``class,<methods>,<method> train...``,
     then one row per class and the mean (evaluation-split IoU %, then the
-    training split's)."""
+    training split's), then each method's interval (``<method> low``,
+    ``<method> high``) and each difference from the reference
+    (``<method> - <reference>``, its ``low``, ``high`` and ``verdict``)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     methods = results["methods"]
-    writer.writerow(["class", *methods, *(f"{m} train" for m in methods)])
-    for (name, values), (_, train) in zip(_table_rows(results),
-                                          _table_rows(results, "train_iou_percent")):
-        writer.writerow([name, *("" if v is None else f"{v:.4f}" for v in [*values, *train])])
+    reference = (results.get("intervals") or {}).get("reference")
+    others = [m for m in methods if m != reference] if reference else []
+    writer.writerow(["class", *methods, *(f"{m} train" for m in methods),
+                     *(f"{m} {end}" for m in methods for end in ("low", "high")),
+                     *(f"{m} - {reference}{end}" for m in others
+                       for end in ("", " low", " high", " verdict"))])
+
+    def number(v):
+        return "" if v is None else f"{v:.4f}"
+    for name, cells, diffs in interval_rows(results):
+        spans = [number(None if c.interval is None else c.interval[k])
+                 for c in cells for k in (0, 1)]
+        differences = []
+        for m in others:
+            d = diffs[m]
+            low, high = d.interval if d.interval is not None else (None, None)
+            differences += [number(d.value), number(low), number(high), d.verdict or ""]
+        writer.writerow([name, *(number(c.value) for c in cells),
+                         *(number(c.train) for c in cells), *spans, *differences])
     return out.getvalue()
 
 

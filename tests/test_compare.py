@@ -351,3 +351,31 @@ def test_overlapping_splits_are_refused(data_root, tmp_path, capsys):
                  "--split-train", "trainval", "--out", str(tmp_path / "o"),
                  "--cache", str(tmp_path / "c"), *SMALL]) == 2
     assert "share" in capsys.readouterr().err
+
+
+def test_evaluate_compares_two_models_with_a_paired_interval(finished, data_root, tmp_path,
+                                                             capsys):
+    from segstruct.evaluate.bootstrap import paired_bootstrap
+    from segstruct.evaluate.intervals import N_RESAMPLES, _draw_seed
+    out, cache, _ = finished
+    a, b = (json.loads((out / "runs" / f"person-{m}.json").read_text())
+            for m in ("proposed", "bl1"))
+    report = tmp_path / "both.json"
+    capsys.readouterr()
+    assert main(["evaluate", "--data", str(data_root), "--model", str(out / a["model"]),
+                 str(out / b["model"]), "--ensemble", "1", "--json", str(report),
+                 *cache, "-q"]) == 0
+    said = capsys.readouterr().out
+    doc = json.loads(report.read_text())
+    names = doc["models"]
+    difference = doc["intervals"]["difference"]["person"][names[1]]
+    # bl1 minus proposed, paired over the same images as compare's records
+    expected = paired_bootstrap(b["eval_score"]["per_image"], a["eval_score"]["per_image"],
+                                N_RESAMPLES, seed=_draw_seed(0, a["eval_ids"], len(a["eval_ids"])))
+    assert difference["difference"] == pytest.approx(expected["difference"])
+    assert difference["interval"] == pytest.approx(expected["interval"])
+    assert f"{names[1]} - {names[0]}: {difference['difference']:+.1f}" in said
+    assert difference["verdict"] in said and "95 % interval [" in said
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--data", str(data_root), "--model", str(out / a["model"]),
+              str(out / "models" / "car-bl1"), *cache, "-q"])

@@ -9,10 +9,13 @@ from segstruct.cli.common import (UsageError, add_ensemble_option, add_other_dat
 from segstruct.cli.settings import make_extractor
 from segstruct.datasets.voc import VOID_LABEL
 from segstruct.ensemble import ensemble_record
+from segstruct.compare.store import FIT_SPREAD_POINTS
+from segstruct.evaluate.intervals import comparison_intervals
 from segstruct.evaluate.records import evaluation_record, multiclass_record
 from segstruct.evaluate.scoring import VOCScore, pixel_confusion
 from segstruct.io.files import write_json
 from segstruct.io.text import count
+from segstruct.report.intervals import difference_text
 from segstruct.report.tables import fmt, multiclass_markdown
 
 HELP = "score a saved model on a split with the VOC measure"
@@ -24,7 +27,9 @@ def add_arguments(p) -> None:
                    metavar="MODEL",
                    help="the model to score: the MODEL of train --out, or "
                         "DIR/models/<class>-<method> of compare (reads MODEL.json and "
-                        "MODEL.npz; the features are computed as the model says); with "
+                        "MODEL.npz; the features are computed as the model says); several "
+                        "models of one class are compared: each one's 95 %% interval and "
+                        "each difference from the first, paired image by image; with "
                         "--multiclass, one model per class")
     p.add_argument("--multiclass", action="store_true",
                    help="label each image with all the models at once (each superpixel: "
@@ -43,14 +48,58 @@ def add_arguments(p) -> None:
 def execute(args) -> int:
     if args.multiclass:
         return _multiclass(args)
-    if len(args.model) > 1:
-        raise UsageError("several --model: add --multiclass to score them together "
-                         "(one per class), or evaluate them one at a time")
-    path, = args.model
-    refuse_overwriting(args.json, [path])
+    refuse_overwriting(args.json, args.model)
+    if len(set(args.model)) < len(args.model):
+        raise UsageError("a --model is given twice")
+    dataset = open_dataset(args)
+    scored = [_score(args, dataset, path) for path in args.model]
+    classes = {model.class_name for model, *_ in scored}
+    if len(classes) > 1:
+        raise UsageError(f"the models segment different classes ({', '.join(sorted(classes))}): "
+                         "add --multiclass to score them together (one per class), or "
+                         "compare models of one class")
+    names = [str(path) for path in args.model]
+    counts = {}
+    for name, (model, _, voc, configs) in zip(names, scored):
+        score = voc.to_dict()
+        counts[name] = voc.per_image
+        doc = model.doc
+        print(f"{doc['method']} model {name} ({doc['class']}, trained on "
+              f"{doc['dataset']}/{doc['train_split']}) on {dataset.name}/{args.split}"
+              f"{f', ensemble of {len(configs)}' if len(configs) > 1 else ''}: "
+              f"VOC IoU {fmt(score['voc_iou_percent'], '.2f')} % "
+              f"(precision {fmt(score['precision_percent'], '.1f')}, "
+              f"recall {fmt(score['recall_percent'], '.1f')}, "
+              f"F1 {fmt(score['f1_percent'], '.1f')}, "
+              f"mean per-image IoU {fmt(score['mean_image_iou_percent'], '.1f')})")
+    first_ids = scored[0][1]
+    if any(ids != first_ids for _, ids, _, _ in scored[1:]):
+        raise UsageError("the models were scored on different images of the split (their "
+                         "features differ in what they keep); compare them one by one")
+    class_name = scored[0][0].class_name
+    intervals = comparison_intervals({class_name: counts}, {class_name: first_ids},
+                                     reference=names[0], spread=FIT_SPREAD_POINTS)
+    _say_intervals(intervals, class_name, names, args.split)
+    if args.json:
+        records = []
+        for path, (model, ids, voc, configs) in zip(args.model, scored):
+            record = evaluation_record(dataset, args.split, path, model.doc, voc.to_dict(),
+                                       ids, voc.per_image)
+            record["ensemble"] = ensemble_record([c.superpixels for c in configs])
+            records.append(record)
+        doc = records[0] if len(records) == 1 else {
+            "format": "segstruct-evaluations", "format_version": 1, "models": names,
+            "evaluations": records}
+        doc["intervals"] = intervals
+        write_json(args.json, doc)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _score(args, dataset, path: Path):
+    """(model, image ids, VOCScore, feature configs) of one saved model on the split."""
     model, = load_models([path])
     doc = model.doc
-    dataset = open_dataset(args)
     check_model_data(args, dataset, [path], [doc])
     configs = ensemble_configs(args, model.config)
     extractor, *variants = [make_extractor(args, dataset, c, model.codebook,
@@ -62,21 +111,21 @@ def execute(args) -> int:
         ids = [ex.graph.image_id for ex in examples]
         voc = model.estimator.voc_score([ex.graph for ex in examples],
                                         [ex.pixel_counts for ex in examples])
-    score = voc.to_dict()
-    print(f"{doc['method']} model {path} ({doc['class']}, trained on "
-          f"{doc['dataset']}/{doc['train_split']}) on {dataset.name}/{args.split}"
-          f"{f', ensemble of {len(configs)}' if variants else ''}: "
-          f"VOC IoU {fmt(score['voc_iou_percent'], '.2f')} % "
-          f"(precision {fmt(score['precision_percent'], '.1f')}, "
-          f"recall {fmt(score['recall_percent'], '.1f')}, "
-          f"F1 {fmt(score['f1_percent'], '.1f')}, "
-          f"mean per-image IoU {fmt(score['mean_image_iou_percent'], '.1f')})")
-    if args.json:
-        record = evaluation_record(dataset, args.split, path, doc, score, ids, voc.per_image)
-        record["ensemble"] = ensemble_record([c.superpixels for c in configs])
-        write_json(args.json, record)
-        print(f"wrote {args.json}")
-    return 0
+    return model, ids, voc, configs
+
+
+def _say_intervals(intervals: dict, class_name: str, names, split: str) -> None:
+    """Each model's 95 % interval and, with several, each difference from the
+    first with its verdict."""
+    spans = intervals["iou_percent"].get(class_name, {})
+    for name in names:
+        if name in spans:
+            low, high = spans[name]
+            print(f"  {name}: {100 * intervals['confidence']:g} % interval [{low:.1f}, {high:.1f}] "
+                  f"(image bootstrap of {split}, {intervals['n_resamples']} resamples)")
+    for name, d in intervals["difference"].get(class_name, {}).items():
+        print(f"  {name} - {names[0]}: {difference_text(d['difference'], d['interval'])} "
+              f"points (paired): {d['verdict']}")
 
 
 def _ensemble_score(model, dataset, split: str, extractor, variants):

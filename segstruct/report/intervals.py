@@ -99,8 +99,8 @@ def interval_note(results: dict) -> str:
                 "kept; train the pairs again (another --out) to get them.")
     reference = intervals["reference"]
     mean = intervals.get("mean_classes", [])
-    text = (f"In square brackets: the {intervals['confidence']:.0%} interval of the pooled VOC "
-            f"measure over {intervals['n_resamples']} bootstrap resamples of the "
+    text = (f"In square brackets: the {100 * intervals['confidence']:g} % interval of the "
+            f"pooled VOC measure over {intervals['n_resamples']} bootstrap resamples of the "
             f"{results['eval_split']} images (seed {intervals['seed']}); the mean row's "
             f"resamples draw the images of each class (one draw for classes scored on the "
             f"same images) and average over {len(mean)} classes. Each difference from "

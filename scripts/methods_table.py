@@ -36,6 +36,7 @@ from topdown_table import (dataset_names, finished_runs, plan,  # noqa: E402
 
 from segstruct.io.files import write_text  # noqa: E402
 from segstruct.io.provenance import code_version       # noqa: E402
+from segstruct.report.intervals import interval_text  # noqa: E402
 from segstruct.report.tables import features_text, fmt  # noqa: E402
 
 METHODS = ("bl1", "bl2", "proposed", "lovasz", "projection")
@@ -62,13 +63,13 @@ def _read(path: Path):
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _cell(record) -> str:
+def _cell(record, interval=None) -> str:
     if record is None:
         return fmt(None)
     star = "" if record["training"]["converged"] else "*"
     collapse = record.get("diagnosis", {}).get("collapse")
     mark = {"no foreground": "⁰", "all foreground": "¹"}.get(collapse, "")
-    return f"{fmt(record['eval_score']['voc_iou_percent'])}{star}{mark}"
+    return f"{fmt(record['eval_score']['voc_iou_percent'])}{interval_text(interval)}{star}{mark}"
 
 
 def not_converged_note(where: str, r: dict | None) -> str | None:
@@ -88,12 +89,20 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     rows, time_rows, doc_rows, notes, versions = [], [], [], [], set()
     values = {m: [] for m in METHODS}            # IoU of every class, per method
     wins = {m: 0 for m in METHODS}
+    # classes where a method is clearly above / below proposed (its paired interval)
+    verdicts = {m: [0, 0] for m in METHODS}
     settings = features = None
     for name, p, results, records in finished_runs(out, datasets):
         settings, features = settings or results["settings"], features or results["features"]
         versions.update(r["code_version"] for r in results["results"])
+        spans = results.get("intervals") or {}
         for c in results["classes"]:
             got = {m: records.get((c, m)) for m in METHODS}
+            cell_spans = spans.get("iou_percent", {}).get(c, {})
+            differences = spans.get("difference", {}).get(c, {})
+            for m, d in differences.items():
+                if m in verdicts and d["verdict"].endswith("better"):
+                    verdicts[m][0 if d["difference"] > 0 else 1] += 1
             ious = {m: None if r is None else r["eval_score"]["voc_iou_percent"]
                     for m, r in got.items()}
             defined = [v for v in ious.values() if v is not None]
@@ -103,8 +112,8 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             for m, v in ious.items():
                 if v is not None:
                     values[m].append(v)
-            rows.append(f"| {name} | {c} | " + " | ".join(_cell(got[m]) for m in METHODS)
-                        + " |")
+            rows.append(f"| {name} | {c} | " + " | ".join(_cell(got[m], cell_spans.get(m))
+                                                          for m in METHODS) + " |")
             time_rows.append(f"| {name} | {c} | " + " | ".join(
                 fmt(None) if r is None else f"{r['training']['fit_seconds']:.0f} s / "
                 f"{r['training']['n_iter']}" for r in got.values()) + " |")
@@ -114,6 +123,7 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
                 "fit_seconds": r["training"]["fit_seconds"],
                 "relative_gap": r.get("diagnosis", {}).get("relative_gap"),
                 "collapse": r.get("diagnosis", {}).get("collapse"),
+                "interval": cell_spans.get(m), "minus_proposed": differences.get(m),
                 "code_version": r["code_version"]} for m, r in got.items()}})
             notes += [note for m, r in got.items()
                       if (note := not_converged_note(f"{name}/{c}/{m}", r)) is not None]
@@ -133,13 +143,20 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     mean_row = ("| **all** | **mean** | "
                 + " | ".join(f"**{fmt(means[m])}**" for m in METHODS) + " |")
     win_row = "| | best in (classes) | " + " | ".join(str(wins[m]) for m in METHODS) + " |"
+    verdict_row = ("| | clearly above / below proposed (classes) | "
+                   + " | ".join("" if m == "proposed" else f"{verdicts[m][0]} / {verdicts[m][1]}"
+                                for m in METHODS) + " |")
     s = settings or {}
     foot = [f"VOC IoU % on val (pixels, void excluded), one training run each (one seed), "
             "trained on train; * = not converged (see the notes); ⁰ = predicts no "
             "foreground on its own training set; – = not run; - = undefined (no "
             "foreground in val and none predicted). The mean is over classes; \"best in\" "
             "counts the classes where a method has the highest IoU (ties count for each; "
-            "classes where every method scores 0 count for none). "
+            "classes where every method scores 0 count for none), whether or not the "
+            "difference is clear; \"clearly above / below proposed\" counts the classes "
+            "where the paired 95 % interval of the difference from proposed excludes 0 "
+            "(and the difference exceeds the fit-path spread). In square brackets: the 95 % "
+            "interval of an image bootstrap of the val images (compare's results.json). "
             f"Settings: the defaults (scope {s.get('scope')}, C {s.get('C')}, loss of "
             f"bl2/proposed {s.get('loss')}, tol {s.get('tol')}, max_iter "
             f"{s.get('max_iter')}); lovasz and projection train by their own solvers "
@@ -148,10 +165,11 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             f"Code {', '.join(sorted(versions)) or code_version()}."]
     times = (["", "Training seconds / iterations (cutting-plane iterations; objective "
               "evaluations for projection):", ""] + head + time_rows)
-    md = "\n".join(head + rows + [mean_row, win_row] + times + [""]
+    md = "\n".join(head + rows + [mean_row, win_row, verdict_row] + times + [""]
                    + [f"- {line}" for line in notes] + [""] + foot) + "\n"
     doc = {"format": "segstruct-methods-table", "methods": list(METHODS), "rows": doc_rows,
-           "mean_iou_percent": means, "best_in": wins, "notes": notes, "settings": settings,
+           "mean_iou_percent": means, "best_in": wins,
+           "clearly_above_below_proposed": verdicts, "notes": notes, "settings": settings,
            "features": features, "code_versions": sorted(versions),
            "made_by": code_version()}
     return md, doc

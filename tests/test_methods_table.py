@@ -74,3 +74,32 @@ def test_multiclass_table_gives_means_and_the_change_from_alone(tmp_path, method
     assert "| toy | car, person | 40.00 | - | - | - | - |" in md
     assert "| | combined − alone, per class (points) | -1.00 to +1.00 | - |" in md
     assert methods_table.multiclass_table(tmp_path, ["other"]) == ""
+
+
+def test_cells_carry_compare_s_intervals_and_verdicts(tmp_path, methods_table):
+    import numpy as np
+
+    from segstruct.compare.store import table_intervals
+    rng = np.random.default_rng(0)
+    size = rng.integers(100, 400, 30)
+    counts = {"bl1": np.stack([size // 2, size // 10, size - size // 2], 1),
+              "proposed": np.stack([size - 5, size // 10, np.full(30, 5)], 1)}
+    recs = []
+    for m, c in counts.items():
+        r = record("car", m, 100.0 * c[:, 0].sum() / c.sum())
+        r["eval_score"]["per_image"] = c.tolist()
+        r["eval_ids"] = [f"im{i}" for i in range(30)]
+        recs.append(r)
+    spans = table_intervals(recs, ["car"], ["bl1", "proposed"])
+    write(tmp_path / "toy" / "plan.json", {"classes": ["car"], "min_images": 5})
+    write(tmp_path / "toy" / "results.json", {
+        "settings": {}, "features": {}, "classes": ["car"], "results": recs,
+        "intervals": spans})
+    md, doc = methods_table.table(tmp_path, ["toy"])
+    low, high = spans["iou_percent"]["car"]["bl1"]
+    assert f"| toy | car | {recs[0]['eval_score']['voc_iou_percent']:.2f} [{low:.1f}, " \
+           f"{high:.1f}] |" in md
+    # bl1 finds half of each object, proposed nearly all of it: clearly below
+    assert spans["difference"]["car"]["bl1"]["verdict"] == "proposed better"
+    assert "| | clearly above / below proposed (classes) | 0 / 1 |" in md
+    assert doc["rows"][0]["bl1"]["minus_proposed"]["verdict"] == "proposed better"

@@ -10,9 +10,9 @@ Writes into its folder:
   split by ``segstruct evaluate --ensemble 1 --json`` (the graph cut, which
   is what compare's table scores), with each image's TP, FP and FN;
 - ``intervals.json``: val IoU per class and method with its interval, the
-  differences from ``proposed`` with theirs, and the mean over classes; the
-  images are resampled together for every class and method, so every
-  difference and mean keeps its pairing;
+  differences from ``proposed`` with theirs and their verdicts, and the mean
+  over classes: compare's own intervals (results.json's ``intervals``),
+  after a check that ``evaluate`` finds the same counts on every image;
 - ``summary.md``: that table, as the README shows it;
 - ``timing.json``: wall and CPU seconds of the command, and the environment
   it ran in.
@@ -29,8 +29,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 SUMMARY = ("the README's first run: `segstruct compare` on the generated data set from an "
            "empty cache; val IoU with 95 % bootstrap intervals, time, figures")
 DEFAULTS = ("data", "features", "training")
@@ -39,9 +37,7 @@ REFERENCE = "proposed"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--resamples", type=int, default=10000,
-                        help="bootstrap resamples (default %(default)s)")
-    parser.add_argument("--confidence", type=float, default=0.95)
+    """No options: the intervals are compare's own."""
 
 
 def _children_cpu() -> float:
@@ -81,7 +77,7 @@ def _run(args, out: Path, scratch: Path) -> dict:
     doc = json.loads((compare / "results.json").read_text())
     classes, methods = doc["classes"], doc["methods"]
     (out / "evaluate").mkdir()
-    per_image, ids = {}, None
+    ids = None
     for row in doc["results"]:
         key = f"{row['class']}-{row['method']}"
         target = out / "evaluate" / f"{key}.json"
@@ -101,63 +97,57 @@ def _run(args, out: Path, scratch: Path) -> dict:
         if abs(got - want) > 1e-9:
             raise RuntimeError(f"{key}: evaluate --ensemble 1 gives {got} but compare's "
                                f"table {want}")
-        per_image[row["class"], row["method"]] = [(p["tp"], p["fp"], p["fn"])
-                                                  for p in record["per_image"]]
-    summary = intervals(doc, per_image, classes, methods, args.resamples, args.confidence)
+        # ... image by image, the counts compare's intervals are made of
+        counts = [[p["tp"], p["fp"], p["fn"]] for p in record["per_image"]]
+        if counts != row["eval_score"]["per_image"] or these != row["eval_ids"]:
+            raise RuntimeError(f"{key}: evaluate's per-image counts differ from compare's")
+    summary = intervals(doc, classes, methods)
     (out / "intervals.json").write_text(json.dumps(summary, indent=1) + "\n")
     (out / "timing.json").write_text(json.dumps(timing, indent=1) + "\n")
     (out / "summary.md").write_text(summary_table(summary) + "\n")
     return {"seconds": timing["seconds"], "mean_val_iou": summary["mean"]["iou"]}
 
 
-def intervals(doc: dict, per_image: dict, classes, methods, n_resamples: int,
-              confidence: float) -> dict:
+def intervals(doc: dict, classes, methods) -> dict:
     """Val IoU, train IoU and intervals per class and method, differences from
-    :data:`REFERENCE`, and the mean over classes."""
-    from segstruct.evaluate.bootstrap import percentile_interval, pooled_iou, resampled_iou
-
-    counts = np.array([[per_image[c, m] for m in methods] for c in classes], np.float64)
-    counts = counts.transpose(2, 0, 1, 3)                   # (images, classes, methods, 3)
-    iou = pooled_iou(counts.sum(axis=0))                    # (classes, methods)
-    samples = resampled_iou(counts, n_resamples, seed=0)    # (R, classes, methods)
-    ref = methods.index(REFERENCE) if REFERENCE in methods else None
+    the reference with their verdicts, and the mean over classes, from
+    compare's results.json (``doc``)."""
+    spans = doc["intervals"]
+    reference = spans["reference"]
     rows = {(r["class"], r["method"]): r for r in doc["results"]}
 
-    def cell(value, draws):
-        low, high = percentile_interval(draws, confidence)
-        return {"iou": round(float(value), 2), "interval": [round(low, 2), round(high, 2)]}
+    def rounded(pair):
+        return [round(pair[0], 2), round(pair[1], 2)]
 
-    def difference(value, draws):
-        low, high = percentile_interval(draws, confidence)
-        verdict = ("no clear difference" if low <= 0 <= high
-                   else "higher" if low > 0 else "lower")
-        return {"difference": round(float(value), 2),
-                "interval": [round(low, 2), round(high, 2)], "verdict": verdict}
+    def difference(d):
+        return {"difference": round(d["difference"], 2), "interval": rounded(d["interval"]),
+                "verdict": d["verdict"]}
 
     table = {}
-    for i, c in enumerate(classes):
+    for c in classes:
         table[c] = {}
-        for j, m in enumerate(methods):
-            entry = cell(iou[i, j], samples[:, i, j])
-            entry["train_iou"] = round(rows[c, m]["train_score"]["voc_iou_percent"], 2)
-            entry["C"] = rows[c, m]["C"]
-            if ref is not None and j != ref:
-                entry["minus_" + REFERENCE] = difference(iou[i, j] - iou[i, ref],
-                                                         samples[:, i, j] - samples[:, i, ref])
+        for m in methods:
+            r = rows[c, m]
+            entry = {"iou": round(r["eval_score"]["voc_iou_percent"], 2),
+                     "interval": rounded(spans["iou_percent"][c][m]),
+                     "train_iou": round(r["train_score"]["voc_iou_percent"], 2), "C": r["C"]}
+            if m != reference:
+                entry["minus_" + reference] = difference(spans["difference"][c][m])
             table[c][m] = entry
-    mean_samples = samples.mean(axis=1)                     # (R, methods)
     mean = {}
-    for j, m in enumerate(methods):
-        entry = cell(iou[:, j].mean(), mean_samples[:, j])
-        if ref is not None and j != ref:
-            entry["minus_" + REFERENCE] = difference(
-                iou[:, j].mean() - iou[:, ref].mean(), mean_samples[:, j] - mean_samples[:, ref])
+    for m in methods:
+        entry = {"iou": round(doc["table"]["mean_iou_percent"][m], 2),
+                 "interval": rounded(spans["mean_iou_percent"][m])}
+        if m != reference:
+            entry["minus_" + reference] = difference(spans["mean_difference"][m])
         mean[m] = entry
     return {"data": doc["dataset"], "split": doc["eval_split"], "classes": classes,
-            "methods": methods, "reference": REFERENCE, "confidence": confidence,
-            "n_images": int(counts.shape[0]), "n_resamples": n_resamples,
+            "methods": methods, "reference": reference, "confidence": spans["confidence"],
+            "n_images": len(doc["results"][0]["eval_ids"]),
+            "n_resamples": spans["n_resamples"],
             "resampling": "images drawn with replacement, the same draw for every class "
-                          "and method; pooled VOC IoU per draw; percentile interval",
+                          "and method; pooled VOC IoU per draw; percentile interval "
+                          "(compare's results.json, 'intervals')",
             "code_version": doc["code_version"], "per_class": table,
             "mean": {"iou": {m: mean[m]["iou"] for m in methods}, "per_method": mean}}
 
@@ -167,7 +157,8 @@ def _fmt_cell(e: dict) -> str:
 
 
 def _fmt_diff(e: dict) -> str:
-    return (f"{e['difference']:+.1f} [{e['interval'][0]:+.1f}, {e['interval'][1]:+.1f}]")
+    return (f"{e['difference']:+.1f} [{e['interval'][0]:+.1f}, {e['interval'][1]:+.1f}], "
+            f"{e['verdict']}")
 
 
 def summary_table(s: dict) -> str:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from segstruct.io.files import write_json, write_text
 from segstruct.io.provenance import code_version
+from segstruct.report.intervals import difference_text
 from segstruct.report.tables import features_text, fmt
 
 METHODS = ("bl1", "bl2", "proposed")
@@ -126,13 +127,32 @@ def _read(path: Path):
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def _paired(without, with_) -> dict | None:
+    """With minus without, by the paired image bootstrap of the two records'
+    per-image counts (None where a record has none, or they were scored on
+    other images)."""
+    from segstruct.evaluate.bootstrap import paired_bootstrap
+    from segstruct.evaluate.intervals import verdict
+    if without is None or with_ is None:
+        return None
+    a, b = with_["eval_score"].get("per_image"), without["eval_score"].get("per_image")
+    if a is None or b is None or with_.get("eval_ids") != without.get("eval_ids"):
+        return None
+    result = paired_bootstrap(a, b)
+    return {"difference": result["difference"], "interval": result["interval"],
+            "verdict": verdict(result["difference"], result["interval"], "with", "without")}
+
+
 def _cell(without, with_) -> str:
     def one(r):
         if r is None:
             return fmt(None)
         star = "" if r["training"]["converged"] else "*"
         return f"{fmt(r['eval_score']['voc_iou_percent'])}{star}"
-    return f"{one(without)} → {one(with_)}"
+    paired = _paired(without, with_)
+    change = "" if paired is None else \
+        f" ({difference_text(paired['difference'], paired['interval'])})"
+    return f"{one(without)} → {one(with_)}{change}"
 
 
 def _notes(name: str, plan: dict, with_block: dict | None) -> list[str]:
@@ -202,6 +222,7 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
                     "converged": r["training"]["converged"], "n_iter": r["training"]["n_iter"],
                     "code_version": r["code_version"]} for side, r in (("without", w),
                                                                         ("with", t))}
+                row[m]["with_minus_without"] = _paired(w, t)
                 values = [None if r is None else r["eval_score"]["voc_iou_percent"]
                           for r in (w, t)]
                 if None not in values:
@@ -218,7 +239,9 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
     feats = "; ".join(f"{side}: {features_text(f).removeprefix('features ')}"
                       for side, f in (features or {}).items())
     foot = [f"VOC IoU % on val (pixels, void excluded), one training run each (one seed), "
-            f"trained on train; * = stopped at max_iter (not converged); – = not run; - = "
+            f"trained on train; * = stopped at max_iter (not converged); in round "
+            "brackets: with minus without, with the paired 95 % interval of an image "
+            "bootstrap of val (where the records keep each image's counts); – = not run; - = "
             "undefined (IoU: no foreground in val and none predicted; AP: no object in val). "
             "Detector AP: VOC "
             "average precision (box IoU 0.5) on val of the class's detector, trained on train "

@@ -99,3 +99,26 @@ def test_a_command_runs_in_its_own_process_and_its_stderr_is_kept(topdown_table,
     captured = capsys.readouterr()
     assert captured.out.startswith("$ segstruct compare --classes unicorn")
     assert "unicorn" in captured.err                  # and shown as it came
+
+
+def test_a_change_carries_its_paired_interval(tmp_path, topdown_table):
+    from segstruct.evaluate.bootstrap import paired_bootstrap
+    from segstruct.features.config import FeatureConfig
+    counts = [[[50, 5, 50], [20, 0, 80], [70, 10, 30]], [[60, 5, 40], [30, 0, 70], [80, 10, 20]]]
+    recs = []
+    for per_image in counts:
+        r = record("car", "bl1", 0.0)
+        r["eval_score"]["per_image"], r["eval_ids"] = per_image, ["a", "b", "c"]
+        recs.append([r])
+    d = tmp_path / "toy"
+    write(d / "plan.json", {"classes": ["car"], "too_few_images": {}, "train_images": {"car": 9},
+                            "no_detector": {}, "min_images": 5})
+    write(d / "without" / "results.json", results(recs[0], FeatureConfig().to_dict()))
+    write(d / "with" / "results.json", results(recs[1], FeatureConfig().to_dict()))
+    md, doc = topdown_table.table(tmp_path, ["toy"])
+    expected = paired_bootstrap(counts[1], counts[0])
+    got = doc["rows"][0]["bl1"]["with_minus_without"]
+    assert got["difference"] == pytest.approx(expected["difference"])
+    assert got["interval"] == pytest.approx(expected["interval"])
+    low, high = expected["interval"]
+    assert f"({expected['difference']:+.1f} [{low:+.1f}, {high:+.1f}])" in md

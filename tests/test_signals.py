@@ -100,8 +100,14 @@ class Run:
         assert self.folds_started.wait(300), "".join(self.lines)
         assert self.proc.poll() is None, "the run ended before its cross-validation:\n" + \
             "".join(self.lines)
-        workers = {pid for pid, cmd in session_processes(self.proc.pid).items()
-                   if "loky" in cmd and "resource_tracker" not in cmd}
+        # the progress line comes first, then the pool starts its 2 workers
+        deadline = time.monotonic() + 60
+        while True:
+            workers = {pid for pid, cmd in session_processes(self.proc.pid).items()
+                       if "loky" in cmd and "resource_tracker" not in cmd}
+            if len(workers) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert len(workers) == 2, session_processes(self.proc.pid)
         return workers
 
@@ -152,7 +158,6 @@ def test_sigterm_stops_the_workers_and_the_run_resumes(data_root, cache, tmp_pat
     assert "| car |" in (out / "table.md").read_text()
 
 
-@pytest.mark.slow
 def test_sigint_stops_the_workers(data_root, cache, tmp_path):
     status, output, left = stop(data_root, cache, tmp_path / "out", signal.SIGINT)
     assert status == 128 + signal.SIGINT == 130, output
@@ -160,7 +165,6 @@ def test_sigint_stops_the_workers(data_root, cache, tmp_path):
     assert "segstruct compare: stopped by SIGINT;" in output.strip().splitlines()[-1]
 
 
-@pytest.mark.slow
 def test_workers_of_a_killed_run_end(data_root, cache, tmp_path):
     """SIGKILL cannot be caught: the workers notice their parent is gone."""
     status, output, left = stop(data_root, cache, tmp_path / "out", signal.SIGKILL)

@@ -20,6 +20,7 @@ system (the same paths everywhere).
 """
 from __future__ import annotations
 
+import os
 import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
@@ -28,6 +29,7 @@ from joblib import Parallel, cpu_count, delayed, parallel_config
 from segstruct.io.process_memo import release as release_memo
 from segstruct.io.memory import available_memory
 from segstruct.io.progress import progress_bar
+from segstruct.io.stopping import watch_parent
 
 #: What installs Dask's distributed scheduler (``pip install "segstruct[dask]"``).
 DASK_EXTRA = 'pip install "segstruct[dask]"'
@@ -177,24 +179,38 @@ def parallel_map(func: Callable, arg_lists: Sequence[tuple], n_jobs: int = 1,
         warnings.filterwarnings("ignore", message=_WORKER_REPLACED, category=UserWarning)
         try:
             out: list = []
+            here = os.getpid()
             if not on_cluster() and (n_jobs == 1 or total <= 1):
-                results: Iterator = (_task(func, keep_memo, *args) for args in arg_lists)
+                results: Iterator = (_task(func, keep_memo, here, *args) for args in arg_lists)
             else:
                 # the dask backend spreads over the whole cluster; n_jobs is local
                 runner = Parallel(n_jobs=-1 if on_cluster() else n_jobs, return_as="generator")
-                results = runner(delayed(_task)(func, keep_memo, *args) for args in arg_lists)
-            for result in results:
-                if on_result is not None:
-                    on_result(len(out), result)
-                out.append(result)
-                bar.update()
+                results = runner(delayed(_task)(func, keep_memo, here, *args)
+                                 for args in arg_lists)
+            try:
+                for result in results:
+                    if on_result is not None:
+                        on_result(len(out), result)
+                    out.append(result)
+                    bar.update()
+            except KeyboardInterrupt:
+                # Ctrl-C or SIGTERM (segstruct.io.stopping.Stopped), also while
+                # on_result saves: closing joblib's generator kills the workers
+                # now rather than when it is collected
+                close = getattr(results, "close", None)
+                if close is not None:
+                    close()
+                raise
             return out
         finally:
             bar.close()
 
 
-def _task(func: Callable, keep_memo: bool, *args):
-    """One task of :func:`parallel_map`, on whichever process runs it."""
+def _task(func: Callable, keep_memo: bool, parent: int, *args):
+    """One task of :func:`parallel_map`, on whichever process runs it; a
+    local worker exits if ``parent`` (the pid of the process that mapped)
+    ends, even killed (:func:`segstruct.io.stopping.watch_parent`)."""
+    watch_parent(parent)
     if not keep_memo:
         release_memo()
     return func(*args)

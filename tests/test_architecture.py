@@ -45,7 +45,7 @@ THIRD_PARTY = {
 # API) may import anything.
 LAYERS = (
     ("inference", "datasets"),
-    ("_version", "_build", "_source_tree", "io.files", "io.provenance", "io.text", "io.progress", "io.memory",
+    ("_version", "_build", "_source_tree", "io.stopping", "io.files", "io.provenance", "io.text", "io.progress", "io.memory",
      "io.threads", "io.process_memo", "cluster"),
     ("features", "io.checkpoint"),
     ("feature_map", "learn", "evaluate", "toy"),

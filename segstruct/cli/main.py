@@ -15,6 +15,7 @@ from segstruct.cli.common import UsageError, add_data_options
 from segstruct.cli.settings import add_feature_options, resumable
 from segstruct.cluster import use_scheduler
 from segstruct.datasets import DatasetError
+from segstruct.io.stopping import Stopped, stop_on_signals, stop_workers
 from segstruct.io.provenance import code_version
 
 COMMANDS = {"inspect": inspect, "features": features, "train": train, "evaluate": evaluate,
@@ -47,23 +48,40 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
 
 
 def main(argv=None) -> int:
-    """Run one command; its exit status (2 for a usage or input error, 130 on
-    an interrupt)."""
+    """Run one command; its exit status (2 for a usage or input error; on
+    SIGINT or SIGTERM 128 + the signal's number: 130, 143).
+
+    SIGTERM, like SIGINT (Ctrl-C), stops the command cleanly: the files
+    being written are finished or removed, every worker process ends, and
+    the message says how to go on (:mod:`segstruct.io.stopping`).
+    """
     parser, commands = _parsers()
     args = parser.parse_args(argv)
-    try:
-        with use_scheduler(getattr(args, "scheduler", None)):
-            return args.func(args)
-    except UsageError as err:
-        # the command's usage, not the list of commands
-        commands[args.command].error(str(err))
-    except (DatasetError, ValueError, RuntimeError, ImportError, OSError) as err:
-        print(f"segstruct {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted; finished cache entries are kept"
-              + ("; continue training with --resume" if args.command == "train"
-                 and resumable(args) else "")
-              + ("; run the same command again to resume" if args.command == "compare"
-                 else ""), file=sys.stderr)
-        return 130
+    with stop_on_signals():
+        try:
+            with use_scheduler(getattr(args, "scheduler", None)):
+                return args.func(args)
+        except UsageError as err:
+            # the command's usage, not the list of commands
+            commands[args.command].error(str(err))
+        except (DatasetError, ValueError, RuntimeError, ImportError, OSError) as err:
+            print(f"segstruct {args.command}: error: {err}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as err:
+            # Ctrl-C, or a signal turned into Stopped: no worker outlives the command
+            stop_workers()
+            print(stop_message(args, err), file=sys.stderr)
+            return err.exit_status if isinstance(err, Stopped) else 130
+
+
+def stop_message(args, err: KeyboardInterrupt) -> str:
+    """What a stopped command says: what stopped it, what is kept, how to go on."""
+    how = f"stopped by {err.name}" if isinstance(err, Stopped) else "interrupted"
+    if args.command == "compare":
+        return (f"segstruct compare: {how}; finished pairs and checkpoints are kept: run "
+                "the same command again to go on from them")
+    if args.command == "train" and resumable(args):
+        return (f"segstruct train: {how}; its checkpoint and finished cache entries are "
+                "kept: run the same command with --resume to go on")
+    return (f"segstruct {args.command}: {how}; finished cache entries are kept: run the same "
+            "command again to go on")

@@ -2,7 +2,8 @@
 
 Every file segstruct writes for a user (models, checkpoints, logs, results,
 tables, figures, cache entries) goes through :func:`atomic_write_bytes`, so
-an interrupted run never leaves half a file that looks valid.
+an interrupted run never leaves half a file that looks valid (a SIGTERM or
+SIGINT lets the file being written finish, :mod:`segstruct.io.stopping`).
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from segstruct.io.stopping import deferred_stop
+
 __all__ = ["atomic_write_bytes", "write_text", "write_json"]
 
 
@@ -19,24 +22,28 @@ def atomic_write_bytes(path: Path, write: Callable) -> None:
     """Call ``write(file)`` on a temporary sibling of path, then rename it in.
 
     The rename is atomic on POSIX file systems, so readers see either the
-    old file or the complete new one.
+    old file or the complete new one. A SIGTERM or SIGINT that arrives
+    meanwhile (under :func:`segstruct.io.stopping.stop_on_signals`) stops
+    the work once the file is in place, and any other exception removes
+    the temporary file.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            # mkstemp makes the file private (0600); results are for reading
-            os.fchmod(f.fileno(), 0o666 & ~_UMASK)
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+    with deferred_stop():
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+            with os.fdopen(fd, "wb") as f:
+                # mkstemp makes the file private (0600); results are for reading
+                os.fchmod(f.fileno(), 0o666 & ~_UMASK)
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
 
 
 def _read_umask() -> int:

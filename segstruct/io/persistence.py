@@ -25,6 +25,7 @@ from segstruct.inference.losses import loss_from_dict
 
 from segstruct.features.config import OPPONENT_DIM, FeatureConfig
 from segstruct.io.files import atomic_write_bytes, write_json
+from segstruct.io.stopping import deferred_stop
 from segstruct.io.provenance import code_version
 
 FORMAT = "segstruct-model"
@@ -150,8 +151,11 @@ def save_model(path, estimator, feature_config: FeatureConfig, codebook, metadat
         **metadata,
     }
     doc[DOC_DIGEST] = _doc_digest(doc)
-    atomic_write_bytes(npz_path, lambda f: f.write(payload))
-    write_json(json_path, doc)
+    # a stop between the two would leave a document naming other arrays
+    # (refused when read); the model is written whole
+    with deferred_stop():
+        atomic_write_bytes(npz_path, lambda f: f.write(payload))
+        write_json(json_path, doc)
     return json_path
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from segstruct.io.stopping import stopping
+
 __all__ = ["LOG_INTERVAL", "LogLines", "note", "progress_bar"]
 
 #: Seconds between two lines of :class:`LogLines`.
@@ -91,7 +93,8 @@ class LogLines:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._say("done")
+            # closed on the way out of work a signal stopped: not done
+            self._say("stopped" if stopping() else "done")
 
     def __enter__(self) -> "LogLines":
         return self

@@ -34,17 +34,22 @@ the images and the union stays one problem.
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
+from segstruct.io.stopping import watch_parent
+
 # (u, edges, p, t, a): one MRF problem without its loss
 Problem = tuple
 
 
-def _solve_block(oracle, problems: Sequence[Problem], loss):
-    """Worker side: the oracle on each problem in order, and its changed state."""
+def _solve_block(oracle, problems: Sequence[Problem], loss, parent: int):
+    """Worker side: the oracle on each problem in order, and its changed state.
+    The worker exits if ``parent`` (the pool's process) ends, even killed."""
+    watch_parent(parent)
     before = oracle.get_state() if hasattr(oracle, "get_state") else {}
     results = [oracle(*problem, loss) for problem in problems]
     after = oracle.get_state() if hasattr(oracle, "get_state") else {}
@@ -145,8 +150,9 @@ class InferencePool:
             return [self.oracle(*problem, loss) for problem in problems]
         ranges = blocks([len(problem[0]) for problem in problems],
                         self.BLOCKS_PER_WORKER * self.n_workers)
+        here = os.getpid()
         outs = self._parallel(delayed(_solve_block)(self._oracle_for(problems[r.start:r.stop]),
-                                                    problems[r.start:r.stop], loss)
+                                                    problems[r.start:r.stop], loss, here)
                               for r in ranges)
         results = [res for block_results, _ in outs for res in block_results]
         changed = {}

@@ -55,7 +55,11 @@ def add_arguments(p) -> None:
     g.add_argument("--figure-ids", nargs="+", metavar="ID",
                    help="draw these evaluation image ids instead (default: the "
                         "--figure-images draw)")
-    g.add_argument("--no-figures", action="store_true", help="write the tables only")
+    g.add_argument("--no-figures", action="store_true",
+                   help="write no figures (report.html then shows the table and gallery)")
+    g.add_argument("--no-report", action="store_true",
+                   help="write no report.html (the table, figures and gallery as one page; "
+                        "`segstruct report DIR` writes it later)")
     g.add_argument("--multiclass", action="store_true",
                    help="also combine each method's class models into one labelling per "
                         "image (by max-marginals) and score it over all 21 labels, the "
@@ -89,7 +93,8 @@ def execute(args) -> int:
                             skip_few_objects=args.classes is None, n_jobs=args.n_jobs)
     start = time.perf_counter()
     comparison.run(figures=not args.no_figures, figure_images=args.figure_images,
-                   figure_ids=args.figure_ids, multiclass=args.multiclass)
+                   figure_ids=args.figure_ids, multiclass=args.multiclass,
+                   report=not args.no_report)
     print()
     print((args.out / "table.md").read_text())
     if args.multiclass:

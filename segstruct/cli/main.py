@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from segstruct.cli import (compare, detector, evaluate, features, inspect, predict, train,
-                           visualize)
+from segstruct.cli import (compare, detector, evaluate, features, inspect, predict, report,
+                           train, visualize)
 from segstruct.cli.common import UsageError, add_data_options
 from segstruct.cli.settings import add_feature_options, resumable
 from segstruct.cluster import use_scheduler
@@ -18,7 +18,7 @@ from segstruct.datasets import DatasetError
 from segstruct.io.provenance import code_version
 
 COMMANDS = {"inspect": inspect, "features": features, "train": train, "evaluate": evaluate,
-            "compare": compare, "visualize": visualize, "predict": predict,
+            "compare": compare, "report": report, "visualize": visualize, "predict": predict,
             "detector": detector}
 
 

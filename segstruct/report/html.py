@@ -3,8 +3,9 @@
 The page holds everything itself: every picture is an inline PNG (a
 ``data:image/png;base64`` URI), the style is inline, and the only script is
 a few lines of inline JavaScript that count the pictures the browser could
-decode (the ``data-images-ok`` and ``data-images-broken`` attributes of
-``<body>``, read by the browser test). No address outside the file is named,
+decode and the gallery rows it shows (the ``data-images-ok``,
+``data-images-broken`` and ``data-rows-shown`` attributes of ``<body>``,
+read by the browser test). No address outside the file is named,
 so it opens from a disk, a mail or an archive, with no server and no
 network. Showing all gallery images or only the disagreements is a pair of
 radio buttons and a CSS rule: it works with scripts switched off.
@@ -49,16 +50,20 @@ input.only:checked ~ .gallery .none-disagree { display: block; }
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 """
 
-#: Counts the pictures the browser decoded once the page has loaded: what
-#: the browser test reads from the dumped DOM.
+#: Counts the pictures the browser decoded and the gallery rows it shows
+#: once the page has loaded: what the browser test reads from the dumped DOM.
 _CHECK_SCRIPT = """
 window.addEventListener("load", function () {
-  var ok = 0, broken = 0;
+  var ok = 0, broken = 0, shown = 0;
   document.querySelectorAll("img").forEach(function (img) {
     if (img.complete && img.naturalWidth > 0) { ok += 1; } else { broken += 1; }
   });
+  document.querySelectorAll(".gallery .row").forEach(function (row) {
+    if (row.offsetParent !== null) { shown += 1; }
+  });
   document.body.dataset.imagesOk = String(ok);
   document.body.dataset.imagesBroken = String(broken);
+  document.body.dataset.rowsShown = String(shown);
 });
 """
 

@@ -213,9 +213,9 @@ def test_the_gallery_scores_each_image_as_the_evaluation_did(finished):
     method = record["method"]
     for panel in panels:
         tp, fp, fn = panel["counts"]["m"]
-        shown = "-" if tp + fp + fn == 0 else f"{100 * tp / (tp + fp + fn):.1f}"
+        shown = "-" if tp + fp + fn == 0 else f"{100 * tp / (tp + fp + fn):.1f} %"
         row = re.search(rf'data-image="{panel["image_id"]}">.*?</figure></div>', page, re.S)
-        assert f"{method}<br>IoU {shown} %" in row.group(0)
+        assert f"{method}<br>IoU {shown}<" in row.group(0)
 
 
 def test_a_records_per_image_counts_are_used(finished):
@@ -254,6 +254,12 @@ def test_report_refuses_a_folder_without_results(tmp_path, capsys):
     (tmp_path / "results.json").write_text('{"format": "other"}')
     assert main(["report", str(tmp_path), "-q"]) == 2
     assert "segstruct-comparison" in capsys.readouterr().err
+    # data moved since: the page needs them, and --data says where
+    (tmp_path / "results.json").write_text(json.dumps(
+        {"format": "segstruct-comparison", "data_root": str(tmp_path / "gone")}))
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(tmp_path), "-q"])
+    assert exc.value.code == 2 and "give --data ROOT" in capsys.readouterr().err
 
 
 def test_compare_without_the_report(finished, data_root, tmp_path):

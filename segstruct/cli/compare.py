@@ -131,6 +131,8 @@ def execute_report(args) -> int:
                          f"{args.gallery_images}")
     if args.no_cache and args.cache is not None:
         raise UsageError("--no-cache and --cache contradict each other; give one")
+    if args.n_jobs == 0:
+        raise UsageError("--n-jobs must be a positive number or -1")
     results = read_results(args.dir)
     root = args.data if args.data is not None else Path(results["data_root"])
     if not root.is_dir():
@@ -140,7 +142,8 @@ def execute_report(args) -> int:
     say = print if show_progress(args) else None
     path = write_report(args.dir, results, dataset, cache=ArrayCache(args.cache,
                                                                      enabled=not args.no_cache),
-                        max_images=args.gallery_images or None, path=args.output, say=say)
+                        max_images=args.gallery_images or None, path=args.output, say=say,
+                        n_jobs=args.n_jobs)
     print(f"wrote {path}")
     return 0
 

@@ -68,8 +68,8 @@ def _record_counts(record: dict) -> dict | None:
 
 def class_section(out_dir, results: dict, class_name: str, dataset: VOCDataset,
                   extractor: FeatureExtractor | None = None, cache: ArrayCache | None = None,
-                  max_images: int | None = GALLERY_IMAGES,
-                  side: int = THUMBNAIL_SIDE) -> ClassSection:
+                  max_images: int | None = GALLERY_IMAGES, side: int = THUMBNAIL_SIDE,
+                  n_jobs: int = 1) -> ClassSection:
     """One class of the page: its figures (read from ``DIR/figures``) and its
     gallery.
 
@@ -81,7 +81,8 @@ def class_section(out_dir, results: dict, class_name: str, dataset: VOCDataset,
     dataset : the comparison's data.
     extractor : the comparison's own features (compare's run passes its
         extractor); default the first model's (its codebook and detectors).
-    cache : feature cache of that default extractor.
+    cache, n_jobs : feature cache and worker processes of that default
+        extractor (features not in the cache are computed).
     max_images : gallery rows kept, most disagreement first (None: every image).
     side : longest side of the gallery's pictures, pixels.
     """
@@ -97,7 +98,7 @@ def class_section(out_dir, results: dict, class_name: str, dataset: VOCDataset,
         return section
     models = {r["method"]: SegmentationModel.load(out_dir / r["model"]) for r in records}
     if extractor is None:
-        extractor = next(iter(models.values())).extractor(dataset, cache)
+        extractor = next(iter(models.values())).extractor(dataset, cache, n_jobs)
     estimators = {m: model.estimator for m, model in models.items()}
     recorded = {r["method"]: _record_counts(r) for r in records}
     ids = dataset.ids(results["eval_split"])
@@ -117,7 +118,7 @@ def class_section(out_dir, results: dict, class_name: str, dataset: VOCDataset,
 def write_report(out_dir, results: dict | None = None, dataset: VOCDataset | None = None,
                  extractor: FeatureExtractor | None = None, cache: ArrayCache | None = None,
                  max_images: int | None = GALLERY_IMAGES, path=None,
-                 say: Callable[[str], None] | None = None) -> Path:
+                 say: Callable[[str], None] | None = None, n_jobs: int = 1) -> Path:
     """Write a comparison's report.html; its path.
 
     Parameters
@@ -125,7 +126,7 @@ def write_report(out_dir, results: dict | None = None, dataset: VOCDataset | Non
     out_dir : the comparison's folder.
     results : its results.json's content (default: read from there).
     dataset : its data (default: results' ``data_root``).
-    extractor, cache, max_images : of :func:`class_section`.
+    extractor, cache, max_images, n_jobs : of :func:`class_section`.
     path : where to write (default ``DIR/report.html``).
     say : called with one line per class drawn (default: silent).
 
@@ -144,7 +145,7 @@ def write_report(out_dir, results: dict | None = None, dataset: VOCDataset | Non
         if say:
             say(f"report: labelling the {results['eval_split']} images of {class_name}")
         sections.append(class_section(out_dir, results, class_name, dataset, extractor, cache,
-                                      max_images))
+                                      max_images, n_jobs=n_jobs))
     target = Path(path) if path is not None else out_dir / REPORT_FILE
     write_text(target, report_html(results, sections))
     return target

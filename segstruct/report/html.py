@@ -135,7 +135,9 @@ def _gallery_html(section: ClassSection, methods) -> str:
     for row in section.rows:
         cells = []
         for title, png in row.cells:
-            score = (f"<br>IoU {fmt(row.iou[title], '.1f')} %" if title in row.iou else "")
+            value = row.iou.get(title)
+            score = ("" if title not in row.iou else
+                     "<br>IoU -" if value is None else f"<br>IoU {value:.1f} %")
             cells.append(f'<figure><img src="{data_uri(png)}" alt="{escape(row.image_id)}: '
                          f'{escape(title)}"><figcaption>{escape(title)}{score}</figcaption>'
                          "</figure>")

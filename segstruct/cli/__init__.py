@@ -2,6 +2,7 @@
 
 Commands: ``inspect`` (check a data root and summarise it), ``features``
 (extract and cache features), ``train``, ``evaluate``, ``compare``,
+``report`` (a comparison's report.html again: in ``compare``'s module),
 ``visualize``, ``predict`` and ``detector``, one module each; ``settings``
 maps their options to ``FeatureConfig`` and ``TrainingSettings``; ``main``
 holds the parser and the entry point.

@@ -1,9 +1,11 @@
 """``segstruct compare``: train several methods for several classes and compare
-them by VOC IoU (Table 1 of the paper), with figures."""
+them by VOC IoU (Table 1 of the paper), with figures; and ``segstruct report
+DIR`` (:data:`REPORT`), which writes a finished comparison's report.html again."""
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from segstruct.cli.c_options import fit_split
 from segstruct.cli.common import (UsageError, add_scheduler_option, open_dataset, show_progress,
@@ -55,7 +57,11 @@ def add_arguments(p) -> None:
     g.add_argument("--figure-ids", nargs="+", metavar="ID",
                    help="draw these evaluation image ids instead (default: the "
                         "--figure-images draw)")
-    g.add_argument("--no-figures", action="store_true", help="write the tables only")
+    g.add_argument("--no-figures", action="store_true",
+                   help="write no figures (report.html then shows the table and gallery)")
+    g.add_argument("--no-report", action="store_true",
+                   help="write no report.html (the table, figures and gallery as one page; "
+                        "`segstruct report DIR` writes it later)")
     g.add_argument("--multiclass", action="store_true",
                    help="also combine each method's class models into one labelling per "
                         "image (by max-marginals) and score it over all 21 labels, the "
@@ -89,7 +95,8 @@ def execute(args) -> int:
                             skip_few_objects=args.classes is None, n_jobs=args.n_jobs)
     start = time.perf_counter()
     comparison.run(figures=not args.no_figures, figure_images=args.figure_images,
-                   figure_ids=args.figure_ids, multiclass=args.multiclass)
+                   figure_ids=args.figure_ids, multiclass=args.multiclass,
+                   report=not args.no_report)
     print()
     print((args.out / "table.md").read_text())
     if args.multiclass:
@@ -97,3 +104,51 @@ def execute(args) -> int:
     print(f"compare finished in {time.perf_counter() - start:.1f} s")
     return 0
 
+
+# ---------------------------------------------------------------- segstruct report
+REPORT_HELP = ("write a finished comparison's report.html again: its table, figures and a "
+               "gallery of every method's masks, as one page any browser opens")
+
+
+def add_report_arguments(p) -> None:
+    from segstruct.compare.report import GALLERY_IMAGES
+    p.add_argument("dir", type=Path, metavar="DIR",
+                   help="the --out folder of a finished `segstruct compare` (its results.json, "
+                        "models and figures); --data defaults to the comparison's data root")
+    p.add_argument("--gallery-images", type=int, default=GALLERY_IMAGES, metavar="N",
+                   help="images per class in the gallery, those where the methods disagree "
+                        "most (default %(default)s); 0 for every evaluation image")
+    p.add_argument("--output", type=Path, metavar="FILE",
+                   help="where to write the page (default: DIR/report.html)")
+
+
+def execute_report(args) -> int:
+    from segstruct.compare.report import read_results, write_report
+    from segstruct.datasets import VOCDataset
+    from segstruct.features.cache import ArrayCache
+    if args.gallery_images < 0:
+        raise UsageError(f"--gallery-images must be 0 (every image) or more, got "
+                         f"{args.gallery_images}")
+    if args.no_cache and args.cache is not None:
+        raise UsageError("--no-cache and --cache contradict each other; give one")
+    if args.n_jobs == 0:
+        raise UsageError("--n-jobs must be a positive number or -1")
+    results = read_results(args.dir)
+    root = args.data if args.data is not None else Path(results["data_root"])
+    if not root.is_dir():
+        raise UsageError(f"the comparison's data root {root} is not a folder: give --data "
+                         "ROOT, where its data are now")
+    dataset = VOCDataset(root)
+    say = print if show_progress(args) else None
+    path = write_report(args.dir, results, dataset, cache=ArrayCache(args.cache,
+                                                                     enabled=not args.no_cache),
+                        max_images=args.gallery_images or None, path=args.output, say=say,
+                        n_jobs=args.n_jobs)
+    print(f"wrote {path}")
+    return 0
+
+
+#: The ``report`` command, as ``main.COMMANDS`` takes a command (its own
+#: module would crowd segstruct/cli past its 15 modules).
+REPORT = SimpleNamespace(HELP=REPORT_HELP, FEATURES=False, add_arguments=add_report_arguments,
+                         execute=execute_report)

@@ -1,13 +1,15 @@
 """The ``segstruct`` command line: its parser and entry point.
 
-Each command is a module of this package with ``HELP``, ``FEATURES`` (whether
-it takes the feature options), ``add_arguments(parser)`` and ``run(args)``;
+Each command is a module of this package (``report``: an object of
+``compare``'s) with ``HELP``, ``FEATURES`` (whether it takes the feature
+options), ``add_arguments(parser)`` and ``execute(args)``;
 ``COMMANDS`` lists them in the order of the help.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from segstruct.cli import (compare, detector, evaluate, features, inspect, predict, train,
                            visualize)
@@ -18,9 +20,10 @@ from segstruct.datasets import DatasetError
 from segstruct.io.stopping import Stopped, stop_on_signals, stop_workers
 from segstruct.io.provenance import code_version
 
-COMMANDS = {"inspect": inspect, "features": features, "train": train, "evaluate": evaluate,
-            "compare": compare, "visualize": visualize, "predict": predict,
-            "detector": detector}
+COMMANDS: dict[str, Any] = {
+    "inspect": inspect, "features": features, "train": train, "evaluate": evaluate,
+    "compare": compare, "report": compare.REPORT, "visualize": visualize, "predict": predict,
+    "detector": detector}
 
 
 def build_parser() -> argparse.ArgumentParser:

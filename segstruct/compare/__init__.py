@@ -14,6 +14,8 @@ Layout of an output folder ``DIR``::
     DIR/table.md, DIR/table.csv         the table
     DIR/figures/*.png                   training curves, qualitative grids,
                                         loss surfaces
+    DIR/report.html                     the table, figures and a gallery of every
+                                        method's masks, one self-contained page
 
 With ``--C auto``, ``DIR/models/<class>-<method>.cv.json`` holds the pair's
 cross-validation curve from the end of its cross-validation until its record
@@ -32,7 +34,8 @@ Modules: ``store`` (the records and models of the folder), ``planner``
 (which classes can be compared and which pairs are still to train),
 ``comparison`` (:class:`Comparison`: training and scoring the pairs),
 ``choosing`` (``--C auto``: every pair's folds cross-validated at once),
-``figures`` and ``multiclass`` (what is drawn and scored from the models).
+``figures`` and ``multiclass`` (what is drawn and scored from the models),
+``report`` (report.html, rebuilt by ``segstruct report DIR``).
 """
 from segstruct.compare.comparison import RESULTS_FORMAT, Comparison
 from segstruct.compare.figures import FIGURE_IMAGES, pick_images, save_qualitative

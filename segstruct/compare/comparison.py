@@ -14,6 +14,7 @@ from segstruct.cluster import on_cluster, parallel_map
 from segstruct.compare import choosing, planner
 from segstruct.compare.figures import comparison_figures
 from segstruct.compare.multiclass import multiclass
+from segstruct.compare.report import write_report
 from segstruct.compare.store import RecordStore, score_table, table_intervals
 from segstruct.datasets import class_index
 from segstruct.decisions import decide
@@ -150,9 +151,10 @@ class Comparison:
 
     # ------------------------------------------------------------------ run
     def run(self, figures=True, figure_images=4, figure_ids=None,
-            multiclass=False) -> dict:
+            multiclass=False, report=True) -> dict:
         """Train what is not done yet, then write results.json, the tables and figures
-        (and, with ``multiclass``, multiclass.json and multiclass.md: :meth:`multiclass`).
+        (and, with ``multiclass``, multiclass.json and multiclass.md: :meth:`multiclass`),
+        and, with ``report``, report.html (:func:`segstruct.compare.report.write_report`).
 
         Returns
         -------
@@ -197,6 +199,8 @@ class Comparison:
         if figures:
             for path in self.figures(figure_images, figure_ids):
                 self.say(f"wrote {path}")
+        if report:
+            self.say(f"wrote {self.report(results)}")
         return results
 
     def _plan(self) -> None:
@@ -410,6 +414,11 @@ class Comparison:
                  f"loss {loss}, scope {s.scope}, {s.C_text()}, M {s.n_triangles}, "
                  f"node weights {s.node_weights}, seed {self.seed}", f"code {code_version()}"]
         return "; ".join(p for p in parts if p)
+
+    def report(self, results: dict | None = None) -> Path:
+        """:func:`segstruct.compare.report.write_report` of this comparison
+        (its features; ``results``: results.json's content, default read)."""
+        return write_report(self.out_dir, results, self.dataset, self.extractor)
 
     def figures(self, n_images=4, ids=None) -> list[Path]:
         """:func:`segstruct.compare.figures.comparison_figures` of this comparison."""

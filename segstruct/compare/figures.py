@@ -10,13 +10,14 @@ import numpy as np
 
 from segstruct.cluster import parallel_map
 from segstruct.datasets import VOCDataset, class_index
+from segstruct.evaluate.scoring import superpixel_confusion
 from segstruct.features.extraction import FeatureExtractor
 from segstruct.inference.losses import totals
 from segstruct.io.persistence import load_model
 from segstruct.learn.methods import METHODS, method_loss
 
 __all__ = ["FIGURE_KINDS", "comparison_figures", "figure_task", "loss_lattice", "pick_images",
-           "save_qualitative"]
+           "qualitative_panels", "save_qualitative"]
 
 
 #: The kinds of figure a class gets, slowest first (they are drawn as tasks
@@ -144,6 +145,30 @@ def save_qualitative(extractor: FeatureExtractor, class_name: str, split: str, i
         ensemble's, :func:`segstruct.predict.label_images`); default none.
     """
     from segstruct.report.figures import qualitative_figure, save_figure
+    panels = qualitative_panels(extractor, class_name, split, ids, models, masks)
+    return save_figure(qualitative_figure(panels, list(models), caption), path)
+
+
+def qualitative_panels(extractor: FeatureExtractor, class_name: str, split: str, ids,
+                       models: dict, masks: dict | None = None) -> list[dict]:
+    """Every model's labelling of images ``ids`` of ``split``, one panel per
+    image: what :func:`segstruct.report.figures.qualitative_figure` draws and
+    :mod:`segstruct.report.gallery` shows.
+
+    Parameters
+    ----------
+    models : method name -> fitted estimator (all on the extractor's features).
+    masks : method name -> one (H, W) 0/1 array per image of ``ids``, used
+        for that model instead of its graph cut; default none.
+
+    Returns
+    -------
+    list of dict, in the order of ``ids``, with "image_id" (str), "image"
+    ((H, W, 3) uint8), "truth" ((H, W) uint8: 0/1, 255 = void), "segments"
+    ((H, W) int superpixels), "predictions" (method -> (H, W) 0/1 mask) and
+    "counts" (method -> the image's (TP, FP, FN) foreground pixels, void
+    left out, for the graph-cut models: what compare's evaluation adds up).
+    """
     dataset = extractor.dataset
     value = class_index(class_name)
     examples = extractor.examples(split, class_name, ids=list(ids))
@@ -158,5 +183,7 @@ def save_qualitative(extractor: FeatureExtractor, class_name: str, split: str, i
                        "image": dataset.read_image(ex.graph.image_id),
                        "truth": truth, "segments": ex.graph.segments,
                        "predictions": {m: masks[m][k] if m in masks else
-                                       ex.graph.paint(predictions[m][k]) for m in models}})
-    return save_figure(qualitative_figure(panels, list(models), caption), path)
+                                       ex.graph.paint(predictions[m][k]) for m in models},
+                       "counts": {m: superpixel_confusion(y[k], ex.fg, ex.bg)
+                                  for m, y in predictions.items()}})
+    return panels

@@ -72,6 +72,14 @@ def _cell(record, interval=None) -> str:
     return f"{fmt(record['eval_score']['voc_iou_percent'])}{interval_text(interval)}{star}{mark}"
 
 
+def _count_verdicts(verdicts: dict, differences: dict) -> None:
+    """Add one class's clear differences from proposed to ``verdicts``
+    ({method: [classes clearly above, classes clearly below]})."""
+    for m, d in differences.items():
+        if m in verdicts and d["verdict"].endswith("better"):
+            verdicts[m][0 if d["difference"] > 0 else 1] += 1
+
+
 def not_converged_note(where: str, r: dict | None) -> str | None:
     """The note on a fit (``where``: data set/class/method) that stopped before
     it converged: its iterations and its certified gap; None for one that
@@ -100,9 +108,7 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             got = {m: records.get((c, m)) for m in METHODS}
             cell_spans = spans.get("iou_percent", {}).get(c, {})
             differences = spans.get("difference", {}).get(c, {})
-            for m, d in differences.items():
-                if m in verdicts and d["verdict"].endswith("better"):
-                    verdicts[m][0 if d["difference"] > 0 else 1] += 1
+            _count_verdicts(verdicts, differences)
             ious = {m: None if r is None else r["eval_score"]["voc_iou_percent"]
                     for m, r in got.items()}
             defined = [v for v in ious.values() if v is not None]

@@ -72,6 +72,19 @@ def _cell(record, interval=None) -> str:
     return f"{fmt(record['eval_score']['voc_iou_percent'])}{interval_text(interval)}{star}{mark}"
 
 
+def _doc_cell(r: dict | None, interval, minus_proposed) -> dict | None:
+    """table.json's entry of one class and method (None: not run)."""
+    if r is None:
+        return None
+    return {"val_iou_percent": r["eval_score"]["voc_iou_percent"],
+            "converged": r["training"]["converged"], "n_iter": r["training"]["n_iter"],
+            "fit_seconds": r["training"]["fit_seconds"],
+            "relative_gap": r.get("diagnosis", {}).get("relative_gap"),
+            "collapse": r.get("diagnosis", {}).get("collapse"),
+            "interval": interval, "minus_proposed": minus_proposed,
+            "code_version": r["code_version"]}
+
+
 def _count_verdicts(verdicts: dict, differences: dict) -> None:
     """Add one class's clear differences from proposed to ``verdicts``
     ({method: [classes clearly above, classes clearly below]})."""
@@ -123,14 +136,9 @@ def table(out: Path, datasets: list[str]) -> tuple[str, dict]:
             time_rows.append(f"| {name} | {c} | " + " | ".join(
                 fmt(None) if r is None else f"{r['training']['fit_seconds']:.0f} s / "
                 f"{r['training']['n_iter']}" for r in got.values()) + " |")
-            doc_rows.append({"dataset": name, "class": c, **{m: None if r is None else {
-                "val_iou_percent": r["eval_score"]["voc_iou_percent"],
-                "converged": r["training"]["converged"], "n_iter": r["training"]["n_iter"],
-                "fit_seconds": r["training"]["fit_seconds"],
-                "relative_gap": r.get("diagnosis", {}).get("relative_gap"),
-                "collapse": r.get("diagnosis", {}).get("collapse"),
-                "interval": cell_spans.get(m), "minus_proposed": differences.get(m),
-                "code_version": r["code_version"]} for m, r in got.items()}})
+            doc_rows.append({"dataset": name, "class": c,
+                             **{m: _doc_cell(r, cell_spans.get(m), differences.get(m))
+                                for m, r in got.items()}})
             notes += [note for m, r in got.items()
                       if (note := not_converged_note(f"{name}/{c}/{m}", r)) is not None]
         blind = sorted(results.get("detector_warnings", {}))

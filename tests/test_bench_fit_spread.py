@@ -1,5 +1,5 @@
 """scripts/benchmarks/fit_spread.py: the spread of a tolerance is the range of
-its starts' scores, the chosen tolerance is the loosest whose spread stays
+the scores of the fits that reached it (tighter ones included), the chosen tolerance is the loosest whose spread stays
 under the bound everywhere at a cost within the limit, and the table says
 both."""
 import importlib
@@ -42,9 +42,13 @@ def _doc(second_case_1e3: float, converged=True) -> dict:
                        "method": "proposed", "C": 1.0, "fits": b}]}
 
 
-def test_the_spread_is_the_range_of_the_starts_scores(spread):
-    row = _doc(30.3)["cases"][0]["fits"]["0.001"]
-    assert spread.spread(row) == pytest.approx(0.2)
+def test_the_spread_is_the_range_of_every_fit_that_reached_the_tolerance(spread):
+    fits = _doc(30.3)["cases"][0]["fits"]
+    assert spread.spread(fits, "1e-05") == 0.0
+    assert spread.spread(fits, "0.001") == pytest.approx(0.2)
+    fits["1e-05"]["cold"]["val_iou"] = 49.5     # a tighter fit reached 1e-3 and 1e-2 too
+    assert spread.spread(fits, "0.001") == pytest.approx(0.7)
+    assert spread.spread(fits, "0.01") == pytest.approx(1.5)
 
 
 def test_the_loosest_tolerance_under_the_bound_within_the_cost_is_chosen(spread):
@@ -62,8 +66,8 @@ def test_the_loosest_tolerance_under_the_bound_within_the_cost_is_chosen(spread)
 
 def test_the_table_gives_each_methods_spread_the_cost_and_the_choice(spread):
     text = spread.table(_doc(30.3))
-    assert "| 0.01 | 1.00 | 0.10 | 1.00 | 1.00x | 7 | yes |" in text
+    assert "| 0.01 | 1.00 | 0.30 | 1.00 | 1.00x | 7 | yes |" in text
     assert "| 1e-05 | 0.00 | 0.00 | 0.00 | 10.00x | 7 | yes |" in text
     assert "**0.001** (today's default: 0.001)" in text
-    assert "| generated | car (val) | proposed | 1 | 0.10 | 0.30 | 0.00 | 4.0 / 4.0 / 40.0 |" \
+    assert "| generated | car (val) | proposed | 1 | 0.30 | 0.30 | 0.00 | 4.0 / 4.0 / 40.0 |" \
         in text

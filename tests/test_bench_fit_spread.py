@@ -1,7 +1,8 @@
 """scripts/benchmarks/fit_spread.py: the spread of a tolerance is the range of
-the scores of the fits that reached it (tighter ones included), the chosen tolerance is the loosest whose spread stays
-under the bound everywhere at a cost within the limit, and the table says
-both."""
+the scores of the fits that reached it (tighter ones included), the chosen
+tolerance is the loosest whose spread stays under the bound everywhere at a
+cost within the limit, the table says both, and the commands' default is the
+one the records choose."""
 import importlib
 import sys
 from pathlib import Path
@@ -71,3 +72,17 @@ def test_the_table_gives_each_methods_spread_the_cost_and_the_choice(spread):
     assert "**0.001** (today's default: 0.001)" in text
     assert "| generated | car (val) | proposed | 1 | 0.30 | 0.30 | 0.00 | 4.0 / 4.0 / 40.0 |" \
         in text
+
+
+def test_the_default_refit_tolerance_is_the_one_the_records_choose(spread):
+    """The commands' --tol is what the rule picks from results/fit_spread, and
+    FIT_SPREAD_POINTS is the bound that the rule kept every spread under."""
+    import json
+
+    from segstruct.learn.methods import DEFAULTS, FIT_SPREAD_POINTS, REFIT_TOL
+    doc = json.loads((SCRIPTS.parent / "results" / "fit_spread" / "results.json").read_text())
+    chosen = spread.choose_tol(doc)
+    assert chosen["tol"] == DEFAULTS.tol == REFIT_TOL
+    assert chosen["bound"] == FIT_SPREAD_POINTS
+    assert chosen["by_tol"][f"{REFIT_TOL:g}"]["max_spread"] < FIT_SPREAD_POINTS
+    assert doc["default_tol"] == REFIT_TOL

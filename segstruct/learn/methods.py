@@ -242,7 +242,7 @@ def c_text(settings: dict) -> str:
     Returns
     -------
     str, e.g. "C 1", "C 1 (the paper's)" or "C auto (3-fold CV over 6 values
-    0.01-3, folds to tol 0.01 x C in 0.001-0.01)".
+    0.01-3, folds to tol 0.01 x C in 0.0001-0.01)".
     """
     if settings["C"] != "auto":
         C, units = settings["C"], settings.get("C_units")
@@ -258,7 +258,7 @@ def c_text(settings: dict) -> str:
 
 def fold_tol_text(settings: dict) -> str:
     """The folds' tolerance of recorded ``--C auto`` settings (with ``cv_tol``
-    and ``tol``), e.g. "tol 0.01 x C in 0.001-0.01"."""
+    and ``tol``), e.g. "tol 0.01 x C in 0.0001-0.01"."""
     cv, tol = settings["cv_tol"], settings.get("tol", DEFAULTS.tol)
     return f"tol {cv:g} x C in {tol:g}-{max(tol, cv):g}"
 

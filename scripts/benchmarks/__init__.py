@@ -20,6 +20,7 @@ from importlib import import_module
 #: benchmark name -> module of this package
 BENCHMARKS = {
     "first_run": "first_run",
+    "fit_spread": "fit_spread",
     "inference": "inference",
     "large_photo": "large_photo",
     "suite": "suite",

@@ -41,8 +41,8 @@ def add_C_options(g) -> None:
                    help="--C auto: the folds' fits (1-slack cutting planes, C in "
                         "superpixel units) stop at TOL times C, between --tol and TOL: "
                         "they only rank the values of C, and the refit stops at --tol "
-                        f"(default {DEFAULT_FOLD_TOL:g}: with --tol 0.001, 0.001 up to C "
-                        "0.1 and 0.01 from C 1)")
+                        f"(default {DEFAULT_FOLD_TOL:g}: with --tol 0.0001, 0.0001 at C "
+                        "0.01, 0.001 at C 0.1 and 0.01 from C 1)")
 
 
 def C_choice(args) -> tuple[float | str, tuple | None]:

@@ -436,7 +436,7 @@ def test_settings_of_a_fixed_C_are_recorded_as_before():
     from segstruct.learn.methods import c_text
     from segstruct.learn.selection import DEFAULT_FOLD_TOL
     assert auto["cv_tol"] == DEFAULT_FOLD_TOL
-    assert c_text(auto).endswith(f", folds to tol {DEFAULT_FOLD_TOL:g} x C in 0.001-0.01)")
+    assert c_text(auto).endswith(f", folds to tol {DEFAULT_FOLD_TOL:g} x C in 0.0001-0.01)")
     # a record made before the folds had a tolerance of their own
     assert c_text({**auto, "cv_tol": None}) == "C auto (3-fold CV over 6 values 0.01-3)"
     # the projection set too is recorded only when it is not the default
@@ -519,7 +519,7 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
     assert png.read_bytes()[:8] == PNG and png.stat().st_size > 1000
     md = (out / "table.md").read_text()
     assert "C chosen by 2-fold cross-validation on train" in md
-    assert "C auto (2-fold CV over 3 values 0.05-20, folds to tol 0.01 x C in 0.001-0.01)" in md
+    assert "C auto (2-fold CV over 3 values 0.05-20, folds to tol 0.01 x C in 0.0001-0.01)" in md
     assert results["settings"]["cv_tol"] == 0.01
     assert all(r["C_selection"]["fold_tol"] == 0.01 for r in results["results"])
     # the same command resumes without training; a fixed C is another experiment

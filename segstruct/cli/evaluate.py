@@ -9,12 +9,12 @@ from segstruct.cli.common import (UsageError, add_ensemble_option, add_other_dat
 from segstruct.cli.settings import make_extractor
 from segstruct.datasets.voc import VOID_LABEL
 from segstruct.ensemble import ensemble_record
-from segstruct.compare.store import FIT_SPREAD_POINTS
 from segstruct.evaluate.intervals import comparison_intervals
 from segstruct.evaluate.records import evaluation_record, multiclass_record
 from segstruct.evaluate.scoring import VOCScore, pixel_confusion
 from segstruct.io.files import write_json
 from segstruct.io.text import count
+from segstruct.learn.methods import FIT_SPREAD_POINTS
 from segstruct.report.intervals import difference_text
 from segstruct.report.tables import fmt, multiclass_markdown
 

@@ -16,10 +16,9 @@ import numpy as np
 from segstruct.evaluate.intervals import comparison_intervals
 from segstruct.io.files import write_json
 from segstruct.io.persistence import model_paths
+from segstruct.learn.methods import FIT_SPREAD_POINTS
 
 __all__ = ["RecordStore", "score_table", "table_intervals"]
-
-FIT_SPREAD_POINTS = 0.5      # TODO(merge): the spread study's constant
 
 
 def _top_down_hint(theirs: dict | None, mine: dict) -> str:

@@ -187,6 +187,25 @@ def _difference(pairs_: list, bounds: dict, split_key: str, seed: int = 0,
     return (ious[..., 0] - ious[..., 1]).sum(axis=1) / len(per)
 
 
+def _pair_lines(all_pairs: list, extend: int, doc: dict) -> list[str]:
+    """A row per (data set, class, method): the grid alone against the
+    extended grid; each also into ``doc["pairs"]``."""
+    lines = []
+    for p in sorted(all_pairs, key=lambda p: (p["dataset"], p["class"],
+                                              METHODS.index(p["method"]))):
+        a, b = _at(p, 0), _at(p, extend)
+        lines.append(f"| {p['dataset']} | {p['class']} | {p['method']} | {a['C']:g} | "
+                     f"{b['C']:g} ({b['steps']}) | {'yes' if a['rising_end'] else 'no'} / "
+                     f"{'yes' if b['rising_end'] else 'no'} | {a['held']:.2f} / "
+                     f"{b['held']:.2f} / {a['best']:.2f} | {a['gap']:.2f} / {b['gap']:.2f} |")
+        doc["pairs"].append({"dataset": p["dataset"], "class": p["class"],
+                             "method": p["method"], "grid_only": a, "extended": b,
+                             "curve_grid": p["curve"]["grid"],
+                             "pooled_iou_percent": p["curve"]["pooled_iou_percent"],
+                             "cv_seconds": p["seconds"]})
+    return lines
+
+
 def c_grid_table(out: Path, fold_tol: float, extend: int) -> tuple[list[str], dict]:
     """The table of the self-extending grid: per data set, the steps its
     curves took, whether any ended on the grid's edge still rising, and the
@@ -208,18 +227,7 @@ def c_grid_table(out: Path, fold_tol: float, extend: int) -> tuple[list[str], di
              "(grid / extended) | held-out grid only / extended / best of grid | gap grid "
              "only / extended |", "|---|---|---|---|---|---|---|---|"]
     doc: dict = {"pairs": [], "lodo": {}, "steps_needed": need, "bound_measured": extend}
-    for p in sorted(all_pairs, key=lambda p: (p["dataset"], p["class"],
-                                              METHODS.index(p["method"]))):
-        a, b = _at(p, 0), _at(p, extend)
-        lines.append(f"| {p['dataset']} | {p['class']} | {p['method']} | {a['C']:g} | "
-                     f"{b['C']:g} ({b['steps']}) | {'yes' if a['rising_end'] else 'no'} / "
-                     f"{'yes' if b['rising_end'] else 'no'} | {a['held']:.2f} / "
-                     f"{b['held']:.2f} / {a['best']:.2f} | {a['gap']:.2f} / {b['gap']:.2f} |")
-        doc["pairs"].append({"dataset": p["dataset"], "class": p["class"],
-                             "method": p["method"], "grid_only": a, "extended": b,
-                             "curve_grid": p["curve"]["grid"],
-                             "pooled_iou_percent": p["curve"]["pooled_iou_percent"],
-                             "cv_seconds": p["seconds"]})
+    lines += _pair_lines(all_pairs, extend, doc)
     lines += ["", "Leave one data set out: the bound K is the most steps any curve of "
               "the other data sets needed (to its turn), judged on the held-out one:", "",
               "| held out | K (its own need) | "

@@ -50,6 +50,18 @@ that compares the default with the best both ways (CamVid's fits so far):
         --settings off/l1/dataset plain/l1/dataset folds/l1/dataset --ensemble 5 -j 2
     python scripts/lodo.py table --out out/lodo/defaults    # reads ensemble/ too
 
+The grid of C that extends itself past its edge (``--C-extend``; the
+library's default bound was chosen so, leaving one data set out): ``cv``
+with a generous bound on the main classes at the library's block (CamVid's
+in test_split/, judged on its test split), then ``c-grid``, which replays
+every smaller bound from those curves:
+
+    python scripts/lodo.py cv --out out/lodo/defaults --cv-settings folds/l1/dataset \
+        --C-extend 6
+    python scripts/lodo.py cv --out out/lodo/defaults/test_split \
+        --cv-settings folds/l1/dataset --C-extend 6
+    python scripts/lodo.py c-grid --out out/lodo/defaults --C-extend 6 --to results/c_grid
+
 The grid (``run``): for every data set under ``--data`` and every class with
 at least ``--min-images`` training images showing it (the soak's rule), every
 method of ``--methods`` is trained on the train split at every C of ``GRID``
@@ -84,6 +96,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lodolib.choice import choose, choose_all, dataset_scores, lodo, lodo_auto  # noqa: E402
 from lodolib.cv import cv, cv_task  # noqa: E402
 from lodolib.examples import _examples, export  # noqa: E402
+from lodolib.extension import c_grid  # noqa: E402
 from lodolib.grid import calibrate, ensemble_scorer, features_task, run, walk_task  # noqa: E402
 from lodolib.held_out import ensemble_lines, test_split_lines  # noqa: E402
 from lodolib.sections import (C_rule_lines, c_agreement_lines, fold_count_lines,  # noqa: E402
@@ -97,7 +110,8 @@ from lodolib.table import table  # noqa: E402
 from segstruct.learn.selection import DEFAULT_FOLD_TOL  # noqa: E402
 
 #: What the tests and other scripts use, re-exported from the parts.
-__all__ = ["C_rule_lines", "GRID", "_examples", "c_agreement_lines", "calibrate", "choose",
+__all__ = ["C_rule_lines", "GRID", "_examples", "c_agreement_lines", "c_grid", "calibrate",
+           "choose",
            "choose_all", "cv", "cv_task", "dataset_scores", "ensemble_lines", "ensemble_scorer",
            "export", "feature_config", "features_task", "fold_count_lines", "fold_tol_lines",
            "grouped_cv_lines", "lodo", "lodo_auto", "main", "plan", "refused_lines", "rule_C",
@@ -106,8 +120,9 @@ __all__ = ["C_rule_lines", "GRID", "_examples", "c_agreement_lines", "calibrate"
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=("run", "cv", "table", "export"))
-    p.add_argument("--to", help="export: the folder to write the arrays to")
+    p.add_argument("command", choices=("run", "cv", "table", "export", "c-grid"))
+    p.add_argument("--to", help="export: the folder to write the arrays to; c-grid: the "
+                                "folder of its table (default OUT/c_grid)")
     p.add_argument("--data", default=str(DEFAULT_DATA),
                    help="the folder of the shared data sets (default %(default)s)")
     p.add_argument("--datasets", nargs="+", default=list(DATASETS))
@@ -150,9 +165,15 @@ def main(argv=None) -> int:
                         "in val_iou_ensemble), into an --out of its own; table adds a "
                         "section for the fits under OUT/ensemble/ (default 1: the graph "
                         "cut only)")
+    p.add_argument("--C-extend", type=int, default=0, metavar="K",
+                   help="cv: extend the grid past an end where held-out IoU still rises "
+                        "towards it, at most K steps a side (segstruct's --C-extend), into "
+                        "cv_tol-TOL_extend-K.jsonl with refits at the C it added; c-grid: "
+                        "the K of the file to read (default 0: the grid only)")
     p.add_argument("-j", "--n-jobs", type=int, default=1)
     args = p.parse_args(argv)
-    {"run": run, "cv": cv, "table": table, "export": export}[args.command](args)
+    {"run": run, "cv": cv, "table": table, "export": export,
+     "c-grid": c_grid}[args.command](args)
     return 0
 
 

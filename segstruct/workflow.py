@@ -52,6 +52,7 @@ from segstruct.learn.estimators.structured_svm import oracle_name
 from segstruct.learn.methods import TrainingSettings, with_workers
 from segstruct.learn.selection import (check_cv_data, format_curve, next_C_after_refit,
                                        select_C)
+from segstruct.learn.selection.extension import asked_grid
 from segstruct.segmentation_model import SegmentationModel
 
 __all__ = ["train", "check_training_set", "train_model", "curve_path", "resumable_curve",
@@ -171,7 +172,7 @@ def curve_path(out) -> Path:
 
 
 def resumable_curve(out, grid, folds: int, identity: str | None = None,
-                    fold_tol: float | None = None) -> dict | None:
+                    fold_tol: float | None = None, extend: int | None = None) -> dict | None:
     """The curve an interrupted ``--C auto`` run of model ``out`` saved, so that
     the run goes on at its C without cross-validating again.
 
@@ -187,13 +188,18 @@ def resumable_curve(out, grid, folds: int, identity: str | None = None,
     fold_tol : float, optional
         The folds' tolerance asked for now; a curve of another (or of none
         recorded: made before the option) is not reused. None: not checked.
+    extend : int, optional
+        The bound of the grid's extension asked for now (``--C-extend``); a
+        curve extended under another (a curve without ``extended``: 0) is
+        not reused. None: not checked.
 
     Returns
     -------
     dict or None
         The saved curve (with ``chosen_C`` and any ``refused`` C); None when
-        there is no readable curve, it was made with another grid, fold count,
-        ``identity`` or ``fold_tol``, or it carries no matching ``identity`` and there is
+        there is no readable curve, it was made with another grid (the one
+        asked for, before any extension), fold count, ``identity``,
+        ``fold_tol`` or ``extend``, or it carries no matching ``identity`` and there is
         no checkpoint of its refit to continue.
     """
     saved = curve_path(out)
@@ -203,8 +209,9 @@ def resumable_curve(out, grid, folds: int, identity: str | None = None,
         curve = json.loads(saved.read_text())
     except (OSError, ValueError):
         return None                     # unreadable: cross-validate again
-    if ([float(c) for c in curve.get("grid", [])] != [float(c) for c in grid]
-            or curve.get("folds") != folds):
+    if asked_grid(curve) != [float(c) for c in grid] or curve.get("folds") != folds:
+        return None
+    if extend is not None and (curve.get("extended") or {}).get("bound", 0) != extend:
         return None
     if fold_tol is not None and curve.get("fold_tol") != fold_tol:
         return None
@@ -267,12 +274,14 @@ def cross_validate(settings: TrainingSettings, method: str, X, Y, *, seed: int =
 
     The folds' learners are ``method``'s at ``settings``, each on the grid of
     ``settings.cv()``, stopped at ``settings.cv_tol`` (the folds only rank
-    the values of C). ``groups``: one label per image, kept together in one
-    fold (``segstruct.learn.selection.make_folds``), optional."""
+    the values of C), extended past an end of the grid where the curve still
+    rises there, at most ``settings.C_extend`` steps each way. ``groups``:
+    one label per image, kept together in one fold
+    (``segstruct.learn.selection.make_folds``), optional."""
     grid, folds = settings.cv()
     make = functools.partial(fresh_estimator, settings, method, grid[0], n_jobs)
     return select_C(make, X, Y, grid, folds, seed, progress, n_jobs, groups,
-                    fold_tol=settings.cv_tol)[1]
+                    fold_tol=settings.cv_tol, extend=settings.C_extend)[1]
 
 
 def curve_lines(curve: dict, where: str, class_name: str, method: str) -> list[str]:
@@ -295,7 +304,8 @@ def _curve(settings: TrainingSettings, method: str, class_name: str, X, Y, out,
     grid, folds = settings.cv()
     curve = None
     if resume or identity is not None:
-        curve = resumable_curve(out, grid, folds, identity, fold_tol=settings.cv_tol)
+        curve = resumable_curve(out, grid, folds, identity, fold_tol=settings.cv_tol,
+                                extend=settings.C_extend)
     if curve is not None and resume and checkpoint_path(out).exists():
         say(f"resuming the refit at C {curve['chosen_C']:g}, chosen by the cross-validation "
             f"of the interrupted run ({curve_path(out)})")

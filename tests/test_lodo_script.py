@@ -133,3 +133,55 @@ def test_the_default_and_the_best_are_scored_both_ways(lodo):
     assert ("- bl1: mean gap over 1 held-out set(s) 6.00 scored as predict labels, 20.00 "
             "by graph cut") in lines
     assert lodo.ensemble_lines([r for r in fits if r["top_down"] == "x"], cvs, ("bl1",)) == []
+
+
+def test_a_smaller_bound_is_replayed_from_a_curve_extended_further(load_script, tmp_path):
+    import json
+    import sys
+    load_script("lodo")
+    ext = sys.modules["lodolib.extension"]
+    from segstruct.learn.selection import DEFAULT_GRID, cross_validate_C, with_choice
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "learn"))
+    from test_grid_extension import Peaked, _toy
+    X, Y = _toy()
+
+    def curve(peak, bound):
+        return with_choice(cross_validate_C(lambda: Peaked(peak, []), X, Y, DEFAULT_GRID,
+                                            folds=3, extend=bound))
+    far = curve(0.001, 5)          # turns after 3 steps below
+    assert ext.steps_needed(far) == 3
+    for bound in (0, 1, 2, 3):
+        made, replayed = curve(0.001, bound), ext.truncated(far, bound)
+        if bound == 0:
+            made = {**made, "extended": {"below": 0, "above": 0}}
+        assert replayed["grid"] == made["grid"] and replayed["chosen_C"] == made["chosen_C"]
+        assert replayed["pooled_iou_percent"] == made["pooled_iou_percent"]
+        # stopped still rising at bounds 0-2, not at 3
+        assert replayed["extended"]["bound_reached"] == (bound < 3)
+    assert ext.steps_needed(curve(0.001, 2)) == 3          # more than its bound
+    # the table: one data set whose curves need 3 steps, one that needs none; the
+    # bound chosen leaving one out is the other's need
+    out = tmp_path / "lodo"
+    out.mkdir()
+    runs, cvs = [], []
+    for d, peak in (("low", 0.001), ("mid", 0.1)):
+        c = curve(peak, 5)
+        for C in DEFAULT_GRID:
+            runs.append({"dataset": d, "class": "a", "method": "bl1", "top_down": "folds",
+                         "sift_norm": "l1", "scope": "dataset", "C": C, "train_iou": 50.0,
+                         "val_iou": 40.0 - abs(C - peak)})
+        refits = [{"C": C, "in_grid": C in DEFAULT_GRID, "train_iou": 50.0, "val_iou": 45.0,
+                   "val_counts": [[5, 1, 1], [4, 2, 0]]} for C in (0.0003, 0.001, 0.003, 0.01)]
+        cvs.append({"dataset": d, "class": "a", "method": "bl1", "top_down": "folds",
+                    "sift_norm": "l1", "scope": "dataset", "curve": c, "seconds": 1.0,
+                    "extended_fits": refits if d == "low" else []})
+    (out / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    ext.cv_extend_file(out, 0.01, 5).write_text("".join(json.dumps(r) + "\n" for r in cvs))
+    lines, doc = ext.c_grid_table(out, 0.01, 5)
+    assert doc["steps_needed"] == {"low": 3, "mid": 0}
+    assert doc["lodo"]["low"]["bl1"]["K"] == 0 and doc["lodo"]["mid"]["bl1"]["K"] == 3
+    low = next(p for p in doc["pairs"] if p["dataset"] == "low")
+    assert low["grid_only"]["C"] == 0.01 and low["grid_only"]["rising_end"]
+    assert low["extended"]["C"] == 0.001 and not low["extended"]["rising_end"]
+    # held out, "low" gets the bound 0 its partner needed: still rising at the edge
+    assert "| low | 0 (3) |" in "\n".join(lines)

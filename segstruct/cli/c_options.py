@@ -1,6 +1,6 @@
 """The options of C: ``--C`` (a number or "auto"), its units, and the
-cross-validation of ``--C auto`` (grid, folds, the folds' tolerance), with
-their checks before any feature is computed."""
+cross-validation of ``--C auto`` (grid, folds, the folds' tolerance, the
+grid's extension), with their checks before any feature is computed."""
 from __future__ import annotations
 
 import sys
@@ -10,15 +10,16 @@ from segstruct.cli.common import UsageError
 from segstruct.io.text import count
 from segstruct.learn.estimators.base import POSITIVE, Options, check_param
 from segstruct.learn.methods import DEFAULTS, TrainingSettings
-from segstruct.learn.selection import DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID
+from segstruct.learn.selection import (C_LIMITS, DEFAULT_C_EXTEND, DEFAULT_FOLD_TOL,
+                                       DEFAULT_FOLDS, DEFAULT_GRID)
 from segstruct.learn.estimators.structured_svm import C_UNITS, DEFAULT_C
 
-__all__ = ["add_C_options", "C_choice", "fit_split", "fold_tol"]
+__all__ = ["add_C_options", "C_choice", "fit_split", "fold_tol", "C_extend"]
 
 
 def add_C_options(g) -> None:
-    """``--C``, ``--C-units``, ``--C-grid``, ``--folds`` and ``--cv-tol`` on
-    the argument group ``g``."""
+    """``--C``, ``--C-units``, ``--C-grid``, ``--C-extend``, ``--folds`` and
+    ``--cv-tol`` on the argument group ``g``."""
     g.add_argument("--C", default=None, metavar="C|auto",
                    help="regularisation trade-off, in --C-units. 'auto': choose C per "
                         "method and class by k-fold cross-validation on the training split "
@@ -34,6 +35,12 @@ def add_C_options(g) -> None:
     g.add_argument("--C-grid", nargs="+", type=float, default=None, metavar="C",
                    help="--C auto: the values of C tried (default: "
                         f"{' '.join(f'{c:g}' for c in DEFAULT_GRID)}, log-spaced)")
+    g.add_argument("--C-extend", type=int, default=None, metavar="K",
+                   help="--C auto: where held-out IoU is best at an end of --C-grid and "
+                        "still rising towards it, go on past that end by the grid's own "
+                        "step (warm-started), until the curve turns, at most K steps each "
+                        f"way and within C {C_LIMITS[0]:g}-{C_LIMITS[1]:g}; 0: the grid "
+                        f"only (default {DEFAULT_C_EXTEND})")
     g.add_argument("--folds", type=int, default=None, metavar="K",
                    help="--C auto: folds of the training split, by image, drawn with "
                         f"--seed (default {DEFAULT_FOLDS})")
@@ -57,7 +64,8 @@ def C_choice(args) -> tuple[float | str, tuple | None]:
     ------
     UsageError
         ``--C`` neither a number nor "auto"; a bad grid or fold count;
-        ``--C-grid`` / ``--folds`` / ``--cv-tol`` without ``--C auto``.
+        ``--C-grid`` / ``--folds`` / ``--cv-tol`` / ``--C-extend`` without
+        ``--C auto``; a negative ``--C-extend``.
     ValueError
         A number that is not positive and finite (as the estimator's own
         check has always done: exit status 2 without the usage text).
@@ -67,7 +75,8 @@ def C_choice(args) -> tuple[float | str, tuple | None]:
     if C != "auto":
         check_param("--C", C, [POSITIVE, Options("auto")])
         given = [flag for flag, value in (("--C-grid", args.C_grid), ("--folds", args.folds),
-                                          ("--cv-tol", args.cv_tol)) if value is not None]
+                                          ("--cv-tol", args.cv_tol),
+                                          ("--C-extend", args.C_extend)) if value is not None]
         if given:
             raise UsageError(f"{' and '.join(given)} appl{'ies' if len(given) == 1 else 'y'} "
                              f"only to --C auto (C is {C:g}); add --C auto to choose C "
@@ -77,6 +86,7 @@ def C_choice(args) -> tuple[float | str, tuple | None]:
         grid = check_grid(DEFAULT_GRID if args.C_grid is None else args.C_grid)
         folds = check_folds(DEFAULT_FOLDS if args.folds is None else args.folds)
         check_fold_tol(args.cv_tol)
+        C_extend(args)
     except ValueError as err:
         raise UsageError(f"--C auto: {err}") from err
     return C, (grid, folds)
@@ -114,3 +124,9 @@ def fit_split(settings: TrainingSettings, C_given: bool, dataset, split: str) ->
 def fold_tol(args) -> float:
     """``--cv-tol``, or its default where not given."""
     return DEFAULT_FOLD_TOL if args.cv_tol is None else float(args.cv_tol)
+
+
+def C_extend(args) -> int:
+    """``--C-extend``, or its default where not given (ValueError when negative)."""
+    from segstruct.learn.selection import check_extend
+    return DEFAULT_C_EXTEND if args.C_extend is None else check_extend(args.C_extend)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from segstruct.cli.c_options import C_choice, add_C_options, fold_tol
+from segstruct.cli.c_options import C_choice, C_extend, add_C_options, fold_tol
 from segstruct.cli.common import EarlierName, UsageError, show_progress
 from segstruct.features.cache import ArrayCache
 from segstruct.features.config import SIFT_NORMS, TOP_DOWN_DETECTORS, FeatureConfig
@@ -357,7 +357,7 @@ def training_settings(args, methods) -> TrainingSettings:
                             inference=args.inference or DEFAULTS.inference,
                             polish=not args.no_polish, solver=args.solver, tol=args.tol,
                             max_iter=args.max_iter, C_grid=grid, folds=folds,
-                            cv_tol=fold_tol(args),
+                            cv_tol=fold_tol(args), C_extend=C_extend(args),
                             projection_set=args.projection_set,
                             likelihood=args.likelihood,
                             decisions=decisions_of(getattr(args, "decisions", None)))

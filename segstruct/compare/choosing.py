@@ -39,7 +39,8 @@ def cross_validate_pairs(comparison, todo) -> None:
     pending = [(c, m) for c, m in todo
                if resumable_curve(comparison.model_path(c, m), grid, folds,
                                   curve_identity(comparison, c, m),
-                                  fold_tol=comparison.settings.cv_tol) is None]
+                                  fold_tol=comparison.settings.cv_tol,
+                                  extend=comparison.settings.C_extend) is None]
     if not pending:
         return
     data = {}            # a class's examples once, shared by its methods
@@ -65,7 +66,8 @@ def cross_validate_pairs(comparison, todo) -> None:
              for class_name, method in pending]
     cross_validate_many(problems, grid, folds, comparison.seed, comparison.progress,
                         comparison.n_jobs, on_curve=save, costs=costs,
-                        fold_tol=comparison.settings.cv_tol)
+                        fold_tol=comparison.settings.cv_tol,
+                        extend=comparison.settings.C_extend)
 
 
 def _fold_estimator(comparison, method) -> Callable:

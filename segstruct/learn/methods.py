@@ -28,8 +28,9 @@ from segstruct.learn.estimators.first_order_svm import FirstOrderSVM
 from segstruct.learn.estimators.lovasz_svm import LovaszSVM
 from segstruct.learn.estimators.projection_svm import ProjectionSVM
 from segstruct.learn.estimators.structured_svm import STOCHASTIC_SOLVERS, StructuredSVM
-from segstruct.learn.selection import (DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID,
-                                       check_fold_tol, check_folds, check_grid)
+from segstruct.learn.selection import (DEFAULT_C_EXTEND, DEFAULT_FOLD_TOL, DEFAULT_FOLDS,
+                                       DEFAULT_GRID, check_extend, check_fold_tol, check_folds,
+                                       check_grid)
 from segstruct.learn.solvers.fenchel_young import ProjectionProblem
 from segstruct.learn.solvers.likelihood import LikelihoodProblem
 
@@ -133,9 +134,15 @@ class TrainingSettings:
     cross-validation on the training split picks from ``C_grid``
     (``segstruct.learn.selection``; None means the defaults there), the folds'
     fits stopping at ``cv_tol`` times C, between ``tol`` and ``cv_tol`` (1-slack
-    cutting planes; the refit keeps ``tol``). ``C_grid``, ``folds`` and
-    ``cv_tol`` are recorded only with "auto" (:meth:`to_dict`), so the records
-    of a fixed C are what they were before the options existed.
+    cutting planes; the refit keeps ``tol``). Where the best held-out IoU is at
+    an end of the grid and rises towards it, the grid is extended past that
+    end by its own step, at most ``C_extend`` steps each way
+    (``segstruct.learn.selection.extension``; 0: the grid only). ``C_grid``,
+    ``folds`` and ``cv_tol`` are recorded only with "auto" (:meth:`to_dict`),
+    so the records of a fixed C are what they were before the options
+    existed; ``C_extend`` only with "auto" and above 0, so that a record
+    made before it existed is one of ``C_extend`` 0, the grid only, which it
+    was.
     """
 
     loss: str = "iou"            # of bl2 / proposed / exact; bl1 and hamming have their own
@@ -159,6 +166,8 @@ class TrainingSettings:
     # the folds only rank the values of C: their fits stop at cv_tol x C, between
     # tol and cv_tol (why: segstruct.learn.selection.cross_validation.DEFAULT_FOLD_TOL)
     cv_tol: float = DEFAULT_FOLD_TOL
+    # steps past an end of the grid where held-out IoU still rises towards it
+    C_extend: int = DEFAULT_C_EXTEND
     projection_set: str = "cube"
     likelihood: str = "pseudo"
     # the decisions compare scores besides the MAP ("map" first); the SSVMs'
@@ -178,7 +187,7 @@ class TrainingSettings:
     def to_dict(self) -> dict:
         """The settings as recorded (results.json, the resume identity)."""
         out = asdict(self)
-        del out["C_grid"], out["folds"], out["cv_tol"]
+        del out["C_grid"], out["folds"], out["cv_tol"], out["C_extend"]
         if self.projection_set == TrainingSettings.projection_set:
             del out["projection_set"]
         if self.likelihood == TrainingSettings.likelihood:
@@ -190,6 +199,8 @@ class TrainingSettings:
         if self.auto:
             grid, folds = self.cv()
             out.update(C_grid=list(grid), folds=folds, cv_tol=check_fold_tol(self.cv_tol))
+            if check_extend(self.C_extend):
+                out["C_extend"] = self.C_extend
         return out
 
     def C_text(self) -> str:
@@ -237,12 +248,14 @@ def c_text(settings: dict) -> str:
     Parameters
     ----------
     settings : dict with ``C`` (a number or "auto") and, with "auto",
-        ``C_grid`` and ``folds``; ``C_units`` and ``cv_tol`` where recorded.
+        ``C_grid`` and ``folds``; ``C_units``, ``cv_tol`` and ``C_extend``
+        where recorded.
 
     Returns
     -------
     str, e.g. "C 1", "C 1 (the paper's)" or "C auto (3-fold CV over 6 values
-    0.01-3, folds to tol 0.01 x C in 0.0001-0.01)".
+    0.01-3, folds to tol 0.01 x C in 0.0001-0.01, extended up to 3 steps past
+    an end)".
     """
     if settings["C"] != "auto":
         C, units = settings["C"], settings.get("C_units")
@@ -252,8 +265,10 @@ def c_text(settings: dict) -> str:
     grid = settings["C_grid"]
     # records made before cv_tol: their folds stopped at tol
     tol = "" if settings.get("cv_tol") is None else f", folds to {fold_tol_text(settings)}"
+    extend = settings.get("C_extend", 0)
+    extended = f", extended up to {extend} steps past an end" if extend else ""
     return (f"C auto ({settings['folds']}-fold CV over {len(grid)} values "
-            f"{grid[0]:g}-{grid[-1]:g}{tol})")
+            f"{grid[0]:g}-{grid[-1]:g}{tol}{extended})")
 
 
 def fold_tol_text(settings: dict) -> str:

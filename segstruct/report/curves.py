@@ -161,7 +161,9 @@ def cv_figure(curves, caption: str = "") -> Figure:
     IoUs are faint dots at the same C, and its chosen C is a large star on
     the line, named in the legend; a C whose refit was refused (the curve's
     ``refused``, :func:`segstruct.learn.selection.next_C_after_refit`) is a
-    black cross.
+    black cross. A C past the grid asked for (the curve's ``extended``,
+    :mod:`segstruct.learn.selection.extension`) is drawn on the line like
+    the others, over a grey band that marks the C beyond the asked grid.
 
     Parameters
     ----------
@@ -199,6 +201,7 @@ def cv_figure(curves, caption: str = "") -> Figure:
             ax.plot([refused["C"]], pooled[np.flatnonzero(grid == refused["C"])],
                     linestyle="none", marker="X", markersize=11, color="black")
     ax.set_xscale("log")
+    extended = _extension_bands(ax, curves)
     grid_values = sorted({float(c) for curve in curves.values() for c in curve["grid"]})
     if grid_values:          # the values tried, not just decades
         ax.set_xticks(grid_values, [f"{c:g}" for c in grid_values])
@@ -207,10 +210,30 @@ def cv_figure(curves, caption: str = "") -> Figure:
     ax.set_ylabel("held-out VOC IoU %")
     refusals = any(curve.get("refused") for curve in curves.values())
     ax.set_title(f"{'/'.join(map(str, folds))}-fold cross-validation of C: pooled (line), "
-                 f"per fold (dots), chosen (star){', refit refused (X)' if refusals else ''}",
+                 f"per fold (dots), chosen (star){', refit refused (X)' if refusals else ''}"
+                 f"{', past the grid asked (grey)' if extended else ''}",
                  fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     if curves:
         ax.legend(fontsize=8, loc="best")
     add_caption(fig, caption)
     return fig
+
+
+def _extension_bands(ax, curves) -> bool:
+    """Grey bands over the C that a curve's extension added past the grid
+    it was asked for (below its smallest C, above its largest); whether
+    there were any."""
+    from segstruct.learn.selection.extension import asked_grid
+    drawn = False
+    for curve in curves.values():
+        ext = curve.get("extended")
+        if not ext or not (ext["below"] or ext["above"]):
+            continue
+        asked, grid = asked_grid(curve), [float(c) for c in curve["grid"]]
+        if ext["below"]:
+            ax.axvspan(min(grid) / 1.5, min(asked), color="0.85", zorder=0)
+        if ext["above"]:
+            ax.axvspan(max(asked), max(grid) * 1.5, color="0.85", zorder=0)
+        drawn = True
+    return drawn

@@ -12,12 +12,14 @@ from segstruct.cli import main
 from segstruct.evaluate.scoring import VOCScore, superpixel_confusion
 from segstruct.inference import maximize
 from segstruct.learn.methods import estimator_for
-from segstruct.learn.selection import (DEFAULT_FOLDS, DEFAULT_GRID, check_cv_data, check_folds,
+from segstruct.learn.selection import (DEFAULT_C_EXTEND, DEFAULT_FOLDS, DEFAULT_GRID,
+                                 check_cv_data, check_folds,
                                  check_grid, choose_C, cross_validate_C, cross_validate_many,
                                  edge_warning,
                                  format_curve, image_strata, make_folds, next_C_after_refit,
                                  preference_order, select_C)
 from segstruct.learn.estimators.structured_svm import DEFAULT_C, StructuredSVM
+from segstruct.learn.selection.extension import new_extension
 from segstruct.feature_map import Graph, MRFModel
 
 # the top-down block (on by default) costs a detector per class; these tests are
@@ -436,9 +438,12 @@ def test_settings_of_a_fixed_C_are_recorded_as_before():
     from segstruct.learn.methods import c_text
     from segstruct.learn.selection import DEFAULT_FOLD_TOL
     assert auto["cv_tol"] == DEFAULT_FOLD_TOL
-    assert c_text(auto).endswith(f", folds to tol {DEFAULT_FOLD_TOL:g} x C in 0.0001-0.01)")
-    # a record made before the folds had a tolerance of their own
-    assert c_text({**auto, "cv_tol": None}) == "C auto (3-fold CV over 6 values 0.01-3)"
+    assert c_text(auto).endswith(f", folds to tol {DEFAULT_FOLD_TOL:g} x C in 0.0001-0.01, "
+                                 f"extended up to {DEFAULT_C_EXTEND} steps past an end)")
+    # a record made before the folds had a tolerance of their own, or the grid
+    # an extension: what it was made with
+    old = {k: v for k, v in auto.items() if k != "C_extend"}
+    assert c_text({**old, "cv_tol": None}) == "C auto (3-fold CV over 6 values 0.01-3)"
     # the projection set too is recorded only when it is not the default
     assert TrainingSettings(projection_set="budget").to_dict()["projection_set"] == "budget"
 
@@ -465,10 +470,13 @@ def test_train_auto_records_the_curve_and_refits_at_the_chosen_C(data_root, cach
     printed = capsys.readouterr().out
     svm, config, codebook, doc = load_model(model)
     curve = doc["C_selection"]
-    assert curve["grid"] == list(DEFAULT_GRID) and curve["folds"] == 3 and curve["seed"] == 0
+    # the grid asked for, and any C past its ends that the extension added
+    assert curve["extended"]["grid_asked"] == list(DEFAULT_GRID)
+    assert set(DEFAULT_GRID) <= set(curve["grid"]) and curve["grid"] == sorted(curve["grid"])
+    assert curve["folds"] == 3 and curve["seed"] == 0
     assert sorted(set(curve["fold_of_image"])) == [0, 1, 2] and len(curve["fold_of_image"]) == 6
     for key in ("pooled_iou_percent", "fold_iou_percent", "n_iter", "converged", "fit_seconds"):
-        assert len(curve[key]) == len(DEFAULT_GRID), key
+        assert len(curve[key]) == len(curve["grid"]), key
     assert curve["chosen_C"] == choose_C(curve) == doc["estimator"]["C"]
     assert f"C chosen by 3-fold cross-validation on voc/train (bl1, car): " \
            f"{curve['chosen_C']:g}" in printed
@@ -509,7 +517,8 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
     assert results["settings"]["folds"] == 2
     for r in results["results"]:
         curve = r["C_selection"]
-        assert curve["grid"] == [0.05, 1.0, 20.0] and curve["folds"] == 2
+        assert curve["extended"]["grid_asked"] == [0.05, 1.0, 20.0] and curve["folds"] == 2
+        assert {0.05, 1.0, 20.0} <= set(curve["grid"])
         assert curve["seed"] == 3 and len(curve["fold_iou_percent"][0]) == 2
         assert r["C"] == curve["chosen_C"] == choose_C(curve)
         assert r["identity"]["settings"]["C"] == "auto"
@@ -519,7 +528,8 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
     assert png.read_bytes()[:8] == PNG and png.stat().st_size > 1000
     md = (out / "table.md").read_text()
     assert "C chosen by 2-fold cross-validation on train" in md
-    assert "C auto (2-fold CV over 3 values 0.05-20, folds to tol 0.01 x C in 0.0001-0.01)" in md
+    assert ("C auto (2-fold CV over 3 values 0.05-20, folds to tol 0.01 x C in 0.0001-0.01, "
+            f"extended up to {DEFAULT_C_EXTEND} steps past an end)") in md
     assert results["settings"]["cv_tol"] == 0.01
     assert all(r["C_selection"]["fold_tol"] == 0.01 for r in results["results"])
     # the same command resumes without training; a fixed C is another experiment
@@ -655,9 +665,12 @@ def _refit_learns_nothing_at(C_bad, grid, monkeypatch):
     def curve(make_estimator, X, Y, grid, folds=3, seed=0, *args, **kwargs):
         m = len(grid)
         scores = [30.0 if c == C_bad else 20.0 - j for j, c in enumerate(grid)]
-        # as cross_validate_C's (progress, n_jobs, groups, fold_tol)
+        # as cross_validate_C's (progress, n_jobs, groups, fold_tol, extend)
         fold_tol = args[3] if len(args) > 3 else kwargs.get("fold_tol")
+        extend = args[4] if len(args) > 4 else kwargs.get("extend", 0)
+        extended = {"extended": new_extension(grid, extend)} if extend else {}
         return {"grid": list(grid), "folds": folds, "seed": seed, "fold_tol": fold_tol,
+                **extended,
                 "fold_of_image": [k % folds for k in range(len(X))],
                 "pooled_iou_percent": scores, "pooled_counts": [[1, 1, 1]] * m,
                 "fold_iou_percent": [[v] * folds for v in scores],
@@ -736,6 +749,8 @@ def test_compare_refuses_a_refit_that_labels_nothing(data_root, cache, tmp_path,
     (["--C", "auto", "--cv-tol", "0"],
      "the folds' tolerance (--cv-tol) must be a finite number > 0"),
     (["--C", "auto", "--folds", "7"], "has 6 training images, fewer than the 7 folds"),
+    (["--C", "2", "--C-extend", "3"], "--C-extend applies only to --C auto (C is 2)"),
+    (["--C", "auto", "--C-extend", "-1"], "(--C-extend) must be a whole number of steps >= 0"),
 ])
 @pytest.mark.parametrize("command", ["train", "compare"])
 def test_bad_C_options_are_refused_before_anything_is_written(command, extra, words,

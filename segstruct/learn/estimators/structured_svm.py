@@ -352,7 +352,14 @@ class StructuredSVM(LossAugmentedSSVM):
         arrays = [a for x in xs for a in (x.unary, x.edges, x.pairwise) if a is not None]
         settings = {k: v for k, v in self.get_params(deep=False).items()
                     if k in ("solver", "scope", "node_weights", "pairwise", "kappa")}
-        settings.update(loss=repr(loss), oracle=repr(self.oracle))
+        try:
+            # a function's repr holds its address, which differs between processes:
+            # a fit pickled to another worker (an extension of the grid of C) would
+            # not warm-start from its own state
+            oracle = oracle_name(self.oracle)
+        except ValueError:          # no name that is stable across processes
+            oracle = repr(self.oracle)
+        settings.update(loss=repr(loss), oracle=oracle)
         return fingerprint(arrays + list(ts) + list(ws), settings)
 
     # ------------------------------------------------------------------

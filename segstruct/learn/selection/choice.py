@@ -23,6 +23,10 @@ ever seen:
    by held-out IoU refitted (:func:`next_C_after_refit`;
    :func:`segstruct.workflow.refit_chosen_C` runs that loop).
 
+With ``extend`` K > 0, step 2 goes on past an end of the grid while the
+best pooled IoU is at that end and rises towards it, by the grid's own
+step, at most K steps each way (:mod:`segstruct.learn.selection.extension`).
+
 Everything here is numbers in, numbers out: the curve is a JSON-able dict
 that ``train`` stores in the model file, ``compare`` in results.json, and
 :func:`segstruct.report.figures.cv_figure` draws.
@@ -38,8 +42,11 @@ from segstruct.learn.selection.cross_validation import (
     DEFAULT_FOLD_TOL, DEFAULT_FOLDS, DEFAULT_GRID, CrossValidationError, check_cv_data,
     check_fold_tol, check_folds, check_grid, cross_validate_C, cross_validate_many,
     image_strata, make_folds)
+from segstruct.learn.selection.extension import (C_LIMITS, DEFAULT_C_EXTEND, asked_grid,
+                                                 check_extend, extension_text, rising_edge)
 
-__all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "DEFAULT_FOLD_TOL", "CrossValidationError",
+__all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "DEFAULT_FOLD_TOL", "DEFAULT_C_EXTEND",
+           "C_LIMITS", "check_extend", "CrossValidationError",
            "check_grid", "check_folds", "check_fold_tol", "check_cv_data", "image_strata",
            "make_folds", "cross_validate_C",
            "cross_validate_many", "preference_order", "choose_C", "with_choice",
@@ -128,12 +135,13 @@ def next_C_after_refit(curve: dict, train_iou: float | None) -> float | None:
 def select_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid=DEFAULT_GRID,
              folds: int = DEFAULT_FOLDS, seed: int = 0,
              progress: bool = False, n_jobs: int = 1, groups=None,
-             fold_tol: float | None = DEFAULT_FOLD_TOL) -> tuple[float, dict]:
+             fold_tol: float | None = DEFAULT_FOLD_TOL,
+             extend: int = 0) -> tuple[float, dict]:
     """:func:`cross_validate_C`, then :func:`choose_C`: the whole selection.
 
     Parameters
     ----------
-    make_estimator, X, Y, grid, folds, seed, progress, n_jobs, groups, fold_tol :
+    make_estimator, X, Y, grid, folds, seed, progress, n_jobs, groups, fold_tol, extend :
         as :func:`cross_validate_C`'s; ``grid`` defaults to
         :data:`DEFAULT_GRID` and ``folds`` to :data:`DEFAULT_FOLDS`.
 
@@ -152,7 +160,7 @@ def select_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid=DEFAULT_GR
     (1.0, [70.4, 78.3])
     """
     curve = with_choice(cross_validate_C(make_estimator, X, Y, grid, folds, seed, progress,
-                                         n_jobs, groups, fold_tol))
+                                         n_jobs, groups, fold_tol, extend))
     return curve["chosen_C"], curve
 
 
@@ -170,7 +178,9 @@ def edge_warning(curve: dict) -> str | None:
     Held-out IoU still rising towards the end means that a C beyond it may be
     better (on the shared data bl1 chose the largest C of 0.05 0.5 5 and the
     IoU methods the smallest). None when the choice is inside the grid, or
-    ties with its inner neighbour.
+    ties with its inner neighbour. Where the grid was extended past that
+    end until its bound (``curve["extended"]["bound_reached"]``), the
+    warning says so and how to raise the bound.
 
     Parameters
     ----------
@@ -180,15 +190,21 @@ def edge_warning(curve: dict) -> str | None:
     -------
     str or None
     """
-    pairs = sorted(zip((float(c) for c in curve["grid"]), _scores(curve)))
-    grid, scores = [c for c, _ in pairs], [v for _, v in pairs]
-    chosen = float(curve["chosen_C"])
-    if chosen == grid[0] and scores[0] > scores[1]:
-        end, beyond = "smallest", f"below {grid[0]:g}"
-    elif chosen == grid[-1] and scores[-1] > scores[-2]:
-        end, beyond = "largest", f"above {grid[-1]:g}"
-    else:
+    direction = rising_edge(curve)
+    if direction is None:
         return None
+    grid = sorted(float(c) for c in curve["grid"])
+    chosen = float(curve["chosen_C"])
+    end, beyond = (("smallest", f"below {grid[0]:g}") if direction == "below"
+                   else ("largest", f"above {grid[-1]:g}"))
+    ext = curve.get("extended")
+    if ext and ext["bound_reached"]:
+        steps = ext[direction]
+        return (f"the chosen C {chosen:g} is the {end} of the grid extended {steps} "
+                f"step{'' if steps == 1 else 's'} past --C-grid, its bound (--C-extend "
+                f"{ext['bound']}, C in {C_LIMITS[0]:g}-{C_LIMITS[1]:g}), and held-out IoU "
+                f"was still rising towards it: a C {beyond} may be better; raise "
+                "--C-extend")
     return (f"the chosen C {chosen:g} is the {end} of the grid and held-out IoU was still "
             f"rising towards it: a C {beyond} may be better; extend --C-grid")
 
@@ -197,7 +213,9 @@ def format_curve(curve: dict) -> list[str]:
     """The curve as lines of text: one row per C, ``*`` on the chosen one.
 
     Per-fold iterations carry ``+`` where the fit stopped at max_iter; a C
-    whose refit :func:`next_C_after_refit` refused is marked ``x``.
+    whose refit :func:`next_C_after_refit` refused is marked ``x``; a C
+    past the grid asked for (the grid's extension) carries ``>``, and a
+    line says how far the grid was extended.
 
     Parameters
     ----------
@@ -205,10 +223,12 @@ def format_curve(curve: dict) -> list[str]:
 
     Returns
     -------
-    list of str, a header and one line per C (then the edge warning, if any).
+    list of str, a header and one line per C (then the extension and the edge
+    warning, if any).
     """
     k = curve["folds"]
     refused = {float(r["C"]) for r in curve.get("refused", [])}
+    asked = set(asked_grid(curve))
     lines = [f"  {'C':>8}  {'pooled IoU %':>12}  {'per-fold IoU %':<{7 * k}}  "
              f"{'iterations':<{5 * k}}  {'seconds':>7}"]
     for j, c in enumerate(curve["grid"]):
@@ -216,11 +236,15 @@ def format_curve(curve: dict) -> list[str]:
         folds = " ".join(f"{fmt(v):>6}" for v in curve["fold_iou_percent"][j])
         its = " ".join(f"{n}{'' if ok else '+'}".rjust(4)
                        for n, ok in zip(curve["n_iter"][j], curve["converged"][j]))
-        lines.append(f"{mark} {c:>8g}  {fmt(curve['pooled_iou_percent'][j]):>12}  "
+        extra = " " if float(c) in asked else ">"
+        lines.append(f"{mark}{extra}{c:>8g}  {fmt(curve['pooled_iou_percent'][j]):>12}  "
                      f"{folds:<{7 * k}}  {its:<{5 * k}}  {sum(curve['fit_seconds'][j]):>7.1f}")
     for r in curve.get("refused", []):
         lines.append(f"  x: the refit at C {r['C']:g} scored IoU "
                      f"{fmt(r['train_iou_percent'])} % on its own training split: refused")
+    extended = extension_text(curve)
+    if extended:
+        lines.append(f"  >: {extended}")
     if curve.get("warning"):
         lines.append(f"  warning: {curve['warning']}")
     return lines

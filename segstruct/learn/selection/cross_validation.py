@@ -1,11 +1,13 @@
 """Cross-validation of C: folds of the training images and the held-out curve.
 
 The running half of :mod:`segstruct.learn.selection` (which chooses from
-the curve, and re-exports every name here): checks of the grid, the fold
-count and the data, folds dealt by image (or by group), and
-:func:`cross_validate_C` / :func:`cross_validate_many`, which fit one
-warm-started estimator per fold along the grid and pool the held-out
-counts. Numbers in, numbers out.
+the curve, and re-exports every name here): :func:`cross_validate_C` /
+:func:`cross_validate_many`, which fit one warm-started estimator per fold
+along the grid (extended past its ends while the curve rises there:
+:mod:`segstruct.learn.selection.extension`) and pool the held-out counts.
+The checks of the grid, the fold count and the data, and the folds dealt by
+image (or by group), are :mod:`segstruct.learn.selection.checks`'s,
+importable from here too. Numbers in, numbers out.
 """
 from __future__ import annotations
 
@@ -13,17 +15,19 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from segstruct.io.progress import progress_bar
 
 from segstruct.cluster import on_cluster, parallel_map, workers_for
-from segstruct.datasets.folds import group_folds
-from segstruct.datasets.folds import make_folds as deal_folds
 from segstruct.evaluate.scoring import iou
-from segstruct.learn._params import POSITIVE, check_param
-from segstruct.learn.estimators.structured_svm import StructuredSVM, label_counts
+from segstruct.learn.estimators.structured_svm import StructuredSVM
+# the checks and the folds: their names stay importable from here
+from segstruct.learn.selection.checks import (check_cv_data, check_fold_tol, check_folds,
+                                              check_grid, image_strata, make_folds)
+from segstruct.learn.selection.extension import (check_extend, insert_C, new_extension,
+                                                 next_extension_C)
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_FOLDS", "CrossValidationError", "check_grid",
            "check_folds", "check_cv_data", "image_strata", "make_folds", "cross_validate_C",
@@ -37,8 +41,8 @@ DEFAULT_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 DEFAULT_FOLDS = 3
 #: Default loosest stopping tolerance of the folds' fits (1-slack cutting
 #: planes, C in superpixel units): a fit at C stops at this times C, between
-#: the estimator's own tolerance (1e-3 by default, which the refit keeps) and
-#: this (:func:`_fold_tol_at`). The folds only rank the values of C, and the
+#: the estimator's own tolerance (``TrainingSettings.tol``, which the refit
+#: keeps) and this (:func:`_fold_tol_at`). The folds only rank the values of C, and the
 #: large C, whose fits take the most iterations, need no tight gap. Compared
 #: with 1e-3 for every C on the generated data set of ``segstruct compare``
 #: and on the six classes of the four shared data sets, where the rule's form
@@ -58,132 +62,6 @@ class CrossValidationError(RuntimeError):
     """A fit of the cross-validation failed; the message names the fold and C."""
 
 
-# --------------------------------------------------------------------------
-# Checks
-
-
-def check_grid(grid) -> tuple[float, ...]:
-    """The grid of C as increasing floats, or a ValueError saying what is wrong.
-
-    Parameters
-    ----------
-    grid : sequence of float, length >= 2
-        Candidate values of C; each positive and finite, none twice.
-
-    Returns
-    -------
-    tuple of float, sorted increasingly (the order warm starts walk it).
-    """
-    values = [float(c) for c in grid]
-    for c in values:
-        check_param("every C of the grid", c, [POSITIVE])
-    if len(values) < 2:
-        raise ValueError(f"the grid of C needs at least 2 values to choose from, got "
-                         f"{len(values)}; give a fixed --C instead")
-    if len(set(values)) < len(values):
-        raise ValueError(f"a C is given twice in the grid {' '.join(f'{c:g}' for c in values)}")
-    return tuple(sorted(values))
-
-
-def check_folds(n_folds: int, n_images: int | None = None) -> int:
-    """``n_folds`` if it is an integer >= 2 and at most ``n_images``, else ValueError.
-
-    Parameters
-    ----------
-    n_folds : int, the folds asked for.
-    n_images : int, optional, the training images to deal out.
-
-    Returns
-    -------
-    int
-    """
-    if int(n_folds) != n_folds or n_folds < 2:
-        raise ValueError(f"cross-validation needs at least 2 folds, got {n_folds}")
-    if n_images is not None and n_images < n_folds:
-        raise ValueError(f"{n_images} training image(s) is fewer than the {n_folds} folds: "
-                         "every fold needs at least one image; give fewer --folds or "
-                         "a fixed --C")
-    return int(n_folds)
-
-
-def check_fold_tol(fold_tol) -> float | None:
-    """``fold_tol`` as a float (positive, finite), or None (the folds then
-    keep their estimator's own ``tol``); else a ValueError."""
-    if fold_tol is None:
-        return None
-    check_param("the folds' tolerance (--cv-tol)", float(fold_tol), [POSITIVE])
-    return float(fold_tol)
-
-
-def image_strata(Y) -> np.ndarray:
-    """How much of the class each training image shows, for dealing out folds.
-
-    Parameters
-    ----------
-    Y : sequence of label specs, (N_k,) targets or (N_k, 2) [fg, bg] pixel counts.
-
-    Returns
-    -------
-    (n_images,) int array: 2 = the class is the majority of some superpixel
-    (the image teaches it), 1 = it has class pixels only, 0 = none.
-    """
-    out = np.zeros(len(Y), np.int64)
-    for k, y in enumerate(Y):
-        fg, bg = label_counts(y)
-        out[k] = 2 if np.any(fg > bg) else 1 if np.any(fg > 0) else 0
-    return out
-
-
-def check_cv_data(Y, n_folds: int) -> None:
-    """Refuse training data that k-fold cross-validation cannot use.
-
-    Every fold trains on the other folds, which must show the class in some
-    superpixel (BL1's kappa and any learning need foreground): the class
-    must teach in at least 2 images. Raises ValueError otherwise, or when
-    there are fewer images than folds.
-
-    Parameters
-    ----------
-    Y : sequence of n label specs, (N_k,) targets or (N_k, 2) [fg, bg] counts.
-    n_folds : int, the folds asked for.
-    """
-    check_folds(n_folds, len(Y))
-    teaching = int(np.count_nonzero(image_strata(Y) == 2))
-    if teaching < 2:
-        raise ValueError(
-            f"the class is the majority of some superpixel in {teaching} of the {len(Y)} "
-            "training images: cross-validation needs at least 2, so that every fold's "
-            "training part shows it; give a fixed --C")
-
-
-# --------------------------------------------------------------------------
-# Folds
-
-
-def make_folds(strata, n_folds: int, seed: int, groups=None) -> np.ndarray:
-    """:func:`segstruct.datasets.folds.make_folds`, after :func:`check_folds`
-    (whose messages name the command-line options); with ``groups`` (one
-    label per image), :func:`segstruct.datasets.folds.group_folds`: each
-    group's images in one fold.
-
-    Parameters
-    ----------
-    strata : (n,) int array, :func:`image_strata` (dealt first: the higher).
-    n_folds : int >= 2.
-    seed : int.
-    groups : (n,) labels, optional.
-
-    Returns
-    -------
-    (n,) int64 array of fold indices in 0 .. n_folds - 1.
-    """
-    check_folds(n_folds, len(strata))
-    if groups is not None:
-        if len(groups) != len(strata):
-            raise ValueError(f"{len(groups)} group labels for {len(strata)} images")
-        return group_folds(groups, n_folds, seed)
-    return deal_folds(strata, n_folds, seed)
-
 
 # --------------------------------------------------------------------------
 # The curve
@@ -197,7 +75,7 @@ def _percent(v: float):
 def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
                      folds: int = DEFAULT_FOLDS, seed: int = 0,
                      progress: bool = False, n_jobs: int = 1, groups=None,
-                     fold_tol: float | None = DEFAULT_FOLD_TOL) -> dict:
+                     fold_tol: float | None = DEFAULT_FOLD_TOL, extend: int = 0) -> dict:
     """Held-out VOC IoU of every C of ``grid``, pooled over ``folds`` folds.
 
     Parameters
@@ -231,6 +109,11 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
         estimator's own ``tol`` and ``fold_tol`` (None: at the estimator's
         own): a fold only ranks the values of C. Other learners keep their
         own ``tol``.
+    extend : int >= 0, default 0
+        While the best pooled IoU is at an end of the grid and rises towards
+        it, fit the next C past that end (the grid's own step), warm-started
+        from each fold's last fit, at most ``extend`` steps each way
+        (:mod:`segstruct.learn.selection.extension`); 0: the grid only.
 
     Returns
     -------
@@ -244,7 +127,10 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
         ``fold_iou_percent``, ``fold_counts`` : m x folds values / [TP, FP, FN];
         ``n_iter``, ``converged``, ``fit_seconds`` : m x folds, per fit;
         ``seconds`` : wall-clock time of the whole cross-validation;
-        ``problems`` : 1 (:func:`cross_validate_many` runs several at once).
+        ``problems`` : 1 (:func:`cross_validate_many` runs several at once);
+        with ``extend`` > 0, ``extended`` : how far the grid went past its
+        ends (:func:`segstruct.learn.selection.extension.new_extension`),
+        the extra C being in ``grid`` and every per-C list.
 
     Raises
     ------
@@ -255,14 +141,15 @@ def cross_validate_C(make_estimator: Callable, X: Sequence, Y: Sequence, grid,
         A fit failed; the message names the fold and C.
     """
     return cross_validate_many([(make_estimator, X, Y, groups)], grid, folds, seed,
-                               progress, n_jobs, fold_tol=fold_tol)[0]
+                               progress, n_jobs, fold_tol=fold_tol, extend=extend)[0]
 
 
 def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FOLDS,
                         seed: int = 0, progress: bool = False, n_jobs: int = 1,
                         on_curve: Callable[[int, dict], None] | None = None,
                         costs: Sequence[float] | None = None,
-                        fold_tol: float | None = DEFAULT_FOLD_TOL) -> list[dict]:
+                        fold_tol: float | None = DEFAULT_FOLD_TOL,
+                        extend: int = 0) -> list[dict]:
     """:func:`cross_validate_C` of several problems at once (e.g. every
     (class, method) pair of a comparison).
 
@@ -275,10 +162,12 @@ def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FO
     problems : sequence of (make_estimator, X, Y, groups) tuples, each as
         :func:`cross_validate_C`'s arguments of those names (``groups`` may be
         None).
-    grid, folds, seed, progress, n_jobs, fold_tol : as
-        :func:`cross_validate_C`'s, for every problem.
+    grid, folds, seed, progress, n_jobs, fold_tol, extend : as
+        :func:`cross_validate_C`'s, for every problem (a problem's extension
+        fits run in rounds of one C, all problems' folds of a round at once).
     on_curve : callable (index, curve), optional; called with each problem's
         index in ``problems`` and its curve as soon as its folds are done
+        (and its grid extended)
         (e.g. to save it, so that an interruption loses only the problems
         still running): in order of ``problems``, or of the dealing below.
     costs : sequence of float, optional, one per problem: an estimate of its
@@ -299,6 +188,7 @@ def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FO
     """
     grid = check_grid(grid)
     fold_tol = check_fold_tol(fold_tol)
+    extend = check_extend(extend)
     fold_of = []
     for _, _, Y, groups in problems:
         check_cv_data(Y, folds)
@@ -316,22 +206,29 @@ def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FO
             held = np.flatnonzero(fold_of[p] == k).tolist()
             tasks.append((make_estimator, [X[i] for i in train], [Y[i] for i in train],
                           [X[i] for i in held], [Y[i] for i in held], grid, k, folds,
-                          fold_tol))
+                          fold_tol, extend > 0))
     start = time.perf_counter()
     per_fold: list[dict] = []
     curves: list[dict | None] = [None] * len(problems)
+    # the problems whose grid is to be extended: each fold's estimator
+    rising: dict[int, list] = {}
 
     def done(task: int, result: dict) -> None:       # results come in task order
         per_fold.append(result)
         if len(per_fold) == folds:
             p = order[task // folds]
+            states = [f.pop("state", None) for f in per_fold]
             curve = {"grid": list(grid), "folds": int(folds), "seed": int(seed),
                      "fold_tol": fold_tol, "fold_of_image": fold_of[p].tolist(),
                      **_pooled(per_fold),
                      "seconds": time.perf_counter() - start, "problems": len(problems)}
+            if extend:
+                curve["extended"] = new_extension(grid, extend)
+                if next_extension_C(curve) is not None:
+                    rising[p] = states
             curves[p] = curve
             per_fold.clear()
-            if on_curve is not None:
+            if on_curve is not None and p not in rising:
                 on_curve(p, curve)
 
     if not on_workers:
@@ -349,7 +246,45 @@ def cross_validate_many(problems: Sequence[tuple], grid, folds: int = DEFAULT_FO
         # a fold is a worker's whole share: its fits run no workers of their own
         parallel_map(_fold_curve, [(*task, None, True) for task in tasks], n_jobs,
                      progress, "cross-validating C", unit="fold", on_result=done)
-    return curves     # type: ignore[return-value]  # every problem's curve is set
+    # the fold's data of each (problem, fold): its task without the estimator
+    fold_data = {(order[i // folds], i % folds): task[1:5] for i, task in enumerate(tasks)}
+    done_curves: list[dict] = curves      # type: ignore[assignment]  # every one is set
+    _extend(done_curves, rising, fold_data, folds, fold_tol, on_workers, n_jobs, progress,
+            on_curve, start)
+    return done_curves
+
+
+def _extend(curves: list[dict], rising: dict[int, list], fold_data: dict, folds: int,
+            fold_tol: float | None, on_workers: bool, n_jobs: int, progress: bool,
+            on_curve: Callable[[int, dict], None] | None, start: float) -> None:
+    """Extend the grid of the ``rising`` problems' curves (index -> each
+    fold's :class:`_FoldState`) in rounds, one C past an end for every
+    problem still rising each round, each fold warm-started from its state;
+    ``on_curve`` gets each curve once its extension has ended."""
+    while rising:
+        steps: dict[int, tuple[str, float]] = {}
+        for p in list(rising):
+            step = next_extension_C(curves[p])
+            if step is not None:
+                steps[p] = step
+                continue
+            del rising[p]
+            curves[p]["seconds"] = time.perf_counter() - start
+            if on_curve is not None:
+                on_curve(p, curves[p])
+        tasks = [(state, *fold_data[p, k], (steps[p][1],), k, folds, fold_tol, True)
+                 for p, states in rising.items() for k, state in enumerate(states)]
+        if not tasks:
+            return
+        results = (parallel_map(_fold_curve, [(*t, None, True) for t in tasks], n_jobs,
+                                progress, "extending the grid of C", unit="fold")
+                   if on_workers else [_fold_curve(*t) for t in tasks])
+        for n, p in enumerate(list(rising)):
+            rows = results[n * folds:(n + 1) * folds]
+            rising[p] = [r.pop("state") for r in rows]
+            direction, C = steps[p]
+            insert_C(curves[p], C, {key: value[0] for key, value in _pooled(rows).items()},
+                     direction)
 
 
 def _worker_bytes(problems: Sequence[tuple]) -> float:
@@ -411,15 +346,29 @@ def _pooled(per_fold: list[dict]) -> dict:
                              ("fit_seconds", "seconds"))}}
 
 
+@dataclass
+class _FoldState:
+    """A fold's estimator after its last fit, and its own ``tol`` (see
+    :func:`_fold_estimator`): what a fit at a C past the grid's end
+    warm-starts from."""
+
+    estimator: object
+    own_tol: float | None
+
+
 def _fold_curve(make_estimator, X_train, Y_train, X_held, Y_held, grid, k, folds,
-                fold_tol=None, bar=None, serial=False) -> dict:
+                fold_tol=None, keep=False, bar=None, serial=False) -> dict:
     """One fold: a fit per C of ``grid`` (increasing, each warm-starting the
     next) and the held-out [TP, FP, FN] of each; arrays of length m.
-    ``fold_tol``: as :func:`cross_validate_C`'s; ``serial``: the fits'
-    inference in this process (``n_jobs`` 1)."""
+    ``make_estimator`` may be a :class:`_FoldState` (the first fit then
+    warm-starts from it); ``keep``: the result's ``state`` is the
+    :class:`_FoldState` after the last fit; ``fold_tol``: as
+    :func:`cross_validate_C`'s; ``serial``: the fits' inference in this
+    process (``n_jobs`` 1)."""
     m = len(grid)
-    out = {"counts": np.zeros((m, 3), np.int64), "n_iter": np.zeros(m, np.int64),
-           "converged": np.zeros(m, bool), "seconds": np.zeros(m)}
+    out: dict[str, Any] = {"counts": np.zeros((m, 3), np.int64),
+                           "n_iter": np.zeros(m, np.int64), "converged": np.zeros(m, bool),
+                           "seconds": np.zeros(m)}
     est, own = _fold_estimator(make_estimator, fold_tol)
     if serial and "n_jobs" in est.get_params(deep=False):
         est.n_jobs = 1
@@ -437,7 +386,9 @@ def _fold_curve(make_estimator, X_train, Y_train, X_held, Y_held, grid, k, folds
                                             category=RuntimeWarning)
                 est.fit(X_train, Y_train)
         except (ValueError, RuntimeError) as err:
-            start_from = f"warm-started from C {grid[j - 1]:g}" if j else "cold start"
+            start_from = (f"warm-started from C {grid[j - 1]:g}" if j else
+                          "warm-started" if isinstance(make_estimator, _FoldState)
+                          else "cold start")
             raise CrossValidationError(
                 f"cross-validation of C failed on fold {k + 1} of {folds} at C {c:g} "
                 f"(training on {len(X_train)} images, {start_from}): {err}") from err
@@ -446,6 +397,8 @@ def _fold_curve(make_estimator, X_train, Y_train, X_held, Y_held, grid, k, folds
         out["seconds"][j] = est.fit_seconds_
         if bar is not None:
             bar.update()
+    if keep:
+        out["state"] = _FoldState(est, own)
     return out
 
 
@@ -453,7 +406,10 @@ def _fold_estimator(make_estimator, fold_tol=None):
     """A fresh estimator for one fold, warm-starting along the grid; and its
     own ``tol`` where its fits' tolerance is to be loosened towards
     ``fold_tol`` (:func:`_fold_tol_at`), else None: only for the learner it
-    was chosen for, 1-slack cutting planes with C in superpixel units."""
+    was chosen for, 1-slack cutting planes with C in superpixel units. A
+    :class:`_FoldState` gives its estimator and tolerance back as they were."""
+    if isinstance(make_estimator, _FoldState):
+        return make_estimator.estimator, make_estimator.own_tol
     est = make_estimator()
     # cutting planes do not depend on C: along the grid every fit on this
     # fold's training part starts from the previous one's working set

@@ -485,7 +485,8 @@ def test_train_auto_records_the_curve_and_refits_at_the_chosen_C(data_root, cach
     # the saved model is a plain fit on the whole training split at the chosen C
     ex = FeatureExtractor(VOCDataset(data_root), config, ArrayCache(cache[1]),
                           progress=False, codebook=codebook).examples("train", "car")
-    ref = estimator_for("bl1", C=curve["chosen_C"]).fit(
+    from segstruct.learn.methods import REFIT_TOL
+    ref = estimator_for("bl1", C=curve["chosen_C"], tol=REFIT_TOL).fit(
         [e.graph for e in ex], [e.pixel_counts for e in ex])
     assert np.array_equal(svm.w_, ref.w_)
 

@@ -567,7 +567,7 @@ def test_train_lovasz_end_to_end_and_its_model_predicts_the_same_after_loading(
                           progress=False, codebook=codebook)
     train, val = ex.examples("train", "car"), ex.examples("val", "car")
     # at the C that the command line's cross-validation chose
-    fitted = estimator_for("lovasz", C=doc["estimator"]["C"]).fit(
+    fitted = estimator_for("lovasz", C=doc["estimator"]["C"], tol=doc["estimator"]["tol"]).fit(
         [e.graph for e in train], [e.pixel_counts for e in train])
     np.testing.assert_array_equal(svm.w_, fitted.w_)
     for a, b in zip(svm.predict([e.graph for e in val]), fitted.predict([e.graph for e in val])):

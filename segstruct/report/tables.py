@@ -136,9 +136,16 @@ def _chosen_C_table(out, results: dict) -> None:
                 cells.append("-")
                 continue
             j = curve["grid"].index(curve["chosen_C"])
+            ext = curve.get("extended") or {}
+            # how far the grid extended itself past its ends: "+2 above", "+1 below"
+            steps = ", ".join(f"+{ext[side]} {side}" for side in ("below", "above")
+                              if ext.get(side))
             cells.append(f"{curve['chosen_C']:g} ({fmt(curve['pooled_iou_percent'][j])}, "
-                         f"{sum(map(sum, curve['fit_seconds'])):.0f} s)")
+                         f"{sum(map(sum, curve['fit_seconds'])):.0f} s"
+                         f"{f'; grid {steps}' if steps else ''})")
         out.write(f"| {c} | " + " | ".join(cells) + " |\n")
+    out.write("\n+k below / above: cross-validation's held-out IoU still rose at an end of "
+              "the grid, which then extended itself k steps past it (`--C-extend`).\n")
 
 
 def _decisions_table(out, results: dict) -> None:

@@ -66,3 +66,4 @@ def test_rows_are_sorted_by_disagreement_and_the_switch_hides_the_agreeing():
     # the CSS rule that hides the agreeing rows when "only" is checked
     assert "input.only:checked ~ .gallery .agree { display: none; }" in page
     assert page.index('id="only-car"') < page.index('id="gallery-car"')
+

@@ -55,7 +55,7 @@ def test_auto_C_says_its_curve_and_leaves_no_file_behind(data_root, cache, tmp_p
     model = train(extractor(data_root, cache), "train", "car", "bl1", settings,
                   tmp_path / "m", say=said.append, warn=said.append)
     curve = model.doc["C_selection"]
-    # the grid asked for, and any C the extension added past its ends
+    # the grid asked for, and the C past its ends that its extension added
     assert curve["extended"]["grid_asked"] == [0.05, 1.0] and curve["folds"] == 2
     assert {0.05, 1.0} <= set(curve["grid"])
     assert model.estimator.C == curve["chosen_C"] == model.doc["estimator"]["C"]

@@ -59,7 +59,7 @@ def _training_options() -> dict:
     """
     from segstruct.learn.methods import DEFAULTS
     unset = ("loss", "beta", "triangles", "inference", "C", "C_grid", "folds", "cv_tol",
-             "node_weights")
+             "C_extend", "node_weights")
     return {**dict.fromkeys(unset), "no_polish": not DEFAULTS.polish,
             "C_units": DEFAULTS.C_units, "solver": DEFAULTS.solver,
             "projection_set": DEFAULTS.projection_set, "likelihood": DEFAULTS.likelihood,

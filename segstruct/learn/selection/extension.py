@@ -24,9 +24,11 @@ __all__ = ["DEFAULT_C_EXTEND", "C_LIMITS", "check_extend", "rising_edge", "step_
            "new_extension", "next_extension_C", "insert_C", "extension_text", "asked_grid"]
 
 #: Default bound of the extension: at most this many steps of the grid's own
-#: step past each end (``--C-extend``; 0 switches extension off). Chosen by
-#: leaving one data set out on the shared data sets (docs/training.md,
-#: "Choosing C").
+#: step past each end (``--C-extend``; 0 switches extension off). At least
+#: the most steps any curve needed on the shared data sets measured so far,
+#: leaving one data set out (docs/training.md, "The bound of the grid's
+#: extension", which says which data sets are still to measure); the curves
+#: of the generated data set of ``segstruct compare`` rise further.
 DEFAULT_C_EXTEND = 3
 #: Never extend below or above these C (superpixel units): far outside any C
 #: the shared data sets preferred, where the fits degenerate (w = 0 below,

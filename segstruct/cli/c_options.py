@@ -48,7 +48,7 @@ def add_C_options(g) -> None:
                    help="--C auto: the folds' fits (1-slack cutting planes, C in "
                         "superpixel units) stop at TOL times C, between --tol and TOL: "
                         "they only rank the values of C, and the refit stops at --tol "
-                        f"(default {DEFAULT_FOLD_TOL:g}: with --tol 0.0001, 0.0001 at C "
+                        f"(default {DEFAULT_FOLD_TOL:g}: with --tol 1e-05, 0.0001 at C "
                         "0.01, 0.001 at C 0.1 and 0.01 from C 1)")
 
 

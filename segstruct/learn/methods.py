@@ -107,7 +107,7 @@ _SVM = StructuredSVM.default_params()
 #: spread stayed under :data:`FIT_SPREAD_POINTS` on every data set, class and
 #: method measured, at a cost of the refit chosen as defensible
 #: (``python scripts/bench.py fit_spread``; docs/reliability.md, "Fit-path spread").
-REFIT_TOL = 1e-4
+REFIT_TOL = 1e-5
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ def c_text(settings: dict) -> str:
     Returns
     -------
     str, e.g. "C 1", "C 1 (the paper's)" or "C auto (3-fold CV over 6 values
-    0.01-3, folds to tol 0.01 x C in 0.0001-0.01, extended up to 3 steps past
+    0.01-3, folds to tol 0.01 x C in 1e-05-0.01, extended up to 3 steps past
     an end)".
     """
     if settings["C"] != "auto":
@@ -273,7 +273,7 @@ def c_text(settings: dict) -> str:
 
 def fold_tol_text(settings: dict) -> str:
     """The folds' tolerance of recorded ``--C auto`` settings (with ``cv_tol``
-    and ``tol``), e.g. "tol 0.01 x C in 0.0001-0.01"."""
+    and ``tol``), e.g. "tol 0.01 x C in 1e-05-0.01"."""
     cv, tol = settings["cv_tol"], settings.get("tol", DEFAULTS.tol)
     return f"tol {cv:g} x C in {tol:g}-{max(tol, cv):g}"
 

@@ -438,7 +438,7 @@ def test_settings_of_a_fixed_C_are_recorded_as_before():
     from segstruct.learn.methods import c_text
     from segstruct.learn.selection import DEFAULT_FOLD_TOL
     assert auto["cv_tol"] == DEFAULT_FOLD_TOL
-    assert c_text(auto).endswith(f", folds to tol {DEFAULT_FOLD_TOL:g} x C in 0.0001-0.01, "
+    assert c_text(auto).endswith(f", folds to tol {DEFAULT_FOLD_TOL:g} x C in 1e-05-0.01, "
                                  f"extended up to {DEFAULT_C_EXTEND} steps past an end)")
     # a record made before the folds had a tolerance of their own, or the grid
     # an extension: what it was made with
@@ -529,7 +529,7 @@ def test_compare_auto_records_curves_and_draws_them(data_root, cache, tmp_path, 
     assert png.read_bytes()[:8] == PNG and png.stat().st_size > 1000
     md = (out / "table.md").read_text()
     assert "C chosen by 2-fold cross-validation on train" in md
-    assert ("C auto (2-fold CV over 3 values 0.05-20, folds to tol 0.01 x C in 0.0001-0.01, "
+    assert ("C auto (2-fold CV over 3 values 0.05-20, folds to tol 0.01 x C in 1e-05-0.01, "
             f"extended up to {DEFAULT_C_EXTEND} steps past an end)") in md
     assert results["settings"]["cv_tol"] == 0.01
     assert all(r["C_selection"]["fold_tol"] == 0.01 for r in results["results"])

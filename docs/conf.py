@@ -33,7 +33,7 @@ extensions = [
 # The pages are Markdown (MyST); the API pages that autosummary writes are reST.
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "studies"]
 templates_path = ["_templates"]
 
 # -- MyST ------------------------------------------------------------------

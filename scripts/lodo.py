@@ -60,7 +60,7 @@ every smaller bound from those curves:
         --C-extend 6
     python scripts/lodo.py cv --out out/lodo/defaults/test_split \
         --cv-settings folds/l1/dataset --C-extend 6
-    python scripts/lodo.py c-grid --out out/lodo/defaults --C-extend 6 --to results/c_grid
+    python scripts/lodo.py c-grid --out out/lodo/defaults --C-extend 6 --to docs/studies/c_grid
 
 The grid (``run``): for every data set under ``--data`` and every class with
 at least ``--min-images`` training images showing it (the soak's rule), every

@@ -157,8 +157,8 @@ def _fmt_cell(e: dict) -> str:
 
 
 def _fmt_diff(e: dict) -> str:
-    return (f"{e['difference']:+.1f} [{e['interval'][0]:+.1f}, {e['interval'][1]:+.1f}], "
-            f"{e['verdict']}")
+    from segstruct.report.intervals import difference_text
+    return f"{difference_text(e['difference'], e['interval'])}, {e['verdict']}"
 
 
 def summary_table(s: dict) -> str:

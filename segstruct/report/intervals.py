@@ -55,11 +55,17 @@ def interval_text(interval) -> str:
 
 
 def difference_text(value: float, interval) -> str:
-    """A signed difference and its interval, e.g. "+0.8 [-0.3, +1.9]"."""
+    """A signed difference and its interval, e.g. "+0.8 [-0.3, +1.9]"; a
+    bound that is not 0 but rounds to it keeps two decimals ("+0.02"), so
+    that an interval that excludes 0 never reads as holding it."""
     text = f"{value:+.1f}"
     if interval is not None:
-        text += f" [{interval[0]:+.1f}, {interval[1]:+.1f}]"
+        text += f" [{_bound(interval[0])}, {_bound(interval[1])}]"
     return text
+
+
+def _bound(v: float) -> str:
+    return f"{v:+.2f}" if v != 0 and round(v, 1) == 0 else f"{v:+.1f}"
 
 
 def _reference(results: dict) -> str | None:

@@ -129,3 +129,9 @@ def test_every_table_shows_the_same_intervals(table):
     old = _results(counts, ids, with_intervals=False)
     assert "before each image&#x27;s counts were kept" in table_html(old)
     assert all(c.interval is None for _, cells, _ in interval_rows(old) for c in cells)
+
+
+def test_a_bound_near_zero_keeps_its_sign():
+    from segstruct.report.intervals import difference_text
+    assert difference_text(6.2, [0.01, 12.8]) == "+6.2 [+0.01, +12.8]"
+    assert difference_text(-0.8, [-1.94, 0.0]) == "-0.8 [-1.9, +0.0]"

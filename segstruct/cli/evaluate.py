@@ -49,15 +49,14 @@ def execute(args) -> int:
     if args.multiclass:
         return _multiclass(args)
     refuse_overwriting(args.json, args.model)
-    if len(set(args.model)) < len(args.model):
-        raise UsageError("a --model is given twice")
-    dataset = open_dataset(args)
-    scored = [_score(args, dataset, path) for path in args.model]
-    classes = {model.class_name for model, *_ in scored}
+    models = load_models(args.model)          # refuses a --model given twice
+    classes = {model.class_name for model in models}
     if len(classes) > 1:
         raise UsageError(f"the models segment different classes ({', '.join(sorted(classes))}): "
                          "add --multiclass to score them together (one per class), or "
                          "compare models of one class")
+    dataset = open_dataset(args)
+    scored = [_score(args, dataset, model, path) for model, path in zip(models, args.model)]
     names = [str(path) for path in args.model]
     counts = {}
     for name, (model, _, voc, configs) in zip(names, scored):
@@ -96,9 +95,9 @@ def execute(args) -> int:
     return 0
 
 
-def _score(args, dataset, path: Path):
-    """(model, image ids, VOCScore, feature configs) of one saved model on the split."""
-    model, = load_models([path])
+def _score(args, dataset, model, path: Path):
+    """(model, image ids, VOCScore, feature configs) of one saved model (read
+    from ``path``) on the split."""
     doc = model.doc
     check_model_data(args, dataset, [path], [doc])
     configs = ensemble_configs(args, model.config)

@@ -85,7 +85,7 @@ def test_the_defaults_record_is_the_same_on_every_call(bench):
 
 # options that say where or how a command runs, not what it computes
 _RUNNING_OPTIONS = {"help", "data", "cache", "no_cache", "n_jobs", "quiet", "progress",
-                    "scheduler", "out", "model", "images", "force", "resume"}
+                    "scheduler", "out", "model", "images", "force", "resume", "no_report"}
 
 
 @pytest.mark.parametrize("command", ["train", "compare", "predict"])

@@ -149,7 +149,28 @@ def test_extension_stops_at_its_bound_and_then_says_how_to_raise_it():
     assert "extend --C-grid" in plain["warning"]
 
 
-def test_extension_on_workers_equals_extension_here():
+@pytest.fixture
+def by_value():
+    """This module's classes pickled by value: a worker process started by an
+    earlier test may not find this test module on its path."""
+    import importlib
+    import sys
+    module = sys.modules[__name__]
+    # loky pickles with the cloudpickle package (newer joblib) or joblib's own copy
+    picklers = []
+    for name in ("cloudpickle", "joblib.externals.cloudpickle"):
+        try:
+            picklers.append(importlib.import_module(name))
+        except ImportError:
+            continue
+    for pickler in picklers:
+        pickler.register_pickle_by_value(module)
+    yield
+    for pickler in picklers:
+        pickler.unregister_pickle_by_value(module)
+
+
+def test_extension_on_workers_equals_extension_here(by_value):
     here, _ = peaked(0.001, extend=3)
     pooled = cross_validate_many([(lambda: Peaked(0.001, []), *_toy(), None)] * 2,
                                  DEFAULT_GRID, folds=3, n_jobs=2, extend=3)

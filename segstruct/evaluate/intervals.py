@@ -32,8 +32,9 @@ __all__ = ["CONFIDENCE", "N_RESAMPLES", "REFERENCE", "comparison_intervals",
 
 #: Coverage of every interval a table shows.
 CONFIDENCE = 0.95
-#: Resamples per interval: enough that the 2.5 and 97.5 percentiles of a
-#: split's IoU move by far less than the table's last digit between seeds.
+#: Resamples per interval: the default of
+#: :func:`segstruct.evaluate.bootstrap.paired_bootstrap`, so that the tables
+#: and ``scripts/paired_iou.py`` give the same interval for the same counts.
 N_RESAMPLES = 10000
 #: The method every other one is measured against: the paper's.
 REFERENCE = "proposed"
